@@ -1,0 +1,31 @@
+"""kernelcore: a differentiable kernel compiler for Python (CPU via C++/OpenMP, CUDA via NVRTC)."""
+__version__ = "0.1.0"
+
+from . import config  # noqa: F401
+from .types import (  # noqa: F401
+    bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+    vector, matrix, quaternion, transformation, struct,
+    vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2h, vec3h, vec4h, vec2i, vec3i, vec4i,
+    mat22, mat33, mat44, mat22d, mat33d, mat44d, quat, quatd, quath, transform, transformd,
+    spatial_vector, spatial_vectord, spatial_matrix, spatial_matrixd,
+)
+from .types import float16 as half  # noqa: F401
+from .array import (  # noqa: F401
+    array, array1d, array2d, array3d, array4d, zeros, ones, full, empty, zeros_like, ones_like, full_like,
+    empty_like, from_numpy, copy, clone,
+)
+from .device import (  # noqa: F401
+    Device, init, get_device, set_device, ScopedDevice, synchronize, is_cuda_available, get_cuda_device_count,
+)
+from .kernel import kernel, Kernel  # noqa: F401
+from .function import func, func_grad, func_replay, func_native  # noqa: F401
+from .kernel_api import tid, printf, identity, constant  # noqa: F401
+from .autodiff_api import adjoint  # noqa: F401
+from .launch import launch  # noqa: F401
+from .tape import Tape  # noqa: F401
+from .cache import clear_kernel_cache  # noqa: F401
+from .errors import KernelCompileError, NativeBuildError, KernelRuntimeError  # noqa: F401
+from . import builtins as _builtins  # noqa: F401  (fills the builtin table)
+from .builtins.registry import export_all_stubs as _export_all_stubs
+
+_export_all_stubs()

@@ -1,0 +1,18 @@
+"""Array element access and atomics (native/kc_array.h).
+
+Reads scatter their adjoint into ``array.grad``; writes and atomic adds gather it back,
+following the seeds' semantics.  ``a[i] += x`` is an atomic add.
+"""
+from .registry import register
+
+for n in range(1, 5):
+    idx = ["int32"] * n
+    register("load", ["array(T)"] + idx, "T", array_access=True)
+    register("store", ["array(T)"] + idx + ["T"], None, side_effect=True, array_access=True)
+    for op in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
+        register(op, ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
+                 doc=f"{op}(arr, i.., value) -> old value")
+    register("atomic_cas", ["array(T)"] + idx + ["T", "T"], "T", side_effect=True, array_access=True,
+             differentiable=False, doc="compare-and-swap: (arr, i.., compare, value) -> old value")
+    register("atomic_exch", ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
+             differentiable=False, doc="exchange: (arr, i.., value) -> old value")

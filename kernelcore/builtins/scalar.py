@@ -1,0 +1,40 @@
+"""Scalar operators and math builtins (forward and adjoint in native/kc_scalar.h)."""
+from .registry import register
+
+# Operators: the frontend maps Python operators to these names.
+for op in ("add", "sub", "mul", "div"):
+    register(op, ["S", "S"], "S", doc=f"scalar {op}")
+for op in ("mod", "floordiv"):
+    register(op, ["S", "S"], "S", doc=f"Python-style {op} (sign of the divisor)")
+register("neg", ["S"], "S")
+register("pos", ["S"], "S")
+for op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    register(op, ["S", "S"], "bool", differentiable=False)
+register("eq", ["bool", "bool"], "bool", differentiable=False)
+register("ne", ["bool", "bool"], "bool", differentiable=False)
+for op in ("bit_and", "bit_or", "bit_xor", "lshift", "rshift"):
+    register(op, ["I", "I"], "I", differentiable=False)
+register("invert", ["I"], "I", differentiable=False)
+register("logical_and", ["bool", "bool"], "bool", differentiable=False)
+register("logical_or", ["bool", "bool"], "bool", differentiable=False)
+register("logical_not", ["bool"], "bool", differentiable=False)
+register("truth", ["S"], "bool", differentiable=False, doc="x != 0")
+register("select", ["bool", "T", "T"], "T", doc="branch merge: c ? a : b")
+register("where", ["bool", "T", "T"], "T", doc="where(cond, a, b) = a if cond else b")
+
+# Math library: one argument float functions.
+for fn in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "log", "log2",
+           "log10", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "rint", "degrees", "radians"):
+    register(fn, ["F"], "F", doc=f"{fn}(x) on float scalars")
+register("atan2", ["F", "F"], "F", doc="atan2(y, x)")
+register("pow", ["F", "F"], "F", doc="x ** y")
+for fn in ("abs", "sign"):
+    register(fn, ["S"], "S", doc=f"{fn}(x)")
+for fn in ("min", "max"):
+    register(fn, ["S", "S"], "S", doc=f"{fn}(a, b)")
+register("clamp", ["S", "S", "S"], "S", doc="clamp(x, lo, hi)")
+register("lerp", ["F", "F", "F"], "F", doc="a + (b - a) * t")
+register("smoothstep", ["F", "F", "F"], "F", doc="smoothstep(edge0, edge1, x): cubic Hermite ramp")
+register("step", ["F"], "F", differentiable=False, doc="1 if x < 0 else 0")
+for fn in ("isnan", "isinf", "isfinite"):
+    register(fn, ["F"], "bool", differentiable=False)

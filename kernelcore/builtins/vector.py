@@ -1,0 +1,54 @@
+"""Vector and matrix builtins (native/kc_vec.h)."""
+from .registry import register
+
+V, M = "vec(N,S)", "mat(R,C,S)"
+for op in ("add", "sub"):
+    register(op, [V, V], V)
+    register(op, [M, M], M)
+register("neg", [V], V)
+register("pos", [V], V)
+register("neg", [M], M)
+register("mul", [V, "S"], V)
+register("mul", ["S", V], V)
+register("mul", [M, "S"], M)
+register("mul", ["S", M], M)
+register("mul", ["mat(R,C,S)", "vec(C,S)"], "vec(R,S)", doc="matrix-vector product")
+register("mul", ["vec(R,S)", "mat(R,C,S)"], "vec(C,S)", doc="row vector times matrix")
+register("mul", ["mat(R,K,S)", "mat(K,C,S)"], "mat(R,C,S)", doc="matrix product")
+register("div", [V, "S"], V)
+register("div", ["S", V], V)
+register("div", [M, "S"], M)
+for op in ("cw_mul", "cw_div"):
+    register(op, [V, V], V, doc=f"component-wise {op[3:]}")
+    register(op, [M, M], M, doc=f"component-wise {op[3:]}")
+for op in ("eq", "ne"):
+    register(op, [V, V], "bool", differentiable=False)
+    register(op, [M, M], "bool", differentiable=False)
+
+register("dot", [V, V], "S", doc="dot product")
+register("cross", ["vec(3,S)", "vec(3,S)"], "vec(3,S)", doc="cross product")
+register("length", ["vec(N,F)"], "F", doc="Euclidean length")
+register("length_sq", [V], "S", doc="squared length")
+register("normalize", ["vec(N,F)"], "vec(N,F)", doc="unit vector (zero stays zero)")
+register("outer", ["vec(N,S)", "vec(N,S)"], "mat(N,N,S)", doc="outer product a b^T")
+register("transpose", [M], "mat(C,R,S)")
+register("trace", ["mat(N,N,S)"], "S")
+register("diag", ["vec(N,S)"], "mat(N,N,S)", doc="diagonal matrix from a vector")
+register("skew", ["vec(3,S)"], "mat(3,3,S)", doc="cross-product matrix: skew(a) b = a x b")
+for n in (2, 3, 4):
+    register("determinant", [f"mat({n},{n},F)"], "F")
+    register("inverse", [f"mat({n},{n},F)"], f"mat({n},{n},F)", doc="matrix inverse (zero if singular)")
+register("min", [V], "S", doc="smallest component")
+register("max", [V], "S", doc="largest component")
+register("min", [V, V], V)
+register("max", [V, V], V)
+register("abs", [V], V)
+register("lerp", ["vec(N,F)", "vec(N,F)", "F"], "vec(N,F)")
+
+# Element access (the frontend emits these for v[i], v.x, m[i], m[i, j] and their SSA updates).
+register("extract", [V, "int32"], "S")
+register("extract", [M, "int32"], "vec(C,S)")
+register("extract", [M, "int32", "int32"], "S")
+register("assign_copy", [V, "int32", "S"], V)
+register("assign_copy", [M, "int32", "int32", "S"], M)
+register("assign_copy", [M, "int32", "vec(C,S)"], M)

@@ -1,0 +1,96 @@
+"""On-disk kernel cache, content-addressed and safe under concurrent processes.
+
+Entries are written to a temporary name and renamed into place (atomic on POSIX), so
+several processes may build the same module at once.  Each binary has a sidecar with
+its SHA-256; an entry whose binary does not match (truncated, corrupted) is rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+
+from . import __version__
+
+
+def cache_dir() -> str:
+    d = os.environ.get("KERNELCORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kernelcore", __version__)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def clear_kernel_cache():
+    """Delete every cached module binary."""
+    d = cache_dir()
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        if os.path.isdir(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                os.remove(p)
+            except OSError:
+                pass
+
+
+def file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def entry_paths(key: str, ext: str):
+    d = cache_dir()
+    return os.path.join(d, f"{key}{ext}"), os.path.join(d, f"{key}{ext}.sha256"), os.path.join(d, f"{key}.cpp")
+
+
+def lookup(key: str, ext: str) -> str | None:
+    """Path of a valid cached binary, or None (missing or corrupted entries are removed)."""
+    binary, digest, _ = entry_paths(key, ext)
+    if not (os.path.exists(binary) and os.path.exists(digest)):
+        return None
+    try:
+        with open(digest) as f:
+            expected = f.read().strip()
+        if file_digest(binary) == expected:
+            return binary
+    except OSError:
+        pass
+    for p in (binary, digest):
+        try:
+            os.remove(p)
+        except OSError:
+            pass
+    return None
+
+
+def store(key: str, ext: str, build) -> str:
+    """Build into a temporary file with build(tmp_path), then publish binary and digest atomically."""
+    binary, digest, _ = entry_paths(key, ext)
+    d = os.path.dirname(binary)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=ext)
+    os.close(fd)
+    try:
+        build(tmp)
+        dig = file_digest(tmp)
+        fd2, tmpd = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=".sha256")
+        with os.fdopen(fd2, "w") as f:
+            f.write(dig)
+        os.replace(tmp, binary)
+        os.replace(tmpd, digest)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return binary
+
+
+def write_source(key: str, text: str) -> str:
+    _, _, src = entry_paths(key, "")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(src), prefix=f".{key}.", suffix=".cpp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, src)
+    return src

@@ -1,0 +1,19 @@
+"""Global options. Set them before the first launch of a module (they key the cache)."""
+import os
+
+#: "release" or "debug" (debug bounds-checks array accesses and reports them as exceptions)
+mode = os.environ.get("KERNELCORE_MODE", "release")
+#: print compiler commands and keep full compiler output
+verbose = False
+#: static range() loops with at most this many iterations are unrolled
+max_unroll = 16
+#: per-thread checkpoints kept by the adjoint of each dynamic loop (see docs in adjoint.py)
+loop_checkpoints = 64
+#: warn when an array is written after being read on a Tape (write-after-read)
+verify_autograd_array_access = False
+#: C++ compiler for the CPU backend ("g++" or "clang++"); KERNELCORE_CXX overrides
+cxx = os.environ.get("KERNELCORE_CXX", "g++")
+#: launches smaller than this run on one thread (OpenMP start-up costs more than it saves)
+parallel_grain = 4096
+#: dump the IR after a named pass to stderr: "frontend", or set KERNELCORE_DUMP_IR
+dump_ir = os.environ.get("KERNELCORE_DUMP_IR", "")

@@ -1,0 +1,547 @@
+"""Emitter: typed IR (+ reverse list) -> C++ text. It only prints.
+
+The CUDA emitter (emit_cuda.py) subclasses this and overrides the entry points only.
+Every value is declared at the top of its function (so branch and loop bodies can
+assign what later code, including the reverse sweep, reads).
+"""
+from __future__ import annotations
+
+import math
+
+from . import config
+from . import types as T
+from .adjoint import Rev, RevIf, RevLoop, reverse_block
+from .array import ArrayType
+from .ir import (AdjointAccumulate, Call, Const, Construct, Copy, FuncCall, GetAttr, If, Loop, Print, SetAttr,
+                 Tid, Var, defined_vars)
+
+
+def ctype(t) -> str:
+    if isinstance(t, ArrayType):
+        return f"kc::array_t<{ctype(t.dtype)}>"
+    if isinstance(t, T.Tuple):
+        return tuple_struct_name(t)
+    return t._ctype
+
+
+def tuple_struct_name(t: T.Tuple) -> str:
+    import hashlib
+
+    return "tuple_" + hashlib.sha256(T.type_key(t).encode()).hexdigest()[:12]
+
+
+def scalar_ctype(t) -> str:
+    return t._dtype._ctype if T.is_composite(t) else t._ctype
+
+
+def literal(value, t) -> str:
+    if t is T.bool_:
+        return "true" if value else "false"
+    if T.is_float(t):
+        v = float(value)
+        if math.isnan(v):
+            text = "(0.0/0.0)"
+        elif math.isinf(v):
+            text = "(1.0/0.0)" if v > 0 else "(-1.0/0.0)"
+        else:
+            text = repr(v)
+        return f"kc::cast<{t._ctype}>({text})"
+    return f"(({t._ctype}){int(value)}{'ULL' if not t._signed else 'LL'})"
+
+
+class Emitter:
+    target = "cpu"
+
+    def __init__(self, debug: bool = False):
+        self.debug = debug
+        self.lines: list[str] = []
+        self.indent = 0
+        self.filename = ""
+
+    # -- output helpers --------------------------------------------------------------------
+    def w(self, text=""):
+        self.lines.append("    " * self.indent + text if text else "")
+
+    def line_directive(self, stmt):
+        if stmt.line and self.filename:
+            self.lines.append(f'#line {stmt.line} "{self.filename}"')
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+    # -- declarations --------------------------------------------------------------------------
+    def declare_values(self, ir, args_are_params=True, adj=False, adj_args_local=False):
+        """Declare every SSA value (and its adjoint) at the top of the function."""
+        argset = {v.id for v in ir.args}
+        seen = set()
+        for v in defined_vars(ir.block):
+            if v.id in seen or v.id in argset:
+                continue
+            seen.add(v.id)
+            self.w(f"{ctype(v.type)} {v.cname} = {{}};")
+            if adj:
+                self.w(f"{ctype(v.type)} adj_{v.cname} = {{}};")
+        if adj and adj_args_local:
+            for v in ir.args:
+                self.w(f"{ctype(v.type)} adj_{v.cname} = {{}};")
+        for loop in ir.loops:
+            self.w(f"kc::int64 it_{loop.uid} = 0; kc::int64 trip_{loop.uid} = 0;")
+            if adj:
+                self.declare_checkpoints(loop)
+
+    def declare_checkpoints(self, loop):
+        u = loop.uid
+        fields = " ".join(f"{ctype(c.entry.type)} f{k};" for k, c in enumerate(loop.carried)) or "char unused;"
+        self.w(f"struct ck_{u}_t {{ {fields} }};")
+        self.w(f"ck_{u}_t ck_{u}[{config.loop_checkpoints}]; kc::int32 ck_{u}_n = 0; kc::int64 ck_{u}_stride = 1; kc::int64 n_{u} = 0;")
+
+    def declare_lambdas(self, ir, mode):
+        """Adjoint functions replay loop bodies several times: each body is a lambda."""
+        for loop in ir.loops:  # post-order (inner loops first), see frontend
+            u = loop.uid
+            self.w(f"auto body_{u} = [&]() {{")
+            self.indent += 1
+            if loop.kind == "range":
+                self.w(f"{loop.counter.cname} = {loop.start.cname} + (kc::int32)it_{u} * {loop.step.cname};")
+            self.emit_block(loop.body, mode, ret="")
+            self.indent -= 1
+            self.w("};")
+            if loop.kind == "while":
+                self.w(f"auto cond_{u} = [&]() -> bool {{")
+                self.indent += 1
+                self.emit_block(loop.cond_block, mode, ret="false")
+                self.w(f"return {loop.cond.cname};")
+                self.indent -= 1
+                self.w("};")
+
+    # -- forward statements --------------------------------------------------------------------
+    def emit_block(self, block, mode, ret):
+        """mode: "fwd" (side effects on), "replay" (side effects skipped, loops checkpointed)."""
+        for s in block.stmts:
+            self.line_directive(s)
+            getattr(self, "fwd_" + type(s).__name__)(s, mode, ret)
+
+    def fwd_Const(self, s, mode, ret):
+        self.w(f"{s.out.cname} = {literal(s.value, s.out.type)};")
+
+    def fwd_Call(self, s, mode, ret):
+        row = s.builtin
+        if mode == "replay" and row.side_effect:
+            if s.out is not None:
+                self.w(f"{s.out.cname} = {{}};  // {row.name}: side effect skipped in replay")
+            return
+        if self.debug and row.array_access:
+            idx = ", ".join(a.cname for a in s.args[1:1 + self._nidx(s)])
+            self.w(f"if (!kc::bounds_check({s.args[0].cname}, __LINE__, {self._nidx(s)}, {idx})) return {ret};")
+        sym = row.native + (f"<{s.template}>" if s.template else "")
+        call = f"{sym}({', '.join(a.cname for a in s.args)})"
+        self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
+
+    @staticmethod
+    def _nidx(s):
+        n = s.args[0].type.ndim
+        return min(n, len(s.args) - 1)
+
+    def fwd_FuncCall(self, s, mode, ret):
+        name = s.func.cname + ("_replay" if mode == "replay" else "")
+        call = f"{name}({', '.join(a.cname for a in s.args)})"
+        self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
+
+    def fwd_Construct(self, s, mode, ret):
+        out, t = s.out, s.out.type
+        if not s.args or T.is_struct(t) or isinstance(t, T.Tuple):
+            self.w(f"{out.cname} = {{}};")
+            return
+        sc = scalar_ctype(t)
+        n = _ncomp(t)
+        if len(s.args) == 1 and not T.is_composite(s.args[0].type):
+            self.w(f"for (int k = 0; k < {n}; ++k) (({sc}*)&{out.cname})[k] = {s.args[0].cname};")
+            return
+        k = 0
+        for a in s.args:
+            if T.is_composite(a.type):
+                m = _ncomp(a.type)
+                src_sc = scalar_ctype(a.type)
+                conv = f"(({src_sc}*)&{a.cname})[j]" if src_sc == sc else f"kc::cast<{sc}>((({src_sc}*)&{a.cname})[j])"
+                self.w(f"for (int j = 0; j < {m}; ++j) (({sc}*)&{out.cname})[{k} + j] = {conv};")
+                k += m
+            else:
+                self.w(f"(({sc}*)&{out.cname})[{k}] = {a.cname};")
+                k += 1
+
+    def fwd_Copy(self, s, mode, ret):
+        self.w(f"{s.out.cname} = {s.src.cname};")
+
+    def fwd_GetAttr(self, s, mode, ret):
+        self.w(f"{s.out.cname} = {s.obj.cname}.{s.field};")
+
+    def fwd_SetAttr(self, s, mode, ret):
+        self.w(f"{s.out.cname} = {s.obj.cname}; {s.out.cname}.{s.field} = {s.value.cname};")
+
+    def fwd_Tid(self, s, mode, ret):
+        if s.dim < 0:
+            self.w(f"{s.out.cname} = (kc::int32)__tid;")
+        else:
+            self.w(f"{s.out.cname} = kc::tid_dim(__bounds, __tid, {s.dim});")
+
+    def fwd_Print(self, s, mode, ret):
+        if mode == "replay":
+            return
+        if s.fmt is not None:
+            args = "".join(", " + _printf_arg(a) for a in s.items)
+            self.w(f'printf({_c_string(s.fmt)}{args});')
+            return
+        for item in s.items:
+            if isinstance(item, str):
+                self.w(f"kc::print_value({_c_string(item)});")
+            else:
+                self.w(f"kc::print_value({item.cname});")
+
+    def fwd_AdjointAccumulate(self, s, mode, ret):
+        self.w(f"adj_{self.grad_params[s.param]} += {s.value.cname};")
+
+    def fwd_If(self, s, mode, ret):
+        self.w(f"if ({s.cond.cname}) {{")
+        self.indent += 1
+        self.emit_block(s.body, mode, ret)
+        self.indent -= 1
+        if s.orelse.stmts:
+            self.w("} else {")
+            self.indent += 1
+            self.emit_block(s.orelse, mode, ret)
+            self.indent -= 1
+        self.w("}")
+
+    def _carry_update(self, loop, src="exit", dst="entry"):
+        """Parallel assignment entry <- exit (values may be swapped between carried names)."""
+        pairs = [(getattr(c, dst), getattr(c, src)) for c in loop.carried if getattr(c, dst) is not getattr(c, src)]
+        if not pairs:
+            return
+        tmps = " ".join(f"{ctype(d.type)} t{k} = {s_.cname};" for k, (d, s_) in enumerate(pairs))
+        sets = " ".join(f"{d.cname} = t{k};" for k, (d, s_) in enumerate(pairs))
+        self.w(f"{{ {tmps} {sets} }}")
+
+    def _loop_head(self, loop, cond_call):
+        u = loop.uid
+        for c in loop.carried:
+            self.w(f"{c.entry.cname} = {c.init.cname};")
+        if loop.kind == "range":
+            self.w(f"trip_{u} = kc::trip_count({loop.start.cname}, {loop.stop.cname}, {loop.step.cname});")
+        self.w(f"for (it_{u} = 0; ; ++it_{u}) {{")
+        self.indent += 1
+        if loop.brk:
+            self.w(f"if ({' || '.join(v.cname for v in loop.brk)}) break;")
+        if loop.kind == "range":
+            self.w(f"if (it_{u} >= trip_{u}) break;")
+        else:
+            self.w(f"if (!{cond_call}) break;")
+
+    def fwd_Loop(self, s, mode, ret):
+        u = s.uid
+        if mode == "replay":
+            return self._replay_loop(s)
+        if s.kind == "while":
+            # plain forward: evaluate the condition inline
+            for c in s.carried:
+                self.w(f"{c.entry.cname} = {c.init.cname};")
+            self.w(f"for (it_{u} = 0; ; ++it_{u}) {{")
+            self.indent += 1
+            if s.brk:
+                self.w(f"if ({' || '.join(v.cname for v in s.brk)}) break;")
+            self.emit_block(s.cond_block, mode, ret)
+            self.w(f"if (!{s.cond.cname}) break;")
+        else:
+            self._loop_head(s, None)
+            self.w(f"{s.counter.cname} = {s.start.cname} + (kc::int32)it_{u} * {s.step.cname};")
+        self.emit_block(s.body, mode, ret)
+        self._carry_update(s)
+        self.indent -= 1
+        self.w("}")
+        for c in s.carried:
+            self.w(f"{c.result.cname} = {c.entry.cname};")
+
+    def _replay_loop(self, s):
+        u, cap = s.uid, config.loop_checkpoints
+        self._loop_head(s, f"cond_{u}()")
+        save = ", ".join(c.entry.cname for c in s.carried)
+        self.w(f"if (it_{u} % ck_{u}_stride == 0) {{")
+        self.indent += 1
+        self.w(f"if (ck_{u}_n == {cap}) {{ for (int k = 0; k < {cap // 2}; ++k) ck_{u}[k] = ck_{u}[2 * k]; ck_{u}_n = {cap // 2}; ck_{u}_stride *= 2; }}")
+        self.w(f"if (it_{u} % ck_{u}_stride == 0) ck_{u}[ck_{u}_n++] = ck_{u}_t{{{save}}};")
+        self.indent -= 1
+        self.w("}")
+        self.w(f"body_{u}();")
+        self._carry_update(s)
+        self.indent -= 1
+        self.w("}")
+        self.w(f"n_{u} = it_{u};")
+        for c in s.carried:
+            self.w(f"{c.result.cname} = {c.entry.cname};")
+
+    # -- reverse statements ----------------------------------------------------------------------
+    def emit_reverse(self, rev):
+        for r in rev:
+            if isinstance(r, RevIf):
+                self.w(f"if ({r.stmt.cond.cname}) {{")
+                self.indent += 1
+                self.emit_reverse(r.body)
+                self.indent -= 1
+                self.w("} else {")
+                self.indent += 1
+                self.emit_reverse(r.orelse)
+                self.indent -= 1
+                self.w("}")
+            elif isinstance(r, RevLoop):
+                self.rev_loop(r)
+            else:
+                self.line_directive(r.stmt)
+                getattr(self, "rev_" + type(r.stmt).__name__)(r.stmt)
+
+    def rev_Call(self, s):
+        row = s.builtin
+        adj_sym = _adj_symbol(row.native) + (f"<{s.template}>" if s.template else "")
+        args = [a.cname for a in s.args] + [f"adj_{a.cname}" for a in s.args]
+        if s.out is not None:
+            args.append(f"adj_{s.out.cname}")
+        self.w(f"{adj_sym}({', '.join(args)});")
+
+    def rev_FuncCall(self, s):
+        args = [a.cname for a in s.args] + [f"adj_{a.cname}" for a in s.args]
+        if s.out is not None:
+            args.append(f"adj_{s.out.cname}")
+        self.w(f"adj_{s.func.cname}({', '.join(args)});")
+
+    def rev_Construct(self, s):
+        out, t = s.out, s.out.type
+        if not s.args or T.is_struct(t) or isinstance(t, T.Tuple):
+            return
+        sc = scalar_ctype(t)
+        n = _ncomp(t)
+        if len(s.args) == 1 and not T.is_composite(s.args[0].type):
+            self.w(f"for (int k = 0; k < {n}; ++k) adj_{s.args[0].cname} += (({sc}*)&adj_{out.cname})[k];")
+            return
+        k = 0
+        for a in s.args:
+            if T.is_composite(a.type):
+                m = _ncomp(a.type)
+                src_sc = scalar_ctype(a.type)
+                val = f"(({sc}*)&adj_{out.cname})[{k} + j]"
+                if src_sc != sc:
+                    if not (T.is_float(a.type._dtype) and T.is_float(t._dtype)):
+                        k += m
+                        continue
+                    val = f"kc::cast<{src_sc}>({val})"
+                self.w(f"for (int j = 0; j < {m}; ++j) (({src_sc}*)&adj_{a.cname})[j] += {val};")
+                k += m
+            else:
+                self.w(f"adj_{a.cname} += (({sc}*)&adj_{out.cname})[{k}];")
+                k += 1
+
+    def rev_Copy(self, s):
+        if not T.is_differentiable_type(s.out.type):
+            return
+        self.w(f"adj_{s.src.cname} += adj_{s.out.cname};")
+
+    def rev_GetAttr(self, s):
+        if not T.is_differentiable_type(s.out.type):
+            return
+        self.w(f"adj_{s.obj.cname}.{s.field} += adj_{s.out.cname};")
+
+    def rev_SetAttr(self, s):
+        if not isinstance(s.value.type, ArrayType):
+            self.w(f"adj_{s.value.cname} += adj_{s.out.cname}.{s.field}; adj_{s.out.cname}.{s.field} = {{}};")
+        self.w(f"adj_{s.obj.cname} += adj_{s.out.cname};")
+
+    def rev_loop(self, r):
+        loop, u = r.stmt, r.stmt.uid
+        self.w("{")
+        self.indent += 1
+        diff = [(k, c) for k, c in enumerate(loop.carried) if T.is_differentiable_type(c.entry.type)]
+        for k, c in diff:
+            self.w(f"{ctype(c.entry.type)} g{u}_{k} = adj_{c.result.cname};")
+        self.w(f"for (kc::int64 r = n_{u} - 1; r >= 0; --r) {{")
+        self.indent += 1
+        self.w(f"kc::int64 base = r / ck_{u}_stride;")
+        restore = " ".join(f"{c.entry.cname} = ck_{u}[base].f{k};" for k, c in enumerate(loop.carried))
+        if restore:
+            self.w(restore)
+        self.w(f"for (it_{u} = base * ck_{u}_stride; it_{u} < r; ++it_{u}) {{")
+        self.indent += 1
+        self.w(f"body_{u}();")
+        self._carry_update(loop)
+        self.indent -= 1
+        self.w("}")
+        self.w(f"it_{u} = r; body_{u}();")
+        seen = set()
+        zero = []
+        for v in r.zero_vars:
+            if v.id not in seen:
+                seen.add(v.id)
+                zero.append(f"adj_{v.cname} = {{}};")
+        for k in range(0, len(zero), 8):
+            self.w(" ".join(zero[k:k + 8]))
+        for k, c in diff:
+            self.w(f"adj_{c.exit.cname} += g{u}_{k};")
+        self.emit_reverse(r.body)
+        for k, c in diff:
+            self.w(f"g{u}_{k} = adj_{c.entry.cname};")
+        self.indent -= 1
+        self.w("}")
+        for k, c in diff:
+            self.w(f"adj_{c.init.cname} += g{u}_{k};")
+        self.indent -= 1
+        self.w("}")
+
+    # -- whole functions ---------------------------------------------------------------------------
+    def _ret_expr(self, ir):
+        if not ir.ret_vars:
+            return ""
+        if len(ir.ret_vars) == 1:
+            return ir.ret_vars[0].cname
+        return f"{ctype(T.Tuple(ir.ret_types))}{{{', '.join(v.cname for v in ir.ret_vars)}}}"
+
+    def emit_function(self, inst):
+        """Forward, replay and adjoint C++ functions of one @kc.func specialisation."""
+        self.filename = _escape_path(inst.defn.file)
+        rt = ctype(inst.result_type) if inst.result_type is not None else "void"
+        if inst.native is not None:
+            return self._emit_native_function(inst, rt)
+        ir = inst.ir
+        params = ", ".join(f"{ctype(v.type)} {v.cname}" for v in ir.args)
+        ret_default = "{}" if rt != "void" else ""
+        for suffix, mode, fir in (("", "fwd", ir), ("_replay", "replay", inst.replay_ir or ir)):
+            fparams = ", ".join(f"{ctype(v.type)} {v.cname}" for v in fir.args)
+            self.w(f"static KC_FUNC {rt} {inst.cname}{suffix}({fparams}) {{")
+            self.indent += 1
+            self.declare_values(fir, adj=False)
+            self.emit_block(fir.block, "fwd" if fir is not ir else mode, ret_default)
+            if rt != "void":
+                self.w(f"return {self._ret_expr(fir)};")
+            self.indent -= 1
+            self.w("}")
+        # adjoint
+        adj_params = [f"{ctype(v.type)}& adj_{v.cname}" for v in ir.args]
+        if inst.grad_ir is not None:
+            g = inst.grad_ir
+            n = len(ir.args)
+            gparams = [f"{ctype(v.type)} {v.cname}" for v in g.args[:n]]
+            gadj = [f"{ctype(v.type)}& adj_{v.cname}" for v in g.args[:n]]
+            tail = [f"{ctype(g.args[n].type)} {g.args[n].cname}"] if len(g.args) > n else []
+            self.grad_params = {v.label: v.cname for v in g.args[:n]}
+            self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join(gparams + gadj + tail)}) {{")
+            self.indent += 1
+            self.declare_values(g, adj=False)
+            self.emit_block(g.block, "fwd", "")
+            self.indent -= 1
+            self.w("}")
+            return
+        tail = [f"{rt} adj_ret"] if rt != "void" else []
+        self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join([params] if params else [] + [])}{', ' if params else ''}{', '.join(adj_params + tail)}) {{")
+        self.indent += 1
+        self.declare_values(ir, adj=True)
+        self.declare_lambdas(ir, "replay")
+        self.emit_block(ir.block, "replay", "")
+        if rt != "void":
+            if len(ir.ret_vars) == 1:
+                self.w(f"adj_{ir.ret_vars[0].cname} += adj_ret;")
+            else:
+                for k, v in enumerate(ir.ret_vars):
+                    self.w(f"adj_{v.cname} += adj_ret.f{k};")
+        self.emit_reverse(reverse_block(ir.block))
+        self.indent -= 1
+        self.w("}")
+
+    def _emit_native_function(self, inst, rt):
+        snippet, adj_snippet, replay_snippet = inst.native
+        names = inst.defn.arg_names
+        params = ", ".join(f"{ctype(t)} {n}" for n, t in zip(names, inst.arg_types))
+        self.w(f"static KC_FUNC {rt} {inst.cname}({params}) {{\n{snippet}\n}}")
+        self.w(f"static KC_FUNC {rt} {inst.cname}_replay({params}) {{\n{replay_snippet if replay_snippet is not None else snippet}\n}}")
+        adj = [f"{ctype(t)}& adj_{n}" for n, t in zip(names, inst.arg_types)]
+        tail = [f"{rt} adj_ret"] if rt != "void" else []
+        self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join([params] + adj + tail)}) {{\n{adj_snippet or ''}\n}}")
+
+    def emit_kernel_threads(self, kernel_name, ir, with_adjoint=True):
+        """Per-thread forward (and adjoint) functions of a kernel."""
+        self.filename = _escape_path(ir.defn.file)
+        params = "".join(f", {ctype(v.type)} {v.cname}" for v in ir.args)
+        self.w(f"static KC_FUNC void {kernel_name}_fwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
+        self.indent += 1
+        self.declare_values(ir)
+        self.emit_block(ir.block, "fwd", "")
+        self.indent -= 1
+        self.w("}")
+        if not with_adjoint:
+            return
+        self.w(f"static KC_FUNC void {kernel_name}_bwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
+        self.indent += 1
+        self.declare_values(ir, adj=True, adj_args_local=True)
+        self.declare_lambdas(ir, "replay")
+        self.emit_block(ir.block, "replay", "")
+        self.emit_reverse(reverse_block(ir.block))
+        self.indent -= 1
+        self.w("}")
+
+    def emit_args_struct(self, kernel_name, ir):
+        self.w(f"struct {kernel_name}_args {{")
+        for v in ir.args:
+            self.w(f"    {ctype(v.type)} {v.cname};")
+        self.w("};")
+
+    def emit_entry_points(self, kernel_name, ir, with_adjoint=True):
+        """CPU entry points: an OpenMP loop over the launch grid."""
+        call_args = "".join(f", a->{v.cname}" for v in ir.args)
+        flush = " fflush(stdout);" if ir.has_print else ""
+        for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)):
+            self.w(f'extern "C" KC_EXPORT void {kernel_name}_{kind}(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{')
+            self.w("    const kc::int64 n = b->size;")
+            self.w("    if (b->nthreads <= 1) {")
+            self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
+            self.w("    } else {")
+            self.w("        #pragma omp parallel for schedule(static) num_threads(b->nthreads)")
+            self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
+            self.w("    }" + flush)
+            self.w("}")
+
+
+def _ncomp(t):
+    n = 1
+    for d in t._shape:
+        n *= d
+    return n
+
+
+def _adj_symbol(native: str) -> str:
+    head, sep, tail = native.rpartition("::")
+    return f"{head}{sep}adj_{tail}"
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("%", "%%" if False else "%") + '"'
+
+
+def _printf_arg(v: Var) -> str:
+    t = v.type
+    if t is T.float16:
+        return f"(double)kc::half_to_float({v.cname})"
+    if T.is_float(t):
+        return f"(double){v.cname}"
+    if t in (T.int64, T.uint64):
+        return f"(long long){v.cname}"
+    return f"(int){v.cname}" if T.is_scalar(t) and t._size < 4 else v.cname
+
+
+def _escape_path(p: str) -> str:
+    return p.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def emit_struct(t) -> str:
+    """C++ definition of a @kc.struct (or tuple) with the += used by adjoint accumulation."""
+    if isinstance(t, T.Tuple):
+        name, fields = ctype(t), [(f"f{k}", ft) for k, ft in enumerate(t.types)]
+    else:
+        name, fields = t._ctype, list(t._fields.items())
+    body = " ".join(f"{ctype(ft)} {fn};" for fn, ft in fields)
+    acc = " ".join(f"a.{fn} += b.{fn};" for fn, ft in fields if not isinstance(ft, ArrayType))
+    return (f"struct {name} {{ {body} }};\n"
+            f"KC_FUNC {name}& operator+=({name}& a, const {name}& b) {{ {acc} return a; }}\n")

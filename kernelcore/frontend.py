@@ -1,0 +1,1085 @@
+"""Frontend: Python AST of a @kernel / @func -> typed IR (see ir.py).
+
+Locals become SSA values; ``if`` merges become ``select`` calls; ``break``,
+``continue`` and ``return`` become boolean flags guarding the statements after them,
+so every loop body is a straight region.  Static ``range`` loops with constant bounds
+are unrolled up to ``config.max_unroll`` iterations.  Errors carry the user's
+file:line and source line.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+import inspect
+import textwrap
+
+import numpy as np
+
+from . import config
+from . import types as T
+from .array import ArrayType
+from .builtins.registry import BuiltinStub
+from .builtins.registry import WEAK_FLOAT, WEAK_INT, Builtin, WeakLiteral, registry
+from .errors import KernelCompileError
+from .ir import (AdjointAccumulate, Block, Call, Carried, Const, Construct, Copy, FuncCall, GetAttr, If, Loop,
+                 Print, SetAttr, Tid, Var)
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
+           ast.FloorDiv: "floordiv", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and",
+           ast.BitOr: "bit_or", ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_PY_BUILTIN_FUNCS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.max: "max",
+                     pybuiltins.round: "round", pybuiltins.pow: "pow"}
+
+
+class FuncDef:
+    """Parsed source of one Python function decorated as a kernel or kernel function."""
+
+    def __init__(self, pyfunc, kind: str):
+        self.pyfunc = pyfunc
+        self.kind = kind
+        self.name = pyfunc.__name__
+        self.module = pyfunc.__module__
+        try:
+            lines, first = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError) as e:
+            raise KernelCompileError(f"cannot read the source of '{self.name}': {e}", self.name) from None
+        self.source = textwrap.dedent("".join(lines))
+        self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
+        self.firstline = first
+        self.source_lines = self.source.splitlines()
+        tree = ast.parse(self.source)
+        self.fdef = tree.body[0]
+        if not isinstance(self.fdef, ast.FunctionDef):
+            raise KernelCompileError("expected a function definition", self.name, self.file, first)
+        self.arg_names = [a.arg for a in self.fdef.args.args]
+        self.globals = pyfunc.__globals__
+        closure = inspect.getclosurevars(pyfunc)
+        self.nonlocals = dict(closure.nonlocals)
+        ann = dict(getattr(pyfunc, "__annotations__", {}))
+        self.arg_types = {}
+        for a in self.fdef.args.args:
+            if a.arg not in ann:
+                if kind == "func_native" or kind == "grad":
+                    continue
+                raise self.error(f"argument '{a.arg}' has no type annotation", a)
+            self.arg_types[a.arg] = self._eval_annotation(ann[a.arg], a)
+        self.return_type = None
+        if "return" in ann and ann["return"] is not None:
+            r = self._eval_annotation(ann["return"], self.fdef)
+            self.return_type = tuple(T.type_from_annotation(x) for x in r) if isinstance(r, tuple) else (T.type_from_annotation(r),)
+
+    def _eval_annotation(self, a, node):
+        if isinstance(a, str):
+            try:
+                a = eval(a, self.globals, self.nonlocals)  # annotations postponed by __future__
+            except Exception as e:
+                raise self.error(f"cannot evaluate annotation '{a}': {e}", node) from None
+        return T.type_from_annotation(a)
+
+    def lineno(self, node) -> int:
+        return self.firstline + getattr(node, "lineno", 1) - 1
+
+    def error(self, msg, node=None):
+        ln = getattr(node, "lineno", 1) if node is not None else 1
+        src = self.source_lines[ln - 1] if 0 < ln <= len(self.source_lines) else ""
+        return KernelCompileError(msg, self.name, self.file, self.firstline + ln - 1, src)
+
+    def is_generic(self):
+        from typing import Any
+
+        def generic(t):
+            return t is Any or (isinstance(t, ArrayType) and t.dtype is Any)
+
+        return any(generic(t) for t in self.arg_types.values())
+
+
+class FunctionIR:
+    """Result of the frontend for one kernel or one function specialisation."""
+
+    def __init__(self, defn, args, block):
+        self.defn = defn
+        self.args = args              # list of Var (arguments, in order)
+        self.block = block
+        self.ret_vars = []            # SSA values returned (functions)
+        self.ret_types = ()
+        self.funcs = []               # FuncInstances called
+        self.tid_arity = 0
+        self.array_reads = set()      # argument names read through load
+        self.array_writes = set()     # argument names written through store/atomics
+        self.has_print = False
+        self.loops = []
+
+
+class _RetryWithReturnTypes(Exception):
+    def __init__(self, types):
+        self.types = types
+
+
+class _Attr:
+    """Static (compile-time) attribute chain value, e.g. an array's .shape."""
+
+    def __init__(self, kind, var):
+        self.kind, self.var = kind, var
+
+
+def build_ir(defn: FuncDef, arg_types: list, kind: str, ret_hint=None) -> FunctionIR:
+    """Run the frontend; retries once when a function's return type is first learnt."""
+    hint = ret_hint if ret_hint is not None else defn.return_type
+    for _ in range(3):
+        try:
+            return _Builder(defn, arg_types, kind, hint).build()
+        except _RetryWithReturnTypes as r:
+            hint = r.types
+    raise defn.error("could not infer the return type")
+
+
+class _Builder:
+    def __init__(self, defn: FuncDef, arg_types, kind, ret_hint):
+        self.defn = defn
+        self.kind = kind              # "kernel", "func", "grad" or "replay"
+        self.arg_types = arg_types
+        self.ret_types = ret_hint
+        self.symtab: dict[str, Var] = {}
+        self.blocks: list[Block] = []
+        self.loop_stack: list[dict] = []
+        self.node = defn.fdef
+        self.has_return = any(isinstance(n, ast.Return) and (n.value is not None) for n in ast.walk(defn.fdef))
+        self.loop_counter = 0
+        self.grad_params = {}
+
+    # -- plumbing ------------------------------------------------------------------------
+    def error(self, msg, node=None):
+        return self.defn.error(msg, node or self.node)
+
+    @property
+    def block(self):
+        return self.blocks[-1]
+
+    def emit(self, stmt):
+        stmt.line = self.defn.lineno(self.node)
+        self.block.stmts.append(stmt)
+        return stmt
+
+    def const(self, value, type_=None):
+        """A compile-time constant; numeric literals stay weak until used."""
+        if type_ is None:
+            if isinstance(value, (bool, np.bool_)):
+                type_ = T.bool_
+            elif isinstance(value, (int, np.integer)):
+                return Var(WEAK_INT, const=int(value))
+            elif isinstance(value, (float, np.floating)):
+                return Var(WEAK_FLOAT, const=float(value))
+            else:
+                raise self.error(f"unsupported constant {value!r}")
+        v = Var(type_, const=value)
+        self.emit(Const(v, value))
+        return v
+
+    def materialize(self, v: Var, type_=None) -> Var:
+        """Give a weak literal a concrete type (its default if none is asked for)."""
+        if isinstance(v.type, WeakLiteral):
+            t = type_ or v.type.default
+            val = v.const
+            if T.is_int(t):
+                if isinstance(val, float) and not float(val).is_integer():
+                    raise self.error(f"float literal {val} used where {T.type_repr(t)} is expected")
+                val = int(val)
+            elif t is T.bool_:
+                val = bool(val)
+            else:
+                val = float(val)
+            return self.const(val, t)
+        return v
+
+    def call(self, name, args, node=None):
+        """Resolve a builtin overload and emit the call; constant-folds integer arithmetic."""
+        types = [a.type for a in args]
+        folded = self._fold(name, args)
+        if folded is not None:
+            return folded
+        res = registry.resolve(name, types)
+        if res is None:
+            shown = ", ".join(T.type_repr(t) if not isinstance(t, WeakLiteral) else repr(t) for t in types)
+            sigs = registry.signatures(name)
+            hint = ("\n  candidates: " + "; ".join(sigs[:8])) if sigs else ""
+            raise self.error(f"no overload of '{name}' accepts ({shown}){hint}", node)
+        row, rtype, concrete = res
+        args = [self.materialize(a, t) for a, t in zip(args, concrete)]
+        out = Var(rtype) if rtype is not None else None
+        self.emit(Call(out, row, args))
+        if row.array_access:
+            self._note_array_access(row, args[0])
+        return out
+
+    def _fold(self, name, args):
+        if name not in ("add", "sub", "mul", "floordiv", "mod", "neg") or not all(a.const is not None for a in args):
+            return None
+        if not all(isinstance(a.type, WeakLiteral) and not a.type.is_float for a in args):
+            return None
+        vals = [a.const for a in args]
+        r = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+             "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "neg": lambda a: -a}[name](*vals)
+        return Var(WEAK_INT, const=r)
+
+    def _note_array_access(self, row, arr):
+        name = arr.label if arr in self.arg_vars else None
+        if name is None:
+            return
+        if row.name == "load":
+            self.ir.array_reads.add(name)
+        else:
+            self.ir.array_writes.add(name)
+
+    def assign(self, name, v: Var):
+        v = self.materialize(v)
+        if v.label is None:
+            v.label = name
+        self.symtab[name] = v
+
+    # -- entry ------------------------------------------------------------------------------
+    def build(self) -> FunctionIR:
+        root = Block()
+        self.blocks.append(root)
+        self.arg_vars = []
+        for name, t in zip(self.defn.arg_names, self.arg_types):
+            v = Var(t, name)
+            self.arg_vars.append(v)
+            self.symtab[name] = v
+        self.ir = FunctionIR(self.defn, self.arg_vars, root)
+        if self.kind != "grad":
+            self.assign("__ret", self.const(False, T.bool_))
+        if self.kind in ("func", "replay") and self.has_return and self.ret_types is not None:
+            # (when the types are not known yet, the first return statement raises a retry)
+            for k, t in enumerate(self.ret_types):
+                zero = Var(t, f"__retval{k}")
+                self.emit(Construct(zero, []) if not T.is_scalar(t) else Const(zero, False if t is T.bool_ else 0))
+                self.symtab[f"__retval{k}"] = zero
+        self.stmts(self.defn.fdef.body)
+        if self.kind in ("func", "replay") and self.has_return:
+            self.ir.ret_vars = [self.symtab[f"__retval{k}"] for k in range(len(self.ret_types))]
+            self.ir.ret_types = tuple(self.ret_types)
+        return self.ir
+
+    # -- statements -------------------------------------------------------------------------
+    def stmts(self, body):
+        for i, s in enumerate(body):
+            self.stmt(s)
+            if i + 1 < len(body) and self._may_exit(s):
+                cond = self._continue_cond()
+                if cond is not None:
+                    rest = body[i + 1:]
+                    self.emit_if(cond, lambda: self.stmts(rest), None)
+                return
+
+    def _may_exit(self, s) -> bool:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Return):
+                return True
+        return self._has_loop_exit(s)
+
+    @staticmethod
+    def _has_loop_exit(s) -> bool:
+        """break/continue that leaves the current loop (not one nested inside an inner loop)."""
+        stack = [s]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (ast.Break, ast.Continue)):
+                return True
+            if isinstance(n, (ast.For, ast.While)) and n is not s:
+                stack.extend(n.orelse)
+                continue
+            if isinstance(n, (ast.For, ast.While)) and n is s:
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+        return False
+
+    def _continue_cond(self):
+        """Condition under which execution continues: no flag set."""
+        flags = ["__ret"]
+        if self.loop_stack:
+            ctx = self.loop_stack[-1]
+            flags += [f for f in (ctx.get("brk"), ctx.get("cont")) if f]
+        vars_ = [self.symtab[f] for f in flags if f in self.symtab]
+        if not vars_:
+            return None
+        acc = vars_[0]
+        for v in vars_[1:]:
+            acc = self.call("logical_or", [acc, v])
+        return self.call("logical_not", [acc])
+
+    def stmt(self, s):
+        prev, self.node = self.node, s
+        try:
+            meth = getattr(self, "stmt_" + type(s).__name__, None)
+            if meth is None:
+                raise self.error(f"unsupported statement '{type(s).__name__}' in a kernel")
+            meth(s)
+        finally:
+            self.node = prev
+
+    def stmt_Pass(self, s):
+        pass
+
+    def stmt_Expr(self, s):
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # docstring
+        self.expr(s.value)
+
+    def stmt_Assign(self, s):
+        for target in s.targets:
+            if isinstance(target, ast.Tuple):
+                self._assign_tuple(target, s.value)
+            else:
+                self._assign_target(target, self.expr(s.value))
+
+    def stmt_AnnAssign(self, s):
+        t = self.defn._eval_annotation(self._static_value(s.annotation), s)
+        v = self.expr(s.value)
+        self._assign_target(s.target, self._convert(v, t))
+
+    def _assign_tuple(self, target, value_node):
+        n = len(target.elts)
+        if self._is_tid_call(value_node):
+            self.ir.tid_arity = n
+            for k, t in enumerate(target.elts):
+                out = Var(T.int32)
+                self.emit(Tid(out, k))
+                self._assign_target(t, out)
+            return
+        if isinstance(value_node, ast.Tuple):
+            vals = [self.expr(e) for e in value_node.elts]
+        else:
+            v = self.expr(value_node)
+            if isinstance(v.type, T.Tuple):
+                vals = []
+                for k, t in enumerate(v.type.types):
+                    out = Var(t)
+                    self.emit(GetAttr(out, v, f"f{k}"))
+                    vals.append(out)
+            elif T.is_vector(v.type) or T.is_quat(v.type):
+                vals = [self.call("extract", [v, self.const(k, T.int32)]) for k in range(v.type._length)]
+            else:
+                raise self.error("cannot unpack a value of type " + T.type_repr(v.type))
+        if len(vals) != n:
+            raise self.error(f"cannot unpack {len(vals)} values into {n} names")
+        for t, v in zip(target.elts, vals):
+            self._assign_target(t, v)
+
+    def _assign_target(self, target, v):
+        if isinstance(target, ast.Name):
+            if target.id in self.symtab and isinstance(self.symtab[target.id].type, ArrayType) and target.id in self.defn.arg_names and not isinstance(v.type, ArrayType):
+                raise self.error(f"cannot assign a {T.type_repr(v.type)} to array argument '{target.id}'")
+            self.assign(target.id, v)
+        elif isinstance(target, ast.Subscript):
+            self._store_subscript(target, v)
+        elif isinstance(target, ast.Attribute):
+            self._store_attribute(target, v)
+        else:
+            raise self.error("unsupported assignment target")
+
+    def _indices(self, node):
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                raise self.error("slices are not supported inside kernels (slice the array in Python scope)")
+            out.append(self._convert(self.expr(e), T.int32, what="index"))
+        return out
+
+    def _store_subscript(self, target, v):
+        base = self.expr(target.value)
+        idx = self._indices(target.slice)
+        bt = base.type
+        if isinstance(bt, ArrayType):
+            base, idx = self._array_view_for(base, idx, target)
+            self.call("store", [base] + idx + [self._convert(v, base.type.dtype)])
+        elif T.is_composite(bt):
+            if not isinstance(target.value, ast.Name):
+                raise self.error("only named local vectors/matrices can be updated in place")
+            dtype = bt._dtype
+            if T.is_matrix(bt) and len(idx) == 1:
+                v = self._convert(v, T.vector(bt._shape[1], dtype))
+            else:
+                v = self._convert(v, dtype)
+            self.assign(target.value.id, self.call("assign_copy", [base] + idx + [v]))
+        else:
+            raise self.error(f"cannot assign into a value of type {T.type_repr(bt)}")
+
+    def _array_view_for(self, base, idx, node):
+        if len(idx) > base.type.ndim:
+            raise self.error(f"too many indices ({len(idx)}) for a {base.type.ndim}-d array", node)
+        if len(idx) < base.type.ndim:
+            raise self.error(f"a {base.type.ndim}-d array needs {base.type.ndim} indices here, got {len(idx)}", node)
+        return base, idx
+
+    def _store_attribute(self, target, v):
+        if not isinstance(target.value, ast.Name) or target.value.id not in self.symtab:
+            raise self.error("only attributes of local variables can be assigned")
+        base = self.symtab[target.value.id]
+        bt = base.type
+        if T.is_struct(bt):
+            if target.attr not in bt._fields:
+                raise self.error(f"struct {bt._name} has no field '{target.attr}'")
+            out = Var(bt)
+            self.emit(SetAttr(out, base, target.attr, self._convert(v, bt._fields[target.attr])))
+            self.assign(target.value.id, out)
+        elif (T.is_vector(bt) or T.is_quat(bt)) and target.attr in "xyzw" and len(target.attr) == 1:
+            k = "xyzw".index(target.attr)
+            self.assign(target.value.id, self.call("assign_copy", [base, self.const(k, T.int32), self._convert(v, bt._dtype)]))
+        else:
+            raise self.error(f"cannot set attribute '{target.attr}' on {T.type_repr(bt)}")
+
+    def stmt_AugAssign(self, s):
+        op = _BINOPS.get(type(s.op))
+        if op is None:
+            raise self.error("unsupported augmented assignment")
+        t = s.target
+        if isinstance(t, ast.Subscript) and self._is_adjoint_ref(t.value):
+            self._adjoint_accumulate(t, s)
+            return
+        if isinstance(t, ast.Subscript):
+            base = self.expr(t.value)
+            if isinstance(base.type, ArrayType):
+                idx = self._indices(t.slice)
+                base, idx = self._array_view_for(base, idx, t)
+                val = self._convert(self.expr(s.value), base.type.dtype)
+                if op in ("add", "sub"):
+                    self.call("atomic_" + op, [base] + idx + [val])
+                else:
+                    cur = self.call("load", [base] + idx)
+                    self.call("store", [base] + idx + [self.call(op, [cur, val])])
+                return
+        cur = self.expr(t)
+        self._assign_target(t, self.binop(op, cur, self.expr(s.value)))
+
+    def _is_adjoint_ref(self, node):
+        try:
+            from . import autodiff_api
+
+            return self._static_value(node) is autodiff_api.adjoint
+        except Exception:
+            return False
+
+    def _adjoint_accumulate(self, t, s):
+        if self.kind != "grad":
+            raise self.error("kc.adjoint[...] is only valid inside a @kc.func_grad function")
+        if not isinstance(t.slice, ast.Name) or t.slice.id not in self.defn.arg_names:
+            raise self.error("kc.adjoint[x] needs x to be an input argument of the function")
+        if not isinstance(s.op, ast.Add):
+            raise self.error("kc.adjoint[x] supports only +=")
+        target_t = self.symtab[t.slice.id].type
+        self.emit(AdjointAccumulate(t.slice.id, self._convert(self.expr(s.value), target_t)))
+
+    def stmt_If(self, s):
+        cond = self.truth(self.expr(s.test))
+        if cond.const is not None and self._is_static_cond(s.test):
+            self.stmts(s.body if cond.const else s.orelse)
+            return
+        self.emit_if(cond, lambda: self.stmts(s.body), (lambda: self.stmts(s.orelse)) if s.orelse else None)
+
+    def _is_static_cond(self, node):
+        return not any(isinstance(n, ast.Name) and n.id in self.symtab for n in ast.walk(node))
+
+    def emit_if(self, cond, then_fn, else_fn):
+        before = dict(self.symtab)
+        then_block, else_block = Block(), Block()
+        self.blocks.append(then_block)
+        then_fn()
+        self.blocks.pop()
+        then_syms, self.symtab = self.symtab, dict(before)
+        self.blocks.append(else_block)
+        if else_fn:
+            else_fn()
+        self.blocks.pop()
+        else_syms = self.symtab
+        self.emit(If(cond, then_block, else_block))
+        merged = {}
+        for name in list(then_syms) + [n for n in else_syms if n not in then_syms]:
+            a, b = then_syms.get(name), else_syms.get(name)
+            if a is None or b is None:
+                continue  # defined on one path only: undefined afterwards
+            if a is b:
+                merged[name] = a
+                continue
+            if a.type != b.type:
+                raise self.error(f"'{name}' has type {T.type_repr(a.type)} on one branch and {T.type_repr(b.type)} on the other")
+            if isinstance(a.type, ArrayType):
+                raise self.error(f"array variable '{name}' cannot be rebound inside a branch")
+            out = Var(a.type, name)
+            row, _, _ = registry.resolve("select", [T.bool_, a.type, a.type])
+            self.emit(Call(out, row, [cond, a, b]))
+            merged[name] = out
+        self.symtab = merged
+
+    def stmt_Break(self, s):
+        if not self.loop_stack:
+            raise self.error("'break' outside a loop")
+        self.assign(self.loop_stack[-1]["brk"], self.const(True, T.bool_))
+
+    def stmt_Continue(self, s):
+        if not self.loop_stack:
+            raise self.error("'continue' outside a loop")
+        self.assign(self.loop_stack[-1]["cont"], self.const(True, T.bool_))
+
+    def stmt_Return(self, s):
+        if self.kind == "kernel" or self.kind == "grad":
+            if s.value is not None:
+                raise self.error("a kernel cannot return a value (write results to an output array)")
+            if self.kind == "kernel":
+                self.assign("__ret", self.const(True, T.bool_))
+            return
+        if s.value is None:
+            self.assign("__ret", self.const(True, T.bool_))
+            return
+        vals = [self.expr(e) for e in s.value.elts] if isinstance(s.value, ast.Tuple) else [self.expr(s.value)]
+        if self.ret_types is None:
+            raise _RetryWithReturnTypes(tuple(self.materialize(v).type if isinstance(v.type, WeakLiteral) else v.type for v in vals))
+        if len(vals) != len(self.ret_types):
+            raise self.error(f"return gives {len(vals)} value(s) but the function returns {len(self.ret_types)}")
+        for k, (v, t) in enumerate(zip(vals, self.ret_types)):
+            self.assign(f"__retval{k}", self._convert(v, t, what="return value"))
+        self.assign("__ret", self.const(True, T.bool_))
+
+    # -- loops ---------------------------------------------------------------------------
+    def stmt_For(self, s):
+        if s.orelse:
+            raise self.error("for/else is not supported in kernels")
+        it = s.iter
+        if not (isinstance(it, ast.Call) and self._static_value(it.func, default=None) is pybuiltins.range):
+            raise self.error("kernels loop only over range(...)")
+        if not isinstance(s.target, ast.Name):
+            raise self.error("the loop variable must be a plain name")
+        args = [self._convert(self.expr(a), T.int32, what="range argument") if not self._weak_int(a) else self.expr(a) for a in it.args]
+        if len(args) == 1:
+            start, stop, step = Var(WEAK_INT, const=0), args[0], Var(WEAK_INT, const=1)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], Var(WEAK_INT, const=1)
+        elif len(args) == 3:
+            start, stop, step = args
+        else:
+            raise self.error("range() takes 1 to 3 arguments")
+        if all(v.const is not None for v in (start, stop, step)) and all(isinstance(v.type, WeakLiteral) for v in (start, stop, step)):
+            values = list(range(start.const, stop.const, step.const))
+            if len(values) <= config.max_unroll:
+                self._unrolled(s, values)
+                return
+        start, stop, step = (self.materialize(v, T.int32) for v in (start, stop, step))
+        self._dynamic_loop(s, "range", (start, stop, step))
+
+    def _weak_int(self, node):
+        return isinstance(node, ast.Constant) and isinstance(node.value, int)
+
+    def stmt_While(self, s):
+        if s.orelse:
+            raise self.error("while/else is not supported in kernels")
+        self._dynamic_loop(s, "while", None)
+
+    def _loop_flags(self, s, uid):
+        has_break = any(self._has_loop_exit(b) and any(isinstance(n, ast.Break) for n in self._own_loop_nodes(b)) for b in s.body)
+        has_cont = any(isinstance(n, ast.Continue) for b in s.body for n in self._own_loop_nodes(b))
+        has_ret = any(isinstance(n, ast.Return) for n in ast.walk(s))
+        return has_break, has_cont, has_ret
+
+    @staticmethod
+    def _own_loop_nodes(node):
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            yield n
+            if isinstance(n, (ast.For, ast.While)) and n is not node:
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+
+    def _unrolled(self, s, values):
+        self.loop_counter += 1
+        uid = self.loop_counter
+        has_break, has_cont, has_ret = self._loop_flags(s, uid)
+        ctx = {"brk": f"__brk{uid}" if (has_break or has_ret) else None, "cont": f"__cont{uid}" if has_cont else None}
+        if ctx["brk"]:
+            self.assign(ctx["brk"], self.const(False, T.bool_))
+        self.loop_stack.append(ctx)
+        before = set(self.symtab)
+        try:
+            for k, value in enumerate(values):
+                def one(value=value):
+                    self.symtab[s.target.id] = Var(WEAK_INT, const=value)
+                    if ctx["cont"]:
+                        self.assign(ctx["cont"], self.const(False, T.bool_))
+                    self.stmts(s.body)
+                if k > 0 and ctx["brk"]:
+                    stop = self.symtab[ctx["brk"]]
+                    if has_ret:
+                        stop = self.call("logical_or", [stop, self.symtab["__ret"]])
+                    self.emit_if(self.call("logical_not", [stop]), one, None)
+                else:
+                    one()
+        finally:
+            self.loop_stack.pop()
+        for name in list(self.symtab):
+            if name not in before and not name.startswith("__"):
+                del self.symtab[name]
+
+    def _assigned_names(self, nodes):
+        names = set()
+        for node in nodes:
+            for n in ast.walk(node):
+                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    for t in targets:
+                        for m in ast.walk(t):
+                            if isinstance(m, ast.Name):
+                                names.add(m.id)
+                elif isinstance(n, (ast.For,)):
+                    for m in ast.walk(n.target):
+                        if isinstance(m, ast.Name):
+                            names.add(m.id)
+                elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+                    fn = self._static_value(n.func, default=None)
+                    if isinstance(fn, BuiltinStub) and registry.mutates_first(fn.name):
+                        names.add(n.args[0].id)
+                elif isinstance(n, ast.NamedExpr):
+                    names.add(n.target.id)
+        return names
+
+    def _dynamic_loop(self, s, kind, rng):
+        self.loop_counter += 1
+        uid = self.loop_counter
+        has_break, has_cont, has_ret = self._loop_flags(s, uid)
+        ctx = {"brk": f"__brk{uid}" if has_break else None, "cont": f"__cont{uid}" if has_cont else None}
+        if ctx["brk"]:
+            self.assign(ctx["brk"], self.const(False, T.bool_))
+        names = self._assigned_names(s.body + ([s.test] if kind == "while" else []))
+        if has_ret:
+            names |= {"__ret"} | {f"__retval{k}" for k in range(len(self.ret_types or ()))}
+        if ctx["brk"]:
+            names.add(ctx["brk"])
+        carried = []
+        before = dict(self.symtab)
+        for name in sorted(n for n in names if n in self.symtab):
+            init = self.symtab[name]
+            if isinstance(init.type, ArrayType):
+                continue
+            entry = Var(init.type, name)
+            carried.append(Carried(name, init, entry))
+            self.symtab[name] = entry
+        loop = Loop(kind, carried, Block(), uid=uid)
+        if kind == "range":
+            loop.start, loop.stop, loop.step = rng
+            loop.counter = Var(T.int32, s.target.id)
+        else:
+            self.blocks.append(loop.cond_block)
+            loop.cond = self.truth(self.expr(s.test))
+            self.blocks.pop()
+        stop_names = [n for n in (ctx["brk"], "__ret" if has_ret else None) if n]
+        self.blocks.append(loop.body)
+        self.loop_stack.append(ctx)
+        try:
+            if kind == "range":
+                self.symtab[s.target.id] = loop.counter
+            if ctx["cont"]:
+                self.assign(ctx["cont"], self.const(False, T.bool_))
+            self.stmts(s.body)
+        finally:
+            self.loop_stack.pop()
+            self.blocks.pop()
+        for c in carried:
+            ex = self.symtab.get(c.name)
+            if ex is None:
+                raise self.error(f"'{c.name}' is not defined on every path through the loop body")
+            if ex.type != c.init.type:
+                raise self.error(f"'{c.name}' changes type inside the loop ({T.type_repr(c.init.type)} -> {T.type_repr(ex.type)}); "
+                                 f"give it its final type before the loop, e.g. {c.name} = float(0)")
+            c.exit = ex
+        loop.brk = [c.entry for c in carried if c.name in stop_names]
+        self.symtab = dict(before)
+        for c in carried:
+            c.result = Var(c.init.type, c.name)
+            self.symtab[c.name] = c.result
+        self.emit(loop)
+        self.ir.loops.append(loop)
+
+    # -- expressions -------------------------------------------------------------------------
+    def expr(self, e) -> Var:
+        prev, self.node = self.node, e if hasattr(e, "lineno") else self.node
+        try:
+            meth = getattr(self, "expr_" + type(e).__name__, None)
+            if meth is None:
+                raise self.error(f"unsupported expression '{type(e).__name__}' in a kernel")
+            r = meth(e)
+            if isinstance(r, _Attr):
+                raise self.error("this attribute can only be indexed, e.g. arr.shape[0]")
+            return r
+        finally:
+            self.node = prev
+
+    def expr_Constant(self, e):
+        if isinstance(e.value, str):
+            raise self.error("strings are only allowed in print()/printf()")
+        if e.value is None:
+            raise self.error("None is not a kernel value")
+        return self.const(e.value) if not isinstance(e.value, bool) else self.const(e.value, T.bool_)
+
+    def expr_Name(self, e):
+        if e.id in self.symtab:
+            return self.symtab[e.id]
+        val = self._static_value(e)
+        return self._value_to_var(val, e)
+
+    def _value_to_var(self, val, node):
+        if isinstance(val, (bool, np.bool_)):
+            return self.const(bool(val), T.bool_)
+        if isinstance(val, (int, float, np.integer, np.floating)):
+            return self.const(val)
+        if isinstance(val, T.scalar_base):
+            return self.const(val.value, type(val))
+        if isinstance(val, T._CompositeValue):
+            comps = [self.const(float(x) if type(val)._dtype._is_float else int(x), type(val)._dtype) for x in val._v.ravel()]
+            out = Var(type(val))
+            self.emit(Construct(out, comps))
+            return out
+        name = getattr(node, "id", None) or ast.unparse(node)
+        raise self.error(f"'{name}' is not a kernel value (found {type(val).__name__}); "
+                         "kernels can use arguments, locals, numbers and kc.constant values")
+
+    def _static_value(self, node, default=KeyError):
+        """Evaluate a Name/Attribute chain in the function's globals/closure at compile time."""
+        if isinstance(node, ast.Name):
+            for scope in (self.defn.nonlocals, self.defn.globals, vars(pybuiltins)):
+                if node.id in scope:
+                    return scope[node.id]
+            if default is not KeyError:
+                return default
+            raise self.error(f"unknown name '{node.id}'", node)
+        if isinstance(node, ast.Attribute):
+            base = self._static_value(node.value, default)
+            if base is default and default is not KeyError:
+                return default
+            try:
+                return getattr(base, node.attr)
+            except AttributeError:
+                if default is not KeyError:
+                    return default
+                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+        if isinstance(node, ast.Constant):
+            return node.value
+        if default is not KeyError:
+            return default
+        raise self.error("expected a name here", node)
+
+    def expr_Attribute(self, e):
+        if isinstance(e.value, ast.Name) and e.value.id in self.symtab or not self._is_static_chain(e.value):
+            base = self.expr(e.value)
+            bt = base.type
+            if isinstance(bt, ArrayType):
+                if e.attr == "shape":
+                    return _Attr("shape", base)
+                raise self.error(f"arrays have no attribute '{e.attr}' inside kernels (use .shape[k])")
+            if T.is_struct(bt):
+                if e.attr not in bt._fields:
+                    raise self.error(f"struct {bt._name} has no field '{e.attr}'")
+                out = Var(bt._fields[e.attr])
+                self.emit(GetAttr(out, base, e.attr))
+                return out
+            if (T.is_vector(bt) or T.is_quat(bt)) and len(e.attr) == 1 and e.attr in "xyzw" and "xyzw".index(e.attr) < bt._length:
+                return self.call("extract", [base, self.const("xyzw".index(e.attr), T.int32)])
+            if T.is_transform(bt) and e.attr in ("p", "q"):
+                return self.call("transform_get_translation" if e.attr == "p" else "transform_get_rotation", [base])
+            raise self.error(f"{T.type_repr(bt)} has no attribute '{e.attr}'")
+        return self._value_to_var(self._static_value(e), e)
+
+    def _is_static_chain(self, node):
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id not in self.symtab
+
+    def expr_Subscript(self, e):
+        if isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+            base = self.expr_Attribute(e.value) if not self._is_static_chain(e.value.value) or (isinstance(e.value.value, ast.Name) and e.value.value.id in self.symtab) else None
+            if isinstance(base, _Attr):
+                k = self.expr(e.slice)
+                if k.const is None:
+                    raise self.error("arr.shape[k] needs a constant k")
+                return self.call("array_shape", [base.var, self.const(int(k.const), T.int32)])
+        base = self.expr(e.value)
+        bt = base.type
+        idx = self._indices(e.slice)
+        if isinstance(bt, ArrayType):
+            if len(idx) > bt.ndim:
+                raise self.error(f"too many indices ({len(idx)}) for a {bt.ndim}-d array")
+            if len(idx) < bt.ndim and len(idx) == 1:
+                return self.call("view", [base, idx[0]])
+            if len(idx) < bt.ndim:
+                raise self.error(f"a {bt.ndim}-d array needs {bt.ndim} indices (or exactly 1 for a view), got {len(idx)}")
+            return self.call("load", [base] + idx)
+        if T.is_composite(bt):
+            return self.call("extract", [base] + idx)
+        if isinstance(bt, T.Tuple):
+            k = idx[0].const
+            if k is None:
+                raise self.error("tuple index must be a constant")
+            out = Var(bt.types[k])
+            self.emit(GetAttr(out, base, f"f{k}"))
+            return out
+        raise self.error(f"cannot index a value of type {T.type_repr(bt)}")
+
+    def binop(self, op, a, b):
+        if op == "mul" and T.is_composite(a.type) and T.is_composite(b.type) and a.type._kind == "vector" and b.type._kind == "vector":
+            raise self.error("vector * vector is ambiguous: use kc.dot, kc.cw_mul or kc.outer")
+        if op == "pow" and isinstance(b.type, WeakLiteral) and b.const == 2 and not isinstance(a.type, WeakLiteral):
+            return self.call("mul", [a, a])
+        return self.call(op, [a, b])
+
+    def expr_BinOp(self, e):
+        op = _BINOPS.get(type(e.op))
+        if op is None:
+            raise self.error(f"unsupported operator {type(e.op).__name__}")
+        return self.binop(op, self.expr(e.left), self.expr(e.right))
+
+    def expr_UnaryOp(self, e):
+        v = self.expr(e.operand)
+        if isinstance(e.op, ast.USub):
+            if v.const is not None and isinstance(v.type, WeakLiteral):
+                return Var(v.type, const=-v.const)
+            return self.call("neg", [v])
+        if isinstance(e.op, ast.UAdd):
+            return v
+        if isinstance(e.op, ast.Not):
+            return self.call("logical_not", [self.truth(v)])
+        if isinstance(e.op, ast.Invert):
+            return self.call("invert", [v])
+        raise self.error("unsupported unary operator")
+
+    def truth(self, v):
+        if v.type is T.bool_:
+            return v
+        if isinstance(v.type, WeakLiteral):
+            return self.const(bool(v.const), T.bool_)
+        return self.call("truth", [v])
+
+    def expr_BoolOp(self, e):
+        vals = [self.truth(self.expr(x)) for x in e.values]
+        op = "logical_and" if isinstance(e.op, ast.And) else "logical_or"
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = self.call(op, [acc, v])
+        return acc
+
+    def expr_Compare(self, e):
+        left = self.expr(e.left)
+        acc = None
+        for op, right_node in zip(e.ops, e.comparators):
+            name = _CMPOPS.get(type(op))
+            if name is None:
+                raise self.error(f"unsupported comparison {type(op).__name__}")
+            right = self.expr(right_node)
+            r = self.call(name, [left, right])
+            acc = r if acc is None else self.call("logical_and", [acc, r])
+            left = right
+        return acc
+
+    def expr_IfExp(self, e):
+        c = self.truth(self.expr(e.test))
+        a, b = self.expr(e.body), self.expr(e.orelse)
+        return self.call("where", [c, a, b])
+
+    def expr_Tuple(self, e):
+        raise self.error("tuples are only allowed in assignments and return statements")
+
+    def _is_tid_call(self, node):
+        from . import kernel_api
+
+        return isinstance(node, ast.Call) and self._static_value(node.func, default=None) is kernel_api.tid
+
+    # -- calls ------------------------------------------------------------------------------
+    def expr_Call(self, e):
+        from . import kernel_api
+        from .function import Function
+
+        if isinstance(e.func, ast.Name) and e.func.id in self.symtab:
+            raise self.error(f"'{e.func.id}' is a value, not a function")
+        fn = self._static_value(e.func)
+        if fn is kernel_api.tid:
+            if e.args:
+                raise self.error("kc.tid() takes no arguments")
+            self.ir.tid_arity = max(self.ir.tid_arity, 1)
+            out = Var(T.int32)
+            self.emit(Tid(out, -1))
+            return out
+        if fn is pybuiltins.print:
+            return self._print(e)
+        if fn is kernel_api.printf:
+            return self._printf(e)
+        if fn is pybuiltins.len:
+            v = self.expr(e.args[0])
+            if isinstance(v.type, ArrayType):
+                return self.call("array_len", [v])
+            if T.is_composite(v.type):
+                return self.const(v.type._length, T.int32)
+            raise self.error("len() needs an array or a vector")
+        if fn is pybuiltins.range:
+            raise self.error("range() is only allowed as the iterable of a for loop")
+        if isinstance(fn, Function):
+            return self._call_function(fn, e)
+        if fn in (float, int, bool) or T.is_scalar(fn):
+            if len(e.args) != 1:
+                raise self.error(f"{getattr(fn, '__name__', fn)}() takes one argument")
+            return self._convert(self.expr(e.args[0]), T.type_from_annotation(fn), explicit=True)
+        if T.is_composite(fn):
+            return self._construct(fn, e)
+        if fn in (T.vector, T.matrix):
+            return self._construct_generic(fn, e)
+        if fn is kernel_api.identity:
+            return self._identity(e)
+        if T.is_struct(fn):
+            if e.args or e.keywords:
+                raise self.error("struct constructors take no arguments inside kernels; set fields afterwards")
+            out = Var(fn)
+            self.emit(Construct(out, []))
+            return out
+        name = None
+        if isinstance(fn, BuiltinStub):
+            name = fn.name
+        elif fn in _PY_BUILTIN_FUNCS:
+            name = _PY_BUILTIN_FUNCS[fn]
+        if name is not None:
+            if e.keywords:
+                raise self.error(f"kc.{name}() takes no keyword arguments")
+            args = [self.expr(a) for a in e.args]
+            if registry.mutates_first(name) and e.args and isinstance(e.args[0], ast.Name) and e.args[0].id in self.symtab:
+                # the state advances in place: give it a fresh SSA value first
+                fresh = Var(args[0].type, e.args[0].id)
+                self.emit(Copy(fresh, args[0]))
+                self.symtab[e.args[0].id] = fresh
+                args[0] = fresh
+            return self.call(name, args)
+        fname = ast.unparse(e.func)
+        raise self.error(f"cannot call '{fname}' inside a kernel: it is not a kernelcore builtin or a @kc.func")
+
+    def _call_function(self, fn, e):
+        if e.keywords:
+            raise self.error("keyword arguments are not supported for kernel functions")
+        args = [self.expr(a) for a in e.args]
+        inst, concrete = fn.resolve([a.type for a in args], self.error)
+        args = [self.materialize(a, t) for a, t in zip(args, concrete)]
+        if inst not in self.ir.funcs:
+            self.ir.funcs.append(inst)
+        rt = inst.result_type
+        out = Var(rt) if rt is not None else None
+        self.emit(FuncCall(out, inst, args))
+        for a, flags in zip(args, inst.array_flags()):
+            if a in self.arg_vars and isinstance(a.type, ArrayType):
+                if flags[0]:
+                    self.ir.array_reads.add(a.label)
+                if flags[1]:
+                    self.ir.array_writes.add(a.label)
+        return out
+
+    def _convert(self, v, t, explicit=False, what="value"):
+        """Coerce v to type t: literals adapt; explicit casts convert scalars and composites."""
+        if v.type == t:
+            return v
+        if isinstance(v.type, WeakLiteral):
+            if T.is_scalar(t):
+                return self.materialize(v, t)
+            if T.is_composite(t) and explicit:
+                out = Var(t)
+                self.emit(Construct(out, [self.materialize(v, t._dtype)]))
+                return out
+        if explicit and T.is_scalar(t) and T.is_scalar(v.type):
+            row = Builtin("cast", ["S"], t, "kc::cast", differentiable=T.is_float(t) and T.is_float(v.type))
+            out = Var(t)
+            self.emit(Call(out, row, [v], template=t._ctype))
+            return out
+        if explicit and T.is_composite(t) and T.is_composite(v.type) and t._shape == v.type._shape:
+            out = Var(t)
+            self.emit(Construct(out, [v]))
+            return out
+        if not explicit and T.is_scalar(t) and T.is_scalar(v.type) and not (T.is_float(v.type) and T.is_int(t)) and what in ("index", "range argument") and T.is_int(v.type):
+            return self._convert(v, t, explicit=True)
+        raise self.error(f"expected {T.type_repr(t)} for {what}, got {T.type_repr(v.type) if not isinstance(v.type, WeakLiteral) else repr(v.type)}"
+                         + ("; convert explicitly, e.g. float(x) or kc.float64(x)" if T.is_scalar(t) else ""))
+
+    def _construct(self, t, e):
+        if e.keywords:
+            raise self.error(f"{T.type_repr(t)}() takes positional arguments only")
+        args = [self.expr(a) for a in e.args]
+        n = int(np.prod(t._shape))
+        if len(args) == 0:
+            out = Var(t)
+            self.emit(Construct(out, []))
+            return out
+        if len(args) == 1 and (T.is_scalar(args[0].type) or isinstance(args[0].type, WeakLiteral)):
+            out = Var(t)
+            self.emit(Construct(out, [self._convert(args[0], t._dtype, explicit=True)]))
+            return out
+        if len(args) == 1 and T.is_composite(args[0].type):
+            return self._convert(args[0], t, explicit=True)
+        flat = []
+        count = 0
+        for a in args:
+            if isinstance(a.type, WeakLiteral) or T.is_scalar(a.type):
+                flat.append(self._convert(a, t._dtype, explicit=isinstance(a.type, WeakLiteral)))
+                count += 1
+            elif T.is_composite(a.type) and a.type._dtype is t._dtype:
+                flat.append(a)
+                count += int(np.prod(a.type._shape))
+            else:
+                raise self.error(f"cannot build {T.type_repr(t)} from a {T.type_repr(a.type)}")
+        if count != n:
+            raise self.error(f"{T.type_repr(t)} needs {n} components, got {count}")
+        out = Var(t)
+        self.emit(Construct(out, flat))
+        return out
+
+    def _construct_generic(self, fn, e):
+        from . import kernel_api
+
+        kw = {k.arg: self._static_value(k.value) for k in e.keywords}
+        dtype = T.type_from_annotation(kw.get("dtype", T.float32))
+        if fn is T.vector:
+            length = kw.get("length", len(e.args))
+            t = T.vector(length, dtype)
+        else:
+            shape = kw.get("shape")
+            if shape is None:
+                raise self.error("kc.matrix(...) inside a kernel needs shape=(rows, cols)")
+            t = T.matrix(shape, dtype)
+        e2 = ast.Call(func=e.func, args=e.args, keywords=[])
+        return self._construct(t, e2)
+
+    def _identity(self, e):
+        kw = {k.arg: self._static_value(k.value) for k in e.keywords}
+        n = kw.get("n", self._static_value(e.args[0]) if e.args else None)
+        dtype = T.type_from_annotation(kw.get("dtype", self._static_value(e.args[1]) if len(e.args) > 1 else T.float32))
+        t = T.matrix((n, n), dtype)
+        comps = [self.const(1 if i == j else 0, dtype) if not dtype._is_float else self.const(1.0 if i == j else 0.0, dtype)
+                 for i in range(n) for j in range(n)]
+        out = Var(t)
+        self.emit(Construct(out, comps))
+        return out
+
+    def _print(self, e):
+        items = []
+        for k, a in enumerate(e.args):
+            if k:
+                items.append(" ")
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                items.append(a.value)
+            else:
+                items.append(self.materialize(self.expr(a)))
+        items.append("\n")
+        self.emit(Print(items))
+        self.ir.has_print = True
+        return None
+
+    def _printf(self, e):
+        if not e.args or not (isinstance(e.args[0], ast.Constant) and isinstance(e.args[0].value, str)):
+            raise self.error("kc.printf needs a constant format string first")
+        args = [self.materialize(self.expr(a)) for a in e.args[1:]]
+        for a in args:
+            if not T.is_scalar(a.type):
+                raise self.error("kc.printf takes scalar arguments; use print() for vectors")
+        self.emit(Print(args, fmt=e.args[0].value))
+        self.ir.has_print = True
+        return None

@@ -1,0 +1,70 @@
+"""@kc.kernel: a Python function compiled to a native kernel launched over a grid."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Any
+
+from . import config
+from .array import ArrayType
+from .frontend import FuncDef, build_ir
+from .ir import format_block
+from .adjoint import format_reverse, reverse_block
+
+
+class Kernel:
+    def __init__(self, pyfunc, module=None, enable_backward=True):
+        from .module import get_module
+
+        self.func = pyfunc
+        self.key = pyfunc.__name__
+        self.defn = FuncDef(pyfunc, "kernel")
+        self.enable_backward = enable_backward
+        for n in self.defn.arg_names:
+            t = self.defn.arg_types[n]
+            if t is Any or (isinstance(t, ArrayType) and t.dtype is Any):
+                raise self.defn.error(f"kernel argument '{n}' must have a concrete type (generic Any is for @kc.func)")
+        self.arg_names = list(self.defn.arg_names)
+        self.arg_types = [self.defn.arg_types[n] for n in self.arg_names]
+        digest = hashlib.sha256(f"{self.defn.module}.{pyfunc.__qualname__}\n{self.defn.source}".encode()).hexdigest()[:10]
+        self.cname = f"k_{self.key}_{digest}"
+        self.module = get_module(module or pyfunc.__module__)
+        self._irs = {}
+        self.module.register(self)
+
+    def ir(self):
+        from .module import options_key
+
+        key = options_key()
+        ir = self._irs.get(key)
+        if ir is None:
+            ir = build_ir(self.defn, self.arg_types, "kernel")
+            self._irs[key] = ir
+            if config.dump_ir:
+                print(f"== IR of kernel {self.key} after frontend ==\n{format_block(ir.block)}", file=sys.stderr)
+                if "adjoint" in config.dump_ir:
+                    print(f"== reverse of {self.key} ==\n{format_reverse(reverse_block(ir.block))}", file=sys.stderr)
+        return ir
+
+    @property
+    def source(self) -> str:
+        """Generated C++ of the translation unit that holds this kernel (CPU)."""
+        return self.module.generate([self], "cpu")
+
+    @property
+    def cuda_source(self) -> str:
+        return self.module.generate([self], "cuda")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"kernel '{self.key}' must be started with kc.launch(...)")
+
+    def __repr__(self):
+        return f"<kernelcore kernel {self.key}>"
+
+
+def kernel(f=None, *, enable_backward=True, module=None):
+    """Decorator: compile a typed Python function as a kernel."""
+    def wrap(fn):
+        return Kernel(fn, module=module, enable_backward=enable_backward)
+
+    return wrap(f) if f is not None else wrap

@@ -1,0 +1,223 @@
+"""kc.launch: argument checking and packing, grid bounds, the native call, tape recording."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from . import config
+from . import types as T
+from .array import ArrayType, array, array_ctypes
+from .device import get_device, get_runtime, num_threads
+from .errors import KernelRuntimeError
+
+
+class launch_bounds_ctypes(ctypes.Structure):
+    """Mirror of kc::launch_bounds_t."""
+    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("nthreads", ctypes.c_int32), ("size", ctypes.c_int64)]
+
+
+class error_state_ctypes(ctypes.Structure):
+    """Mirror of kc::error_state_t."""
+    _fields_ = [("flag", ctypes.c_int32), ("line", ctypes.c_int32), ("ndim", ctypes.c_int32), ("nidx", ctypes.c_int32),
+                ("index", ctypes.c_int32 * 4), ("shape", ctypes.c_int32 * 4)]
+
+
+def _arg_error(kernel, name, msg, exc=TypeError):
+    return exc(f"kernel '{kernel.key}' argument '{name}': {msg}")
+
+
+def as_kc_array(value, want: ArrayType, kernel=None, name="", device=None):
+    """Accept kc arrays and external arrays with __array_interface__ (zero-copy on the CPU)."""
+    if isinstance(value, array):
+        return value
+    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__array_interface__"):
+        from .interop.external import from_cuda_array_interface
+
+        return from_cuda_array_interface(value, want.dtype)
+    if hasattr(value, "__array_interface__") or isinstance(value, np.ndarray):
+        a = np.asarray(value)
+        np_dt, inner = T.np_dtype_of(want.dtype)
+        if a.dtype != np_dt:
+            raise _arg_error(kernel, name, f"numpy array of dtype {a.dtype} cannot be passed as {want!r} (needs {np_dt})")
+        if inner and a.shape[-len(inner):] != inner:
+            raise _arg_error(kernel, name, f"numpy array of shape {a.shape} cannot hold {T.type_repr(want.dtype)} elements (trailing {inner})", ValueError)
+        out = array.__new__(array, shape=1)
+        out.device = get_device("cpu")
+        out.dtype = want.dtype
+        out._requires_grad = False
+        out.grad = None
+        out._tape_reads = False
+        out._set_buffer(a, a.ndim - len(inner))
+        return out
+    raise _arg_error(kernel, name, f"expected {want!r}, got {type(value).__name__}")
+
+
+def pack_array(value, grad=None):
+    s = array_ctypes()
+    if value is None:
+        return s
+    s.data = value.ptr
+    g = grad if grad is not None else value.grad
+    s.grad = g.ptr if g is not None else 0
+    s.ndim = value.ndim
+    for d in range(value.ndim):
+        s.shape[d] = value.shape[d]
+        s.strides[d] = value.strides[d]
+    return s
+
+
+def pack_struct(stype, value):
+    if not isinstance(value, stype):
+        raise TypeError(f"expected a {stype._name} struct value, got {type(value).__name__}")
+    ct = stype._ctypes()
+    for name, ft in stype._fields.items():
+        setattr(ct, name, pack_value(ft, getattr(value, name), name))
+    return ct
+
+
+def pack_value(t, value, name="", kernel=None):
+    """ctypes value for a non-array kernel argument of type t."""
+    if isinstance(t, ArrayType):
+        if value is None:
+            return array_ctypes()
+        return pack_array(as_kc_array(value, t, kernel, name))
+    if T.is_struct(t):
+        return pack_struct(t, value)
+    if T.is_scalar(t):
+        if isinstance(value, (T.scalar_base,)):
+            value = value.value
+        if isinstance(value, (np.ndarray,)) and value.size == 1:
+            value = value.item()
+        if T.is_int(t) and isinstance(value, (float, np.floating)):
+            raise _arg_error(kernel, name, f"expected {T.type_repr(t)}, got float {value!r}") if kernel else TypeError(f"expected {T.type_repr(t)}, got float")
+        if not isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_)):
+            raise _arg_error(kernel, name, f"expected {T.type_repr(t)}, got {type(value).__name__}") if kernel else TypeError(f"expected {T.type_repr(t)}")
+        return T.to_ctypes_value(t, value)
+    if T.is_composite(t):
+        try:
+            return T.to_ctypes_value(t, value)
+        except (ValueError, TypeError) as e:
+            raise _arg_error(kernel, name, f"expected {T.type_repr(t)}: {e}", ValueError) if kernel else e
+    raise TypeError(f"unsupported argument type {T.type_repr(t)}")
+
+
+def _check_array(kernel, name, want: ArrayType, a, device):
+    if a is None:
+        return None
+    a = as_kc_array(a, want, kernel, name)
+    if a.dtype is not want.dtype and not (T.is_struct(a.dtype) and a.dtype._ctype == getattr(want.dtype, "_ctype", None)):
+        raise _arg_error(kernel, name, f"expected array of {T.type_repr(want.dtype)}, got array of {T.type_repr(a.dtype)}")
+    if a.ndim != want.ndim:
+        raise _arg_error(kernel, name, f"expected a {want.ndim}-d array, got {a.ndim}-d with shape {a.shape}", ValueError)
+    if a.device != device:
+        raise _arg_error(kernel, name, f"array is on device '{a.device}' but the launch runs on '{device}'", ValueError)
+    return a
+
+
+def _launch_device(device, params):
+    if device is not None:
+        return get_device(device)
+    for p in params:
+        if isinstance(p, array):
+            return p.device
+    return get_device(None)
+
+
+def _bounds(dim, nthreads):
+    if isinstance(dim, (int, np.integer)):
+        dim = (int(dim),)
+    dim = tuple(int(d) for d in dim)
+    if not 1 <= len(dim) <= 4:
+        raise ValueError(f"launch dim must have 1 to 4 dimensions, got {dim}")
+    b = launch_bounds_ctypes()
+    size = 1
+    for k, d in enumerate(dim):
+        if d < 0:
+            raise ValueError(f"negative launch dimension in {dim}")
+        b.shape[k] = d
+        size *= d
+    b.ndim = len(dim)
+    b.size = size
+    b.nthreads = 1 if size < config.parallel_grain else nthreads
+    return b, dim
+
+
+def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None, device=None, adjoint=False,
+           record_tape=True, stream=None, block_dim=256, max_blocks=0):
+    """Run ``kernel`` over a grid of ``dim`` threads (int or tuple of up to 4 ints).
+
+    ``inputs`` then ``outputs`` fill the kernel's arguments in order.  With
+    ``adjoint=True`` the kernel's adjoint runs: array gradients come from
+    ``adj_inputs``/``adj_outputs`` when given, else from each array's ``.grad``.
+    """
+    from .kernel import Kernel
+
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kc.launch needs a @kc.kernel, got {type(kernel).__name__}")
+    params = list(inputs) + list(outputs)
+    if len(params) != len(kernel.arg_types):
+        raise TypeError(f"kernel '{kernel.key}' takes {len(kernel.arg_types)} arguments "
+                        f"({', '.join(kernel.arg_names)}), got {len(params)}")
+    dev = _launch_device(device, params)
+    adj_params = None
+    if adjoint and (adj_inputs is not None or adj_outputs is not None):
+        adj_params = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
+    values = []
+    for k, (name, t, v) in enumerate(zip(kernel.arg_names, kernel.arg_types, params)):
+        if isinstance(t, ArrayType):
+            a = _check_array(kernel, name, t, v, dev)
+            g = None
+            if adj_params is not None and adj_params[k] is not None:
+                g = _check_array(kernel, "adj_" + name, t, adj_params[k], dev)
+            values.append(pack_array(a, g) if a is not None else array_ctypes())
+            params[k] = a
+        else:
+            values.append(pack_value(t, v, name, kernel))
+    ir = kernel.ir()
+    bounds, dims = _bounds(dim, num_threads())
+    if ir.tid_arity > 1 and ir.tid_arity != len(dims):
+        raise ValueError(f"kernel '{kernel.key}' unpacks kc.tid() into {ir.tid_arity} indices but was launched with dim={dims}")
+    if bounds.size == 0:
+        return
+    if dev.is_cuda:
+        from .cuda_backend import launch_cuda
+
+        launch_cuda(kernel, dev, bounds, values, adjoint, stream, block_dim)
+    else:
+        lk = kernel.module.ensure_built(kernel, dev)
+        args_struct = _args_struct(kernel, lk)
+        packed = args_struct(*values)
+        entry = lk.bwd if adjoint else lk.fwd
+        if entry is None:
+            raise RuntimeError(f"kernel '{kernel.key}' was built with enable_backward=False")
+        entry(ctypes.addressof(bounds), ctypes.addressof(packed))
+        if config.mode == "debug":
+            _check_error_state(kernel, lk.chunk.error_state)
+    if record_tape and not adjoint:
+        rt = get_runtime()
+        if rt.tape_stack:
+            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir)
+
+
+def _args_struct(kernel, lk):
+    cls = getattr(lk, "args_struct", None)
+    if cls is None:
+        ir = kernel.ir()
+
+        class _Args(ctypes.Structure):
+            _fields_ = [(v.cname, T.ctypes_of(v.type)) for v in ir.args] or [("_unused", ctypes.c_int)]
+
+        lk.args_struct = cls = _Args
+    return cls
+
+
+def _check_error_state(kernel, st):
+    if not st.flag:
+        return
+    idx = tuple(st.index[d] for d in range(st.nidx))
+    shape = tuple(st.shape[d] for d in range(st.ndim))
+    line = st.line
+    st.flag = 0
+    raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx} out of bounds for array of shape {shape} "
+                             f"at {kernel.defn.file}:{line}")

@@ -1,0 +1,227 @@
+"""Modules: the kernels of one Python module, generated, compiled and loaded together.
+
+Kernels are compiled in chunks: the first launch builds every kernel of the module
+registered so far in one translation unit; kernels defined later (e.g. inside
+functions) go into the next chunk, so nothing already built is recompiled.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import sys
+import threading
+
+from . import cache, config, toolchain
+from . import types as T
+from .array import ArrayType
+from .builtins.registry import registry
+from .device import get_runtime
+from .emit_cpp import Emitter, emit_struct, tuple_struct_name
+from .ir import defined_vars
+from .errors import NativeBuildError
+
+HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_array.h", "kc_random.h"]
+_build_lock = threading.RLock()
+
+
+def options_key():
+    return (config.mode, config.loop_checkpoints, config.max_unroll)
+
+
+def get_module(name: str) -> "Module":
+    rt = get_runtime()
+    with rt.lock:
+        m = rt.modules.get(name)
+        if m is None:
+            m = Module(name)
+            rt.modules[name] = m
+        return m
+
+
+class LoadedKernel:
+    """Entry points of one kernel in a loaded chunk."""
+
+    def __init__(self, kernel, chunk, fwd, bwd):
+        self.kernel, self.chunk, self.fwd, self.bwd = kernel, chunk, fwd, bwd
+
+
+class Chunk:
+    def __init__(self, key, source, lib, source_path):
+        self.key, self.source, self.lib, self.source_path = key, source, lib, source_path
+        self.error_state = None
+
+
+class Module:
+    def __init__(self, name):
+        self.name = name
+        self.kernels = []
+        self.loaded: dict = {}   # (target, options) -> {kernel: LoadedKernel}
+        self.cnames = set()
+
+    def register(self, kernel):
+        base = kernel.cname
+        n = 1
+        while kernel.cname in self.cnames:
+            n += 1
+            kernel.cname = f"{base}_{n}"
+        self.cnames.add(kernel.cname)
+        self.kernels.append(kernel)
+
+    def ensure_built(self, kernel, device):
+        target = "cuda" if device.is_cuda else "cpu"
+        table = self.loaded.setdefault((target, options_key()), {})
+        lk = table.get(kernel)
+        if lk is not None:
+            return lk
+        with _build_lock:
+            lk = table.get(kernel)
+            if lk is not None:
+                return lk
+            pending = [k for k in self.kernels if k not in table]
+            if kernel not in pending:
+                pending.append(kernel)
+            # a kernel whose code fails to compile must not block the others: build it alone
+            good = []
+            for k in pending:
+                if k is kernel:
+                    good.append(k)
+                    continue
+                try:
+                    k.ir()
+                    good.append(k)
+                except Exception:
+                    pass
+            if target == "cuda":
+                from .cuda_backend import build_cuda_chunk
+
+                table.update(build_cuda_chunk(self, good, device))
+            else:
+                table.update(self._build_cpu_chunk(good))
+            return table[kernel]
+
+    # -- source generation -----------------------------------------------------------------
+    def generate(self, kernels, target="cpu"):
+        """C++ (or CUDA) text of one translation unit holding these kernels."""
+        debug = config.mode == "debug"
+        if target == "cuda":
+            from .emit_cuda import CudaEmitter
+
+            em = CudaEmitter(debug)
+        else:
+            em = Emitter(debug)
+        irs = [(k, k.ir()) for k in kernels]
+        funcs = _ordered_functions([ir for _, ir in irs])
+        structs = _ordered_structs([ir for _, ir in irs] + [f.ir for f in funcs if f.ir is not None]
+                                   + [f.grad_ir for f in funcs if f.grad_ir is not None]
+                                   + [f.replay_ir for f in funcs if f.replay_ir is not None], funcs)
+        em.w(f"// kernelcore module '{self.name}' ({target}), generated code")
+        em.w('#include "kc_random.h"')
+        for h in registry.headers:
+            em.w(f'#include "{h}"')
+        for s in structs:
+            em.lines.append(emit_struct(s))
+        for f in funcs:
+            em.emit_function(f)
+        for k, ir in irs:
+            em.emit_args_struct(k.cname, ir)
+            em.emit_kernel_threads(k.cname, ir, with_adjoint=k.enable_backward)
+            em.emit_entry_points(k.cname, ir, with_adjoint=k.enable_backward)
+        if target == "cpu":
+            em.w('extern "C" KC_EXPORT kc::error_state_t* kc_error_state() { return &kc::g_error; }')
+        return em.text()
+
+    def _cache_key(self, source, target, flags):
+        h = hashlib.sha256()
+        h.update(source.encode())
+        for name in HEADERS:
+            with open(os.path.join(toolchain.NATIVE_DIR, name), "rb") as f:
+                h.update(f.read())
+        for path in registry.headers:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        h.update(target.encode())
+        h.update(" ".join(flags).encode())
+        return h.hexdigest()[:24]
+
+    def _build_cpu_chunk(self, kernels):
+        source = self.generate(kernels, "cpu")
+        flags = toolchain.CPU_FLAGS + [toolchain.compiler_identity(config.cxx)]
+        key = "cpu_" + self._cache_key(source, "cpu", flags)
+        src_path = cache.write_source(key, source)
+        binary = cache.lookup(key, ".so")
+        if binary is None:
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+        try:
+            lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
+        except OSError:
+            # corrupted between the check and the load: rebuild once
+            os.remove(binary)
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+            lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
+        chunk = Chunk(key, source, lib, src_path)
+        from .launch import error_state_ctypes
+
+        fn = lib.kc_error_state
+        fn.restype = ctypes.POINTER(error_state_ctypes)
+        chunk.error_state = fn().contents
+        out = {}
+        for k in kernels:
+            fwd = getattr(lib, f"{k.cname}_fwd")
+            bwd = getattr(lib, f"{k.cname}_bwd") if k.enable_backward else None
+            for f in (fwd, bwd):
+                if f is not None:
+                    f.restype = None
+                    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            out[k] = LoadedKernel(k, chunk, fwd, bwd)
+        return out
+
+
+def _ordered_functions(irs):
+    order, seen = [], set()
+
+    def visit(inst):
+        if id(inst) in seen:
+            return
+        seen.add(id(inst))
+        for d in inst.dependencies():
+            visit(d)
+        order.append(inst)
+
+    for ir in irs:
+        for f in ir.funcs:
+            visit(f)
+    return order
+
+
+def _ordered_structs(irs, funcs):
+    order, seen = [], set()
+
+    def visit(t):
+        if isinstance(t, ArrayType):
+            return visit(t.dtype)
+        if isinstance(t, T.Tuple):
+            for x in t.types:
+                visit(x)
+            key = tuple_struct_name(t)
+        elif T.is_struct(t):
+            for x in t._fields.values():
+                visit(x)
+            key = t._ctype
+        else:
+            return
+        if key not in seen:
+            seen.add(key)
+            order.append(t)
+
+    for ir in irs:
+        for v in ir.args:
+            visit(v.type)
+        for v in defined_vars(ir.block):
+            visit(v.type)
+    for f in funcs:
+        if f.result_type is not None:
+            visit(f.result_type)
+        for t in f.arg_types:
+            visit(t)
+    return order

@@ -1,0 +1,214 @@
+// Arrays, atomics, launch bounds, debug bounds checks and printing.
+#pragma once
+#include "kc_quat.h"
+
+namespace kc {
+
+// Layout mirrored by kernelcore/launch.py (ctypes): strides in bytes.
+template <typename T> struct array_t {
+    T* data;
+    T* grad;  // null when the array carries no gradient
+    int32 shape[4];
+    int32 ndim;
+    int32 _pad;
+    int64 strides[4];
+    // 1-d element access for func_native snippets (arr[i]).
+    KC_FUNC T& operator[](int64 i) const { return *(T*)((char*)data + i * strides[0]); }
+};
+
+struct launch_bounds_t {
+    int32 shape[4];
+    int32 ndim;
+    int32 nthreads;
+    int64 size;
+};
+
+KC_FUNC int64 trip_count(int32 start, int32 stop, int32 step) {
+    if (step > 0) return stop > start ? ((int64)stop - start + step - 1) / step : 0;
+    if (step < 0) return start > stop ? ((int64)start - stop - step - 1) / (-(int64)step) : 0;
+    return 0;
+}
+
+KC_FUNC int32 tid_dim(const launch_bounds_t& b, int64 t, int k) {
+    // Row-major decomposition of the flat thread index.
+    int64 rem = t;
+    int32 idx[4] = {0, 0, 0, 0};
+    for (int d = b.ndim - 1; d >= 0; --d) { idx[d] = (int32)(rem % b.shape[d]); rem /= b.shape[d]; }
+    return idx[k];
+}
+
+// ---- element addressing -----------------------------------------------------------------
+template <typename T> KC_FUNC T* elem(T* base, const array_t<T>& a, int64 off) { return (T*)((char*)base + off); }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i) { return i * a.strides[0]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j) { return i * a.strides[0] + j * a.strides[1]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k, int32 l) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]; }
+
+// ---- debug-mode bounds checks: the first failure is recorded for Python to raise --------
+struct error_state_t {
+    int32 flag;
+    int32 line;
+    int32 ndim;
+    int32 nidx;
+    int32 index[4];
+    int32 shape[4];
+};
+#if KC_CUDA
+__device__ error_state_t g_error;
+#else
+inline error_state_t g_error;
+#endif
+template <typename T> KC_FUNC bool bounds_check(const array_t<T>& a, int32 line, int nidx, int32 i0, int32 i1 = 0, int32 i2 = 0, int32 i3 = 0) {
+    int32 idx[4] = {i0, i1, i2, i3};
+    bool ok = nidx <= a.ndim;
+    for (int d = 0; d < nidx && ok; ++d) ok = idx[d] >= 0 && idx[d] < a.shape[d];
+    if (ok) return true;
+#if KC_CUDA
+    if (atomicCAS(&g_error.flag, 0, 1) == 0) {
+#else
+    int32 expected = 0;
+    if (__atomic_compare_exchange_n(&g_error.flag, &expected, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+#endif
+        g_error.line = line; g_error.ndim = a.ndim; g_error.nidx = nidx;
+        for (int d = 0; d < 4; ++d) { g_error.index[d] = idx[d]; g_error.shape[d] = a.shape[d]; }
+    }
+    return false;
+}
+
+// ---- atomics ------------------------------------------------------------------------------
+#if KC_CUDA
+template <typename T> KC_FUNC T atomic_add_raw(T* p, T v) { return atomicAdd(p, v); }
+KC_FUNC int64 atomic_add_raw(int64* p, int64 v) { return (int64)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+KC_FUNC float64 atomic_add_raw(float64* p, float64 v) { return atomicAdd(p, v); }
+template <typename T> KC_FUNC T atomic_min_raw(T* p, T v) { return atomicMin(p, v); }
+template <typename T> KC_FUNC T atomic_max_raw(T* p, T v) { return atomicMax(p, v); }
+KC_FUNC float32 atomic_min_raw(float32* p, float32 v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (__int_as_float(assumed) <= v) break; old = atomicCAS(ip, assumed, __float_as_int(v)); } while (assumed != old);
+    return __int_as_float(old);
+}
+KC_FUNC float32 atomic_max_raw(float32* p, float32 v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (__int_as_float(assumed) >= v) break; old = atomicCAS(ip, assumed, __float_as_int(v)); } while (assumed != old);
+    return __int_as_float(old);
+}
+KC_FUNC float64 atomic_min_raw(float64* p, float64 v) {
+    unsigned long long* ip = (unsigned long long*)p; unsigned long long old = *ip, assumed;
+    do { assumed = old; if (__longlong_as_double((long long)assumed) <= v) break; old = atomicCAS(ip, assumed, (unsigned long long)__double_as_longlong(v)); } while (assumed != old);
+    return __longlong_as_double((long long)old);
+}
+KC_FUNC float64 atomic_max_raw(float64* p, float64 v) {
+    unsigned long long* ip = (unsigned long long*)p; unsigned long long old = *ip, assumed;
+    do { assumed = old; if (__longlong_as_double((long long)assumed) >= v) break; old = atomicCAS(ip, assumed, (unsigned long long)__double_as_longlong(v)); } while (assumed != old);
+    return __longlong_as_double((long long)old);
+}
+template <typename T> KC_FUNC T atomic_cas_raw(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
+template <typename T> KC_FUNC T atomic_exch_raw(T* p, T v) { return atomicExch(p, v); }
+#else
+// Generic compare-and-swap loops through GCC's __atomic builtins (any 1/2/4/8-byte type).
+template <typename T, typename F> KC_FUNC T atomic_update(T* p, F f) {
+    T old;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    T desired = f(old);
+    while (!__atomic_compare_exchange(p, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) desired = f(old);
+    return old;
+}
+template <typename T> KC_FUNC T atomic_add_raw(T* p, T v) { return atomic_update(p, [v](T o) { return T(o + v); }); }
+template <typename T> KC_FUNC T atomic_min_raw(T* p, T v) { return atomic_update(p, [v](T o) { return v < o ? v : o; }); }
+template <typename T> KC_FUNC T atomic_max_raw(T* p, T v) { return atomic_update(p, [v](T o) { return v > o ? v : o; }); }
+template <typename T> KC_FUNC T atomic_cas_raw(T* p, T cmp, T v) { __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return cmp; }
+template <typename T> KC_FUNC T atomic_exch_raw(T* p, T v) { T old; __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST); return old; }
+#endif
+KC_FUNC half atomic_add_raw(half* p, half v) {
+    // 16-bit CAS through the containing aligned word is overkill here; a plain update is
+    // used for half (documented: float16 atomics are not thread-safe on CPU).
+    half o = *p; *p = o + v; return o;
+}
+
+template <int N, typename T> KC_FUNC vec_t<N, T> atomic_add_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_add_raw(&p->c[i], v.c[i]); return r; }
+template <int N, typename T> KC_FUNC vec_t<N, T> atomic_min_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_min_raw(&p->c[i], v.c[i]); return r; }
+template <int N, typename T> KC_FUNC vec_t<N, T> atomic_max_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_max_raw(&p->c[i], v.c[i]); return r; }
+template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> atomic_add_raw(mat_t<R, C, T>* p, const mat_t<R, C, T>& v) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = atomic_add_raw(&p->c[i][j], v.c[i][j]); return r; }
+template <typename T> KC_FUNC T neg_value(const T& v) { return neg(v); }
+
+// ---- array builtins, one set per index count ----------------------------------------------
+// load/store/atomics follow the seeds' semantics: reads scatter their adjoint into
+// array.grad, writes gather it from array.grad.
+#define KC_IDX_PARAMS_1 int32 i
+#define KC_IDX_PARAMS_2 int32 i, int32 j
+#define KC_IDX_PARAMS_3 int32 i, int32 j, int32 k
+#define KC_IDX_PARAMS_4 int32 i, int32 j, int32 k, int32 l
+#define KC_IDX_ARGS_1 i
+#define KC_IDX_ARGS_2 i, j
+#define KC_IDX_ARGS_3 i, j, k
+#define KC_IDX_ARGS_4 i, j, k, l
+#define KC_ADJ_IDX_1 int32&
+#define KC_ADJ_IDX_2 int32&, int32&
+#define KC_ADJ_IDX_3 int32&, int32&, int32&
+#define KC_ADJ_IDX_4 int32&, int32&, int32&, int32&
+
+#define KC_ARRAY_OPS(n) \
+template <typename T> KC_FUNC T* address(const array_t<T>& a, KC_IDX_PARAMS_##n) { return elem(a.data, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T load(const array_t<T>& a, KC_IDX_PARAMS_##n) { return *address(a, KC_IDX_ARGS_##n); } \
+template <typename T> KC_FUNC void adj_load(const array_t<T>& a, KC_IDX_PARAMS_##n, array_t<T>&, KC_ADJ_IDX_##n, const T& adj_ret) { \
+    if (a.grad) atomic_add_raw(elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_ret); } \
+template <typename T> KC_FUNC void store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { *address(a, KC_IDX_ARGS_##n) = v; } \
+template <typename T> KC_FUNC void adj_store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v) { \
+    if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_add_raw(address(a, KC_IDX_ARGS_##n), v); } \
+template <typename T> KC_FUNC void adj_atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
+    if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T atomic_sub(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_add_raw(address(a, KC_IDX_ARGS_##n), neg_value(v)); } \
+template <typename T> KC_FUNC void adj_atomic_sub(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
+    if (a.grad) adj_v -= *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T atomic_min(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_min_raw(address(a, KC_IDX_ARGS_##n), v); } \
+template <typename T> KC_FUNC void adj_atomic_min(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
+    if (a.grad && eq(*address(a, KC_IDX_ARGS_##n), v)) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T atomic_max(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_max_raw(address(a, KC_IDX_ARGS_##n), v); } \
+template <typename T> KC_FUNC void adj_atomic_max(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
+    if (a.grad && eq(*address(a, KC_IDX_ARGS_##n), v)) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+template <typename T> KC_FUNC T atomic_cas(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& cmp, const T& v) { return atomic_cas_raw(address(a, KC_IDX_ARGS_##n), cmp, v); } \
+template <typename T> KC_FUNC T atomic_exch(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_exch_raw(address(a, KC_IDX_ARGS_##n), v); }
+
+KC_ARRAY_OPS(1)
+KC_ARRAY_OPS(2)
+KC_ARRAY_OPS(3)
+KC_ARRAY_OPS(4)
+
+
+// a[i] on a multi-dimensional array is a view of one fewer dimension.
+template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
+    array_t<T> r;
+    r.data = elem(a.data, a, i * a.strides[0]);
+    r.grad = a.grad ? elem(a.grad, a, i * a.strides[0]) : (T*)0;
+    r.ndim = a.ndim - 1; r._pad = 0;
+    for (int d = 0; d < 3; ++d) { r.shape[d] = a.shape[d + 1]; r.strides[d] = a.strides[d + 1]; }
+    r.shape[3] = 0; r.strides[3] = 0;
+    return r;
+}
+template <typename T> KC_FUNC int32 array_len(const array_t<T>& a) { return a.shape[0]; }
+template <typename T> KC_FUNC int32 array_shape(const array_t<T>& a, int32 d) { return a.shape[d]; }
+
+// ---- printing -------------------------------------------------------------------------------
+KC_FUNC void print_value(float32 v) { printf("%g", (double)v); }
+KC_FUNC void print_value(float64 v) { printf("%g", v); }
+KC_FUNC void print_value(half v) { printf("%g", (double)half_to_float(v)); }
+KC_FUNC void print_value(int8 v) { printf("%d", (int)v); }
+KC_FUNC void print_value(int16 v) { printf("%d", (int)v); }
+KC_FUNC void print_value(int32 v) { printf("%d", v); }
+KC_FUNC void print_value(int64 v) { printf("%lld", v); }
+KC_FUNC void print_value(uint8 v) { printf("%u", (unsigned)v); }
+KC_FUNC void print_value(uint16 v) { printf("%u", (unsigned)v); }
+KC_FUNC void print_value(uint32 v) { printf("%u", v); }
+KC_FUNC void print_value(uint64 v) { printf("%llu", v); }
+KC_FUNC void print_value(bool v) { printf("%s", v ? "True" : "False"); }
+KC_FUNC void print_value(const char* s) { printf("%s", s); }
+template <int N, typename T> KC_FUNC void print_value(const vec_t<N, T>& v) {
+    printf("["); KC_FOR(i, N) { if (i) printf(" "); print_value(v.c[i]); } printf("]");
+}
+template <int R, int C, typename T> KC_FUNC void print_value(const mat_t<R, C, T>& m) {
+    printf("["); KC_FOR(i, R) { if (i) printf("\n "); printf("["); KC_FOR(j, C) { if (j) printf(" "); print_value(m.c[i][j]); } printf("]"); } printf("]");
+}
+template <typename T> KC_FUNC void print_value(const array_t<T>& a) { printf("array(ndim=%d, shape[0]=%d)", a.ndim, a.shape[0]); }
+
+}  // namespace kc

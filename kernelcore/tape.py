@@ -1,0 +1,207 @@
+"""kc.Tape: records launches (and differentiable copies) and replays their adjoints."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import config
+from . import types as T
+from .array import ArrayType, array
+from .device import get_runtime
+
+
+class _Launch:
+    def __init__(self, kernel, dim, params, device, reads, writes):
+        self.kernel, self.dim, self.params, self.device = kernel, dim, params, device
+        self.reads, self.writes = reads, writes
+
+
+class _Func:
+    def __init__(self, backward, arrays, name="func"):
+        self.backward, self.arrays, self.name = backward, arrays, name
+
+
+class _Scope:
+    def __init__(self, name, begin):
+        self.name, self.begin = name, begin
+
+
+class Tape:
+    """Record kernel launches inside ``with tape:``; ``backward()`` runs their adjoints in reverse."""
+
+    def __init__(self):
+        self.launches = []
+        self.gradients = {}   # array -> gradient array (filled by backward)
+        self.loss = None
+
+    def __enter__(self):
+        get_runtime().tape_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        stack = get_runtime().tape_stack
+        if stack and stack[-1] is self:
+            stack.pop()
+
+    # -- recording ---------------------------------------------------------------------------
+    def record_launch(self, kernel, dim, params, device, ir):
+        reads, writes = set(), set()
+        for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
+            if isinstance(t, ArrayType) and isinstance(p, array):
+                if name in ir.array_writes:
+                    writes.add(id(p))
+                    if config.verify_autograd_array_access:
+                        check_write_after_read(p, f"kernel '{kernel.key}' (argument '{name}')")
+                if name in ir.array_reads and name not in ir.array_writes:
+                    reads.add(id(p))
+                    if config.verify_autograd_array_access:
+                        p._tape_reads = True
+        self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes))
+
+    def record_func(self, backward, arrays):
+        """Record a Python-side step; ``backward()`` is called during the reverse pass."""
+        self.launches.append(_Func(backward, list(arrays)))
+
+    def record_scope_begin(self, name):
+        self.launches.append(_Scope(name, True))
+
+    def record_scope_end(self):
+        self.launches.append(_Scope(None, False))
+
+    # -- reverse -----------------------------------------------------------------------------
+    def backward(self, loss=None, grads=None):
+        """Propagate adjoints from ``loss`` (a 1-element float array) or from ``grads={array: adjoint}``."""
+        from .launch import launch
+
+        if not any(isinstance(e, (_Launch, _Func)) for e in self.launches):
+            raise RuntimeError("Tape.backward(): the tape is empty — record launches inside 'with tape:' first")
+        if loss is None and not grads:
+            raise ValueError("Tape.backward() needs loss=... or grads={array: adjoint}")
+        if loss is not None:
+            if not isinstance(loss, array) or loss.size != 1 or not T.is_float(loss.dtype):
+                raise ValueError("Tape.backward(loss): loss must be a 1-element float array "
+                                 f"(got {getattr(loss, 'shape', type(loss).__name__)}, dtype {T.type_repr(getattr(loss, 'dtype', None))})")
+            if loss.grad is None:
+                raise ValueError("Tape.backward(loss): the loss array was not created with requires_grad=True")
+            if not self._participates(loss):
+                raise ValueError("Tape.backward(loss): the loss array never took part in a recorded launch")
+            loss.grad.fill_(1.0)
+        for a, g in (grads or {}).items():
+            if not isinstance(a, array):
+                raise TypeError("Tape.backward(grads=...): keys must be kernelcore arrays")
+            if not self._participates(a):
+                raise ValueError(f"Tape.backward(grads=...): array of shape {a.shape} never took part in a recorded launch")
+            if a.grad is None:
+                raise ValueError("Tape.backward(grads=...): the array was not created with requires_grad=True")
+            g = g if isinstance(g, array) else array(np.asarray(g), dtype=a.dtype, device=a.device)
+            if g.shape != a.shape:
+                raise ValueError(f"Tape.backward(grads=...): adjoint shape {g.shape} does not match array shape {a.shape}")
+            a.grad.assign_raw(g) if hasattr(a.grad, "assign_raw") else a.grad.numpy().__setitem__(Ellipsis, g.numpy())
+        for e in reversed(self.launches):
+            if isinstance(e, _Launch):
+                launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False)
+            elif isinstance(e, _Func):
+                e.backward()
+        for e in self.launches:
+            for p in (e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()):
+                if isinstance(p, array) and p.grad is not None:
+                    self.gradients[p] = p.grad
+
+    def _participates(self, a):
+        for e in self.launches:
+            items = e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()
+            for p in items:
+                if p is a or (isinstance(p, array) and p.ptr == a.ptr and p.shape == a.shape):
+                    return True
+        return False
+
+    def zero(self):
+        """Zero every gradient of arrays on the tape (keeps the recording)."""
+        for e in self.launches:
+            for p in (e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()):
+                if isinstance(p, array) and p.grad is not None:
+                    p.grad.zero_()
+        for g in self.gradients.values():
+            g.zero_()
+
+    def reset(self):
+        """Forget the recording and zero gradients."""
+        self.zero()
+        self.launches = []
+        self.gradients = {}
+        for e in self.launches:
+            for p in getattr(e, "params", ()):
+                if isinstance(p, array):
+                    p._tape_reads = False
+
+    # -- visualisation ------------------------------------------------------------------------
+    def visualize(self, filename=None, array_labels=None):
+        """Write a GraphViz dot graph of launches (boxes) and arrays (ellipses; green = requires_grad)."""
+        labels = {id(k): v for k, v in (array_labels or {}).items()}
+        lines = ["digraph tape {", '  rankdir=TB; node [fontname="Helvetica"];']
+        arrays = {}
+
+        def arr_node(a):
+            key = id(a)
+            if key not in arrays:
+                name = f"a{len(arrays)}"
+                arrays[key] = name
+                lab = labels.get(key, f"array{tuple(a.shape)}")
+                color = "palegreen" if a.requires_grad else "lightgray"
+                lines.append(f'  {name} [shape=ellipse, style=filled, fillcolor={color}, label="{lab}\\n{T.type_repr(a.dtype)}"];')
+            return arrays[key]
+
+        depth = 0
+        for i, e in enumerate(self.launches):
+            if isinstance(e, _Scope):
+                if e.begin:
+                    lines.append(f'  subgraph cluster_{i} {{ label="{e.name}";')
+                    depth += 1
+                elif depth:
+                    lines.append("  }")
+                    depth -= 1
+                continue
+            if isinstance(e, _Func):
+                lines.append(f'  l{i} [shape=box, style=filled, fillcolor=lightblue, label="record_func"];')
+                continue
+            lines.append(f'  l{i} [shape=box, style=filled, fillcolor=gray90, label="{e.kernel.key}\\ndim={e.dim}"];')
+            for name, t, p in zip(e.kernel.arg_names, e.kernel.arg_types, e.params):
+                if not isinstance(p, array):
+                    continue
+                n = arr_node(p)
+                if id(p) in e.writes:
+                    lines.append(f'  l{i} -> {n} [label="{name}"];')
+                else:
+                    lines.append(f'  {n} -> l{i} [label="{name}"];')
+        lines.extend(["  }"] * depth)
+        lines.append("}")
+        text = "\n".join(lines) + "\n"
+        if filename:
+            with open(filename, "w") as f:
+                f.write(text)
+        return text
+
+
+def record_copy(dest, src):
+    """Make kc.copy/clone/assign differentiable: adjoint of dest flows into src."""
+    rt = get_runtime()
+    if not rt.tape_stack:
+        return
+    tape = rt.tape_stack[-1]
+
+    def backward():
+        if dest.grad is not None and src.grad is not None:
+            src.grad.numpy()[...] += dest.grad.numpy()
+
+    tape.launches.append(_Func(backward, [src, dest], "copy"))
+    if config.verify_autograd_array_access:
+        check_write_after_read(dest, "kc.copy")
+        src._tape_reads = True
+
+
+def check_write_after_read(a, where):
+    if getattr(a, "_tape_reads", False):
+        warnings.warn(f"verify_autograd_array_access: array of shape {a.shape} is written by {where} after being read "
+                      "earlier on the tape; gradients through the earlier read will be wrong (allocate a new array)",
+                      stacklevel=3)

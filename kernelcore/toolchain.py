@@ -1,0 +1,44 @@
+"""Native compilers: g++/clang++ with OpenMP for the CPU (NVRTC lives in emit_cuda/cuda backend)."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+
+from . import config
+from .errors import NativeBuildError
+
+NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
+CPU_FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native", "-fno-math-errno",
+             "-fvisibility=hidden", "-w"]
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_identity(cxx: str) -> str:
+    """First line of `cxx --version` plus the CPU model: part of the cache key."""
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"C++ compiler '{cxx}' not found or not working ({e}); install g++ or set KERNELCORE_CXX") from None
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu += next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{out} | {cpu}"
+
+
+def compile_cpu(source_path: str, out_path: str, module_name: str, include_dirs=()):
+    """Compile one translation unit to a shared library; raises NativeBuildError with the log."""
+    cxx = config.cxx
+    cmd = [cxx, *CPU_FLAGS, f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
+    if config.debug_symbols if hasattr(config, "debug_symbols") else False:
+        cmd.append("-g")
+    if config.verbose:
+        print("kernelcore: " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise NativeBuildError(module_name, proc.stderr, source_path)
+    return proc
