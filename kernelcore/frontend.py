@@ -634,10 +634,12 @@ class _Builder:
                     for m in ast.walk(n.target):
                         if isinstance(m, ast.Name):
                             names.add(m.id)
-                elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+                elif isinstance(n, ast.Call) and n.args:
                     fn = self._static_value(n.func, default=None)
-                    if isinstance(fn, BuiltinStub) and registry.mutates_first(fn.name):
-                        names.add(n.args[0].id)
+                    if isinstance(fn, BuiltinStub):
+                        for k in registry.mutated_args(fn.name):
+                            if k < len(n.args) and isinstance(n.args[k], ast.Name):
+                                names.add(n.args[k].id)
                 elif isinstance(n, ast.NamedExpr):
                     names.add(n.target.id)
         return names
@@ -946,12 +948,13 @@ class _Builder:
             if e.keywords:
                 raise self.error(f"kc.{name}() takes no keyword arguments")
             args = [self.expr(a) for a in e.args]
-            if registry.mutates_first(name) and e.args and isinstance(e.args[0], ast.Name) and e.args[0].id in self.symtab:
-                # the state advances in place: give it a fresh SSA value first
-                fresh = Var(args[0].type, e.args[0].id)
-                self.emit(Copy(fresh, args[0]))
-                self.symtab[e.args[0].id] = fresh
-                args[0] = fresh
+            for k in registry.mutated_args(name):
+                # the native call updates this argument in place: give it a fresh SSA value first
+                if k < len(e.args) and isinstance(e.args[k], ast.Name) and e.args[k].id in self.symtab:
+                    fresh = Var(self.materialize(args[k]).type, e.args[k].id)
+                    self.emit(Copy(fresh, self.materialize(args[k])))
+                    self.symtab[e.args[k].id] = fresh
+                    args[k] = fresh
             return self.call(name, args)
         fname = ast.unparse(e.func)
         raise self.error(f"cannot call '{fname}' inside a kernel: it is not a kernelcore builtin or a @kc.func")

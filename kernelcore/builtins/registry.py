@@ -47,7 +47,7 @@ class Builtin:
     differentiable: bool = True
     side_effect: bool = False     # skipped when the adjoint replays the forward
     array_access: bool = False    # arg 0 is an array indexed by the int args after it
-    mutates_first: bool = False   # arg 0 is updated in place (random state, query iterators)
+    mutates: tuple = ()           # indices of arguments updated in place (random state, query iterators)
     doc: str = ""
     parsed: list = field(default_factory=list, repr=False)
 
@@ -198,8 +198,8 @@ class Registry:
                 return row, res, concrete
         return None
 
-    def mutates_first(self, name) -> bool:
-        return any(r.mutates_first for r in self.rows.get(name, ()))
+    def mutated_args(self, name) -> set:
+        return {i for r in self.rows.get(name, ()) for i in r.mutates}
 
     def signatures(self, name):
         return [f"{name}({', '.join(r.args)})" for r in self.rows.get(name, ())]
@@ -209,10 +209,14 @@ registry = Registry()
 
 
 def register(name, args, result, native=None, differentiable=True, side_effect=False, array_access=False,
-             mutates_first=False, doc=""):
-    """Add one overload row to the table."""
+             mutates=(), doc=""):
+    """Add one overload row to the table.
+
+    ``mutates``: indices of arguments the native function takes by reference and updates;
+    the frontend gives each such named local a fresh SSA value before the call.
+    """
     return registry.add(Builtin(name, list(args), result, native or f"kc::{name}", differentiable, side_effect,
-                                array_access, mutates_first, doc))
+                                array_access, tuple(mutates), doc))
 
 
 def add_native_header(path: str):
