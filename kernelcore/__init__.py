@@ -24,6 +24,7 @@ from .autodiff_api import adjoint  # noqa: F401
 from .launch import launch  # noqa: F401
 from .tape import Tape  # noqa: F401
 from .cache import clear_kernel_cache  # noqa: F401
+from . import autograd  # noqa: F401
 from .errors import KernelCompileError, NativeBuildError, KernelRuntimeError  # noqa: F401
 from . import builtins as _builtins  # noqa: F401  (fills the builtin table)
 from .builtins.registry import export_all_stubs as _export_all_stubs

@@ -116,7 +116,8 @@ class Emitter:
 
     # -- forward statements --------------------------------------------------------------------
     def emit_block(self, block, mode, ret):
-        """mode: "fwd" (side effects on), "replay" (side effects skipped, loops checkpointed)."""
+        """mode: "fwd" (side effects on); "replay" (side effects skipped); "adjoint" (as replay,
+        with dynamic loops checkpointed for the reverse sweep that follows)."""
         for s in block.stmts:
             self.line_directive(s)
             getattr(self, "fwd_" + type(s).__name__)(s, mode, ret)
@@ -126,7 +127,7 @@ class Emitter:
 
     def fwd_Call(self, s, mode, ret):
         row = s.builtin
-        if mode == "replay" and row.side_effect:
+        if mode != "fwd" and row.side_effect:
             if s.out is not None:
                 self.w(f"{s.out.cname} = {{}};  // {row.name}: side effect skipped in replay")
             return
@@ -143,7 +144,7 @@ class Emitter:
         return min(n, len(s.args) - 1)
 
     def fwd_FuncCall(self, s, mode, ret):
-        name = s.func.cname + ("_replay" if mode == "replay" else "")
+        name = s.func.cname + ("_replay" if mode != "fwd" else "")
         call = f"{name}({', '.join(a.cname for a in s.args)})"
         self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
 
@@ -185,7 +186,7 @@ class Emitter:
             self.w(f"{s.out.cname} = kc::tid_dim(__bounds, __tid, {s.dim});")
 
     def fwd_Print(self, s, mode, ret):
-        if mode == "replay":
+        if mode != "fwd":
             return
         if s.fmt is not None:
             args = "".join(", " + _printf_arg(a) for a in s.items)
@@ -238,7 +239,7 @@ class Emitter:
 
     def fwd_Loop(self, s, mode, ret):
         u = s.uid
-        if mode == "replay":
+        if mode == "adjoint":
             return self._replay_loop(s)
         if s.kind == "while":
             # plain forward: evaluate the condition inline
@@ -306,7 +307,10 @@ class Emitter:
         self.w(f"{adj_sym}({', '.join(args)});")
 
     def rev_FuncCall(self, s):
-        args = [a.cname for a in s.args] + [f"adj_{a.cname}" for a in s.args]
+        native = s.func.native is not None
+        # native snippets read adj_<array>[i]: pass the gradient buffer as an array
+        args = [a.cname for a in s.args] + [f"kc::grad_array({a.cname})" if native and isinstance(a.type, ArrayType)
+                                            else f"adj_{a.cname}" for a in s.args]
         if s.out is not None:
             args.append(f"adj_{s.out.cname}")
         self.w(f"adj_{s.func.cname}({', '.join(args)});")
@@ -439,8 +443,8 @@ class Emitter:
         self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join([params] if params else [] + [])}{', ' if params else ''}{', '.join(adj_params + tail)}) {{")
         self.indent += 1
         self.declare_values(ir, adj=True)
-        self.declare_lambdas(ir, "replay")
-        self.emit_block(ir.block, "replay", "")
+        self.declare_lambdas(ir, "adjoint")
+        self.emit_block(ir.block, "adjoint", "")
         if rt != "void":
             if len(ir.ret_vars) == 1:
                 self.w(f"adj_{ir.ret_vars[0].cname} += adj_ret;")
@@ -457,7 +461,7 @@ class Emitter:
         params = ", ".join(f"{ctype(t)} {n}" for n, t in zip(names, inst.arg_types))
         self.w(f"static KC_FUNC {rt} {inst.cname}({params}) {{\n{snippet}\n}}")
         self.w(f"static KC_FUNC {rt} {inst.cname}_replay({params}) {{\n{replay_snippet if replay_snippet is not None else snippet}\n}}")
-        adj = [f"{ctype(t)}& adj_{n}" for n, t in zip(names, inst.arg_types)]
+        adj = [f"{ctype(t)}{'' if isinstance(t, ArrayType) else '&'} adj_{n}" for n, t in zip(names, inst.arg_types)]
         tail = [f"{rt} adj_ret"] if rt != "void" else []
         self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join([params] + adj + tail)}) {{\n{adj_snippet or ''}\n}}")
 
@@ -476,8 +480,8 @@ class Emitter:
         self.w(f"static KC_FUNC void {kernel_name}_bwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
         self.indent += 1
         self.declare_values(ir, adj=True, adj_args_local=True)
-        self.declare_lambdas(ir, "replay")
-        self.emit_block(ir.block, "replay", "")
+        self.declare_lambdas(ir, "adjoint")
+        self.emit_block(ir.block, "adjoint", "")
         self.emit_reverse(reverse_block(ir.block))
         self.indent -= 1
         self.w("}")

@@ -197,7 +197,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if record_tape and not adjoint:
         rt = get_runtime()
         if rt.tape_stack:
-            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir)
+            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs))
 
 
 def _args_struct(kernel, lk):

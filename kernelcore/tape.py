@@ -12,8 +12,9 @@ from .device import get_runtime
 
 
 class _Launch:
-    def __init__(self, kernel, dim, params, device, reads, writes):
+    def __init__(self, kernel, dim, params, device, reads, writes, n_inputs):
         self.kernel, self.dim, self.params, self.device = kernel, dim, params, device
+        self.n_inputs = n_inputs
         self.reads, self.writes = reads, writes
 
 
@@ -45,10 +46,13 @@ class Tape:
             stack.pop()
 
     # -- recording ---------------------------------------------------------------------------
-    def record_launch(self, kernel, dim, params, device, ir):
+    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None):
         reads, writes = set(), set()
         for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
             if isinstance(t, ArrayType) and isinstance(p, array):
+                if config.verify_autograd_array_access and name in ir.array_writes and name in ir.array_reads:
+                    warnings.warn(f"verify_autograd_array_access: kernel '{kernel.key}' argument '{name}' is read and written "
+                                  "within one kernel; the adjoint will see the overwritten values", stacklevel=4)
                 if name in ir.array_writes:
                     writes.add(id(p))
                     if config.verify_autograd_array_access:
@@ -57,7 +61,8 @@ class Tape:
                     reads.add(id(p))
                     if config.verify_autograd_array_access:
                         p._tape_reads = True
-        self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes))
+        self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
+                                     len(params) if n_inputs is None else n_inputs))
 
     def record_func(self, backward, arrays):
         """Record a Python-side step; ``backward()`` is called during the reverse pass."""

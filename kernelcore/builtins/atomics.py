@@ -16,3 +16,14 @@ for n in range(1, 5):
              differentiable=False, doc="compare-and-swap: (arr, i.., compare, value) -> old value")
     register("atomic_exch", ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
              differentiable=False, doc="exchange: (arr, i.., value) -> old value")
+
+
+def _view_result(types, bindings):
+    from ..array import ArrayType
+
+    return ArrayType(types[0].dtype, types[0].ndim - 1)
+
+
+register("view", ["array(T)", "int32"], _view_result, differentiable=False, doc="a[i] of a multi-dimensional array: a view")
+register("array_len", ["array(T)"], "int32", differentiable=False, doc="len(a): size of the first dimension")
+register("array_shape", ["array(T)", "int32"], "int32", differentiable=False, doc="a.shape[k]")

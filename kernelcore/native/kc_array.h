@@ -186,6 +186,8 @@ template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     r.shape[3] = 0; r.strides[3] = 0;
     return r;
 }
+// The gradient of an array as an array of its own (adjoint arguments of func_native snippets).
+template <typename T> KC_FUNC array_t<T> grad_array(const array_t<T>& a) { array_t<T> r = a; r.data = a.grad; r.grad = (T*)0; return r; }
 template <typename T> KC_FUNC int32 array_len(const array_t<T>& a) { return a.shape[0]; }
 template <typename T> KC_FUNC int32 array_shape(const array_t<T>& a, int32 d) { return a.shape[d]; }
 

@@ -1,0 +1,126 @@
+"""NVRTC: CUDA C++ text -> PTX, with no GPU or driver needed.
+
+Uses NVIDIA's ``cuda-bindings`` (``from cuda.bindings import nvrtc``) with the
+``nvidia-cuda-nvrtc`` wheel.  PTX is cached in the kernel cache dir under a key made of
+the source, the native headers, the architecture and the NVRTC version, like the CPU
+cache (see module.Module._cache_key).
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+from . import cache, config, toolchain
+from .errors import NativeBuildError
+
+#: options every kernelcore translation unit is compiled with
+NVRTC_FLAGS = ["--std=c++17", "-w"]
+
+
+def _bindings():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise RuntimeError("compiling CUDA needs NVRTC: pip install 'cuda-bindings>=12' nvidia-cuda-nvrtc "
+                           "(the 'nvrtc' extra of kernelcore)") from e
+    return nvrtc
+
+
+def is_available() -> bool:
+    """True when NVRTC can be loaded (no GPU needed)."""
+    try:
+        version()
+        return True
+    except Exception:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def version() -> tuple:
+    nvrtc = _bindings()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _check(nvrtc, err, "nvrtcVersion")
+    return (major, minor)
+
+
+def _check(nvrtc, err, what):
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise RuntimeError(f"NVRTC {what} failed: {msg.decode(errors='replace')}")
+
+
+def normalize_arch(arch) -> str:
+    """'compute_80', 'sm_80', 80 or (8, 0) -> 'compute_80' (PTX is always virtual-arch)."""
+    if isinstance(arch, tuple):
+        arch = arch[0] * 10 + arch[1]
+    if isinstance(arch, int):
+        return f"compute_{arch}"
+    arch = str(arch)
+    if arch.startswith("sm_"):
+        return "compute_" + arch[3:]
+    if not arch.startswith("compute_"):
+        raise ValueError(f"unknown CUDA architecture {arch!r}: expected e.g. 'compute_80', 'sm_90' or 80")
+    return arch
+
+
+def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", include_dirs=(), options=()) -> str:
+    """Compile one CUDA translation unit to PTX text.
+
+    ``include_dirs`` are searched after kernelcore/native.  Raises NativeBuildError (with the
+    NVRTC log in ``.log``) when the source does not compile.
+    """
+    nvrtc = _bindings()
+    arch = normalize_arch(arch)
+    opts = [f"--gpu-architecture={arch}", *NVRTC_FLAGS, f"--include-path={toolchain.NATIVE_DIR}",
+            *(f"--include-path={d}" for d in include_dirs), *options]
+    if config.mode == "debug":
+        opts.append("-lineinfo")
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    _check(nvrtc, err, "nvrtcCreateProgram")
+    try:
+        raw = [o.encode() for o in opts]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(raw), raw)
+        log = _log(nvrtc, prog)
+        if config.verbose and log.strip():
+            print(f"kernelcore: NVRTC log for {name}:\n{log}")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            src_path = cache.write_source(f"failed_cuda_{os.getpid()}_{abs(hash(source)) % 10**8}", source)
+            raise NativeBuildError(name, log or f"NVRTC error {err}", src_path)
+        err, size = nvrtc.nvrtcGetPTXSize(prog)
+        _check(nvrtc, err, "nvrtcGetPTXSize")
+        buf = b" " * size
+        (err,) = nvrtc.nvrtcGetPTX(prog, buf)
+        _check(nvrtc, err, "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return buf.rstrip(b"\0").decode()
+
+
+def _log(nvrtc, prog) -> str:
+    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
+        return ""
+    buf = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\0").decode(errors="replace")
+
+
+def cached_ptx(key: str, source: str, name: str, arch="compute_80", include_dirs=()) -> str:
+    """PTX of ``source`` from the kernel cache (``<key>.ptx``), compiling on a miss.
+
+    ``key`` must already cover the source and headers; the architecture and NVRTC version
+    are added here.
+    """
+    arch = normalize_arch(arch)
+    full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
+    path = cache.lookup(full_key, ".ptx")
+    if path is None:
+        cache.write_source(full_key, source)
+
+        def build(tmp):
+            with open(tmp, "w") as f:
+                f.write(compile_ptx(source, name, arch, include_dirs))
+
+        path = cache.store(full_key, ".ptx", build)
+    with open(path) as f:
+        return f.read()
