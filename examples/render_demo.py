@@ -35,19 +35,20 @@ def icosphere(subdivisions: int = 1, radius: float = 1.0):
              [11, 10, 2], [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8],
              [3, 8, 9], [4, 9, 5], [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1]]
     verts = [np.array(v, float) for v in verts]
+
+    def mid(a: int, b: int, cache: dict) -> int:
+        """Index of the midpoint of edge (a, b), shared by the two faces of the edge."""
+        key = (min(a, b), max(a, b))
+        if key not in cache:
+            cache[key] = len(verts)
+            verts.append((verts[a] + verts[b]) / 2.0)
+        return cache[key]
+
     for _ in range(subdivisions):
-        midpoint: dict[tuple, int] = {}
-
-        def mid(a, b):
-            key = (min(a, b), max(a, b))
-            if key not in midpoint:
-                midpoint[key] = len(verts)
-                verts.append((verts[a] + verts[b]) / 2.0)
-            return midpoint[key]
-
+        cache: dict[tuple, int] = {}
         new_faces = []
         for a, b, c in faces:
-            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
+            ab, bc, ca = mid(a, b, cache), mid(b, c, cache), mid(c, a, cache)
             new_faces += [[a, ab, ca], [b, bc, ab], [c, ca, bc], [ab, bc, ca]]
         faces = new_faces
     v = np.array(verts)

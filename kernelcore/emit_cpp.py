@@ -547,5 +547,9 @@ def emit_struct(t) -> str:
         name, fields = t._ctype, list(t._fields.items())
     body = " ".join(f"{ctype(ft)} {fn};" for fn, ft in fields)
     acc = " ".join(f"a.{fn} += b.{fn};" for fn, ft in fields if not isinstance(ft, ArrayType))
+    atom = " ".join(f"r.{fn} = atomic_add_raw(&p->{fn}, v.{fn});" for fn, ft in fields
+                    if not isinstance(ft, ArrayType) and ft is not T.bool_)
     return (f"struct {name} {{ {body} }};\n"
-            f"KC_FUNC {name}& operator+=({name}& a, const {name}& b) {{ {acc} return a; }}\n")
+            f"KC_FUNC {name}& operator+=({name}& a, const {name}& b) {{ {acc} return a; }}\n"
+            # adjoints of reads from arrays of structs scatter member-wise
+            f"KC_FUNC {name} atomic_add_raw({name}* p, const {name}& v) {{ using kc::atomic_add_raw; {name} r = {{}}; {atom} return r; }}\n")

@@ -11,7 +11,7 @@ Conventions (both backends):
 * capsules and cylinders extend along their local **Y** axis;
 * box ``extents`` are *half*-extents; plane ``width``/``length`` are full sizes
   along local X / local Z, the plane normal is local +Y;
-* colours are RGB floats in [0, 1] (integer arrays are read as 0..255);
+* colours are RGB in [0, 1] (``uint8`` arrays are read as 0..255);
 * objects are identified by ``name``; re-rendering a name updates it, an
   object that is not re-rendered keeps its last state.
 """

@@ -302,11 +302,12 @@ class UsdRenderer(RendererBase):
             self._track(obj, "visibility", self._UsdGeom.Imageable(obj.prim).CreateVisibilityAttr())
             if tc is None and obj.created_tc < self._tc:
                 # The first sample would hold backwards in time: pin "visible" at creation.
-                self._pending.append((obj.tracks["visibility"].path, obj.created_tc, "inherited"))
+                self._pending.append((obj.tracks["visibility"].path, obj.created_tc,
+                                      self._Vt.Token("inherited")))
         if tc is None:
-            self._set(obj, "visibility", value, lambda v: v)
+            self._set(obj, "visibility", value, self._Vt.Token)  # a token, not a string
         else:
-            self._pending.append((obj.tracks["visibility"].path, tc, value))
+            self._pending.append((obj.tracks["visibility"].path, tc, self._Vt.Token(value)))
 
     def _color_primvar(self, obj: _Obj, prim) -> None:
         pv = self._UsdGeom.PrimvarsAPI(prim).CreatePrimvar(
@@ -362,7 +363,10 @@ class UsdRenderer(RendererBase):
         self._set(obj, "points", points, self._vec3f)
         self._set(obj, "faceVertexCounts", np.full(tris.shape[0], 3, np.int32), int_array)
         self._set(obj, "faceVertexIndices", tris.reshape(-1), int_array)
-        self._set_extent(obj, points.min(0), points.max(0))
+        if points.shape[0]:
+            self._set_extent(obj, points.min(0), points.max(0))
+        else:
+            self._set_extent(obj, np.zeros(3), np.zeros(3))
         self._set_color(obj, colors, points.shape[0])
 
     def _draw_shape(self, name, kind, pos, rot, scale, color) -> None:
@@ -401,7 +405,6 @@ class UsdRenderer(RendererBase):
             else:  # pragma: no cover - guarded by base class
                 raise ValueError(kind)
             self._color_primvar(obj, geom.GetPrim())
-            obj.prim = xf.GetPrim()
         self._show(obj)
         p, q = pos, rot
         self._set(obj, "translate", (float(p[0]), float(p[1]), float(p[2])), lambda v: Gf.Vec3d(*v))

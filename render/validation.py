@@ -130,15 +130,16 @@ def radii(call: str, name: str, value, n: int):
 def colors(call: str, name: str, value, n: int | None):
     """Validate colours: ``None``, one RGB triple (3,), or per-item (n, 3).
 
-    Floats are RGB in [0, 1]; integer arrays are taken as 0..255.  Returns
-    float32 (3,) or (n, 3) clipped to [0, 1], or None.
+    Values are RGB in [0, 1]; only ``uint8`` arrays are read as 0..255 (so a
+    plain ``(1, 0, 0)`` of Python ints is still red).  Returns float32 (3,) or
+    (n, 3) clipped to [0, 1], or None.
     """
     if value is None:
         return None
     raw = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value
     raw = np.asarray(raw)
     arr = raw.astype(np.float32)
-    if np.issubdtype(raw.dtype, np.integer):
+    if raw.dtype == np.uint8:
         arr = arr / 255.0
     if arr.shape == (3,) or (arr.shape == (1, 3) and n != 1):
         return np.clip(arr.reshape(3), 0.0, 1.0)
@@ -170,7 +171,8 @@ def triangles(call: str, name: str, value, n_points: int) -> np.ndarray:
 
 def finite_rows(arr: np.ndarray) -> np.ndarray:
     """Boolean mask of rows whose entries are all finite."""
-    return np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1)
+    finite = np.isfinite(arr)
+    return finite.all(axis=tuple(range(1, arr.ndim))) if arr.ndim > 1 else finite
 
 
 def warn_skipped(call: str, name: str, frame: int, time: float, what: str) -> None:

@@ -52,7 +52,7 @@ class Builtin:
     parsed: list = field(default_factory=list, repr=False)
 
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*|\(|\)|,)")
+_TOKEN = re.compile(r"\s*([A-Za-z_0-9]+|\(|\)|,)")
 
 
 def _parse(pat: str):

@@ -129,6 +129,8 @@ template <int N, typename T> KC_FUNC vec_t<N, T> atomic_add_raw(vec_t<N, T>* p, 
 template <int N, typename T> KC_FUNC vec_t<N, T> atomic_min_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_min_raw(&p->c[i], v.c[i]); return r; }
 template <int N, typename T> KC_FUNC vec_t<N, T> atomic_max_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_max_raw(&p->c[i], v.c[i]); return r; }
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> atomic_add_raw(mat_t<R, C, T>* p, const mat_t<R, C, T>& v) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = atomic_add_raw(&p->c[i][j], v.c[i][j]); return r; }
+template <typename T> KC_FUNC quat_t<T> atomic_add_raw(quat_t<T>* p, const quat_t<T>& v) { quat_t<T> r; KC_FOR(i, 4) r.c[i] = atomic_add_raw(&p->c[i], v.c[i]); return r; }
+template <typename T> KC_FUNC transform_t<T> atomic_add_raw(transform_t<T>* p, const transform_t<T>& v) { transform_t<T> r; r.p = atomic_add_raw(&p->p, v.p); r.q = atomic_add_raw(&p->q, v.q); return r; }
 template <typename T> KC_FUNC T neg_value(const T& v) { return neg(v); }
 
 // ---- array builtins, one set per index count ----------------------------------------------

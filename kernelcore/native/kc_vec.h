@@ -106,6 +106,12 @@ template <int R, int K, int C, typename T> KC_FUNC mat_t<R, C, T> mul(const mat_
 template <int R, int K, int C, typename T> KC_FUNC void adj_mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b, mat_t<R, K, T>& adj_a, mat_t<K, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
     KC_FOR(i, R) KC_FOR(k, K) KC_FOR(j, C) { adj_a.c[i][k] += adj_ret.c[i][j] * b.c[k][j]; adj_b.c[k][j] += a.c[i][k] * adj_ret.c[i][j]; }
 }
+// Square matrices: more specialised than both mul(T, T) and the general product above,
+// which are otherwise equally good (ambiguous) for mat_t<N, N> * mat_t<N, N>.
+template <int N, typename T> KC_FUNC mat_t<N, N, T> mul(const mat_t<N, N, T>& a, const mat_t<N, N, T>& b) { return mul<N, N, N, T>(a, b); }
+template <int N, typename T> KC_FUNC void adj_mul(const mat_t<N, N, T>& a, const mat_t<N, N, T>& b, mat_t<N, N, T>& adj_a, mat_t<N, N, T>& adj_b, const mat_t<N, N, T>& adj_ret) {
+    adj_mul<N, N, N, T>(a, b, adj_a, adj_b, adj_ret);
+}
 
 // ---- vector algebra -------------------------------------------------------------------
 template <int N, typename T> KC_FUNC T dot(const vec_t<N, T>& a, const vec_t<N, T>& b) { T r = T(0); KC_FOR(i, N) r += a.c[i] * b.c[i]; return r; }

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..base import RendererBase
 from . import meshes
-from .backend import load_pyglet
+from .backend import GLUnavailableError, load_pyglet
 from .camera import Camera
 from .gpu import Drawable, Framebuffer, GpuMesh, Lines
 from .shaders import LINES_FS, LINES_VS, SHADED_FS, SHADED_VS, Program
@@ -83,7 +83,12 @@ class OpenGLViewer(RendererBase):
                       visible=not self.headless)
         if not self.headless:
             kwargs.update(resizable=True, vsync=vsync)
-        self.window = pg.window.Window(**kwargs)
+        try:
+            self.window = pg.window.Window(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - no GL 3.3 core context of any kind
+            raise GLUnavailableError(
+                f"OpenGLViewer: cannot create an OpenGL 3.3 core context ({type(exc).__name__}: {exc}); "
+                "headless mode needs the packages in render/SYSTEM_DEPS.txt") from exc
         self.window.push_handlers(self)
         self.camera = Camera(up_axis)
         self._home = (self.camera.target.copy(), self.camera.distance, self.camera.yaw, self.camera.pitch)
@@ -114,7 +119,7 @@ class OpenGLViewer(RendererBase):
             self._hud = pg.text.Label("", x=10, y=self.window.height - 10, anchor_x="left",
                                       anchor_y="top", font_size=12, color=(235, 235, 235, 255))
         except Exception as exc:  # noqa: BLE001
-            warnings.warn(f"OpenGLViewer: HUD disabled, cannot create text: {exc}", RuntimeWarning)
+            warnings.warn(f"OpenGLViewer: HUD disabled, cannot create text: {exc}", RuntimeWarning, stacklevel=2)
 
         # Scene, by object name.
         self._shapes: dict[str, tuple] = {}  # name -> (proto key, instance row (13,))
@@ -179,12 +184,16 @@ class OpenGLViewer(RendererBase):
         self.camera.yaw, self.camera.pitch = yaw, pitch
 
     def _ctx(self) -> None:
+        if self.window is None:
+            raise RuntimeError("OpenGLViewer is closed")
         # Several viewers may share a process: make ours current before GL calls.
         if self.gl.current_context is not self.window.context:
             self.window.switch_to()
 
     # ------------------------------------------------------------ frames
     def _end_frame(self) -> None:
+        if self.window is None:
+            raise RuntimeError("OpenGLViewer is closed")
         now = _time.perf_counter()
         dt = 0.0 if self._last_end is None else now - self._last_end
         self._last_end = now
@@ -281,7 +290,7 @@ class OpenGLViewer(RendererBase):
         try:
             self._hud.draw()
         except Exception as exc:  # noqa: BLE001 - e.g. no usable font: keep rendering the scene
-            warnings.warn(f"OpenGLViewer: HUD disabled, cannot draw text: {exc}", RuntimeWarning)
+            warnings.warn(f"OpenGLViewer: HUD disabled, cannot draw text: {exc}", RuntimeWarning, stacklevel=2)
             self._hud = None
         self.gl.glEnable(self.gl.GL_DEPTH_TEST)
 

@@ -323,6 +323,7 @@ def test_nan_items_skipped_with_warning(tmp_path):
     assert len(UsdGeom.Points(stage.GetPrimAtPath("/root/dust")).GetPointsAttr().Get(5)) == 9
     vis = stage.GetPrimAtPath("/root/ball").GetAttribute("visibility")
     assert [vis.Get(t) for t in (0, 5, 10)] == ["inherited", "invisible", "inherited"]
+    assert _validate(path) == []
 
 
 def test_unwritable_path_fails_at_construction(tmp_path):

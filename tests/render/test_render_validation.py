@@ -37,7 +37,9 @@ def test_quaternions():
 
 def test_colors():
     assert V.colors("c", "n", None, 3) is None
-    np.testing.assert_allclose(V.colors("c", "n", [255, 0, 128], 3), [1.0, 0.0, 128 / 255], rtol=1e-6)
+    np.testing.assert_allclose(V.colors("c", "n", np.array([255, 0, 128], np.uint8), 3),
+                               [1.0, 0.0, 128 / 255], rtol=1e-6)
+    assert V.colors("c", "n", (1, 0, 0), 3).tolist() == [1.0, 0.0, 0.0]  # Python ints are not 0..255
     assert V.colors("c", "n", np.ones((3, 3)), 3).shape == (3, 3)
     assert V.colors("c", "n", [2.0, -1.0, 0.5], None).tolist() == [1.0, 0.0, 0.5]  # clipped
     with pytest.raises(ValueError, match=r"colors has shape \(2, 3\) but 3 items.*\(3,\) or \(3, 3\)"):

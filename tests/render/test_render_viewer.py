@@ -260,6 +260,8 @@ def test_gif_recorder_frames(make_viewer, tmp_path):
     v.begin_frame(1.0)  # detached after the with block: no more files
     v.end_frame()
     assert len(list((tmp_path / "frames").iterdir())) == n
+    with pytest.raises(OSError, match="missing"):
+        record(v, None, gif=str(tmp_path / "missing" / "a.gif"))
     if not mp4_available():
         with pytest.raises(RuntimeError, match="imageio-ffmpeg"):
             record(v, None, mp4=str(tmp_path / "a.mp4"))
