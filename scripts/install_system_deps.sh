@@ -3,7 +3,7 @@
 set -euo pipefail
 need=()
 command -v g++ >/dev/null 2>&1 || need+=(g++)
-for pkg in libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libgles2; do
+for pkg in libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libgles2 libfontconfig1 libfreetype6 fonts-dejavu-core; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/install_system_deps.sh
 python3 -m pip install -q -e ".[test]"
 export KERNELCORE_CACHE_DIR="${KERNELCORE_CACHE_DIR:-$PWD/.kernel_cache}"
+export RENDER_REQUIRE_GL=1  # the viewer tests must run, not skip, on CI
 python3 -m pytest -q -p no:cacheprovider "$@"
