@@ -440,6 +440,8 @@ def to_ctypes_value(t, value):
             return _half_ctype(bits)
         return t._ctypes(t._np(v).item() if t is not bool_ else _py.bool(v))
     if is_composite(t):
+        if type(value) is t:  # fast path: the value already has this exact layout
+            return t._ctypes.from_buffer_copy(value._v)
         arr = np.ascontiguousarray(np.asarray(value if not isinstance(value, _CompositeValue) else value._v, dtype=t._dtype._np))
         if arr.size != int(np.prod(t._shape)):
             raise ValueError(f"expected {int(np.prod(t._shape))} components for {type_repr(t)}, got shape {arr.shape}")
