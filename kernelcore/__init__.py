@@ -30,3 +30,9 @@ from . import builtins as _builtins  # noqa: F401  (fills the builtin table)
 from .builtins.registry import export_all_stubs as _export_all_stubs
 
 _export_all_stubs()
+from .interop import (  # noqa: F401,E402  (interop with other frameworks; each imported lazily)
+    dtype_from_numpy, dtype_to_numpy, from_dlpack, to_dlpack, from_cupy, to_cupy,
+    from_torch, to_torch, device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch,
+    from_jax, to_jax, device_from_jax, device_to_jax, dtype_from_jax, dtype_to_jax,
+)
+from .cuda_backend import Stream  # noqa: F401,E402

@@ -24,7 +24,7 @@ class array_ctypes(ctypes.Structure):
         ("grad", ctypes.c_void_p),
         ("shape", ctypes.c_int32 * 4),
         ("ndim", ctypes.c_int32),
-        ("_pad", ctypes.c_int32),
+        ("serial", ctypes.c_int32),  # set by launch() for one-thread CPU launches
         ("strides", ctypes.c_int64 * 4),
     ]
 
@@ -155,7 +155,9 @@ class array:
         """Host numpy view (zero-copy on the CPU; a copy from a GPU)."""
         if self.device.is_cpu:
             return self._buf
-        return self._buf.get()
+        from .interop.cuda_mem import to_host
+
+        return to_host(self._buf, T.np_dtype_of(self.dtype)[0])
 
     def list(self):
         """Python list of elements (vectors become kc vector values)."""
@@ -176,6 +178,17 @@ class array:
         if not self.device.is_cuda:
             raise AttributeError("__cuda_array_interface__ is only available on CUDA arrays")
         return self._buf.__cuda_array_interface__
+
+    def __dlpack__(self, stream=None, **kwargs):
+        """DLPack export (numpy, torch, JAX, CuPy consumers share the memory)."""
+        from .interop.dlpack import array_dlpack
+
+        return array_dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        from .interop.dlpack import array_dlpack_device
+
+        return array_dlpack_device(self)
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -204,6 +217,10 @@ class array:
         return out
 
     def __setitem__(self, key, value):
+        if not self.device.is_cpu:
+            from .interop.cuda_mem import assign
+
+            return assign(self._buf, key, value, T.np_dtype_of(self.dtype)[0])
         self.numpy()[key] = np.asarray(value)
 
     def reshape(self, shape):
@@ -228,10 +245,15 @@ class array:
         """Set every element to value (scalar, vector or struct value)."""
         if T.is_struct(self.dtype):
             raw = bytes(_struct_ctypes_value(self.dtype, value))
-            self._buf[...] = np.frombuffer(raw, dtype=self._buf.dtype)[0]
+            v = np.frombuffer(raw, dtype=T.np_dtype_of(self.dtype)[0])[0]
         else:
             v = np.asarray(value._v if isinstance(value, T._CompositeValue) else T._scalar_value(value))
-            self._buf[...] = v
+        if not self.device.is_cpu:
+            from .interop.cuda_mem import assign
+
+            assign(self._buf, Ellipsis, v, T.np_dtype_of(self.dtype)[0])
+            return self
+        self._buf[...] = v
         return self
 
     def zero_(self):

@@ -30,7 +30,7 @@ class Device:
         if isinstance(other, str):
             try:
                 other = get_device(other)
-            except ValueError:
+            except (ValueError, RuntimeError):
                 return False
         return isinstance(other, Device) and other.alias == self.alias
 
@@ -73,12 +73,9 @@ def is_cuda_available() -> bool:
     """True when a CUDA device can run kernels (CuPy with a working driver)."""
     rt = get_runtime()
     if rt.cuda_probe is None:
-        try:
-            import cupy  # noqa: F401  (lazily, only to probe)
+        from .interop.cuda_mem import device_count
 
-            rt.cuda_probe = cupy.cuda.runtime.getDeviceCount() > 0
-        except Exception:
-            rt.cuda_probe = False
+        rt.cuda_probe = device_count() > 0
     return rt.cuda_probe
 
 
@@ -97,9 +94,9 @@ def get_device(ident=None) -> Device:
         if not is_cuda_available():
             raise RuntimeError(f"device '{name}' requested but CUDA is not available on this machine "
                                "(no GPU/driver, or the 'cuda' extra — CuPy — is not installed)")
-        import cupy
+        from .interop.cuda_mem import device_count
 
-        count = cupy.cuda.runtime.getDeviceCount()
+        count = device_count()
         if ordinal >= count:
             raise ValueError(f"device '{name}' does not exist: {count} CUDA device(s) present")
         alias = f"cuda:{ordinal}"
@@ -124,9 +121,9 @@ def set_device(ident):
 def get_cuda_device_count() -> int:
     if not is_cuda_available():
         return 0
-    import cupy
+    from .interop.cuda_mem import device_count
 
-    return cupy.cuda.runtime.getDeviceCount()
+    return device_count()
 
 
 class ScopedDevice:
@@ -148,10 +145,14 @@ class ScopedDevice:
 def synchronize():
     """Wait for all outstanding work. CPU launches are synchronous."""
     rt = get_runtime()
-    if any(d.is_cuda for d in rt.devices.values()):
-        import cupy
+    ordinals = [d.ordinal for d in rt.devices.values() if d.is_cuda]
+    if ordinals:
+        from .interop.cuda_mem import synchronize_devices
 
-        cupy.cuda.runtime.deviceSynchronize()
+        synchronize_devices(ordinals)
+
+
+_CPU_COUNT = os.cpu_count() or 1
 
 
 def num_threads() -> int:
@@ -159,4 +160,4 @@ def num_threads() -> int:
     env = os.environ.get("KERNELCORE_NUM_THREADS")
     if env:
         return max(1, int(env))
-    return os.cpu_count() or 1
+    return _CPU_COUNT

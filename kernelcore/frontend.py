@@ -128,10 +128,37 @@ def build_ir(defn: FuncDef, arg_types: list, kind: str, ret_hint=None) -> Functi
     hint = ret_hint if ret_hint is not None else defn.return_type
     for _ in range(3):
         try:
-            return _Builder(defn, arg_types, kind, hint).build()
+            ir = _Builder(defn, arg_types, kind, hint).build()
+            _renumber(ir)
+            return ir
         except _RetryWithReturnTypes as r:
             hint = r.types
     raise defn.error("could not infer the return type")
+
+
+def _renumber(ir: FunctionIR):
+    """Number values per function, in order of appearance, so generated code (and so the
+    cache key) does not depend on what else the process compiled before."""
+    from .ir import Carried
+
+    seen = {}
+
+    def visit(v):
+        if isinstance(v, Var) and id(v) not in seen:
+            seen[id(v)] = v
+            v.id = len(seen)
+        elif isinstance(v, Carried):
+            for x in (v.init, v.entry, v.exit, v.result):
+                visit(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x)
+
+    visit(ir.args)
+    for s in ir.block.walk():
+        for value in vars(s).values():
+            visit(value)
+    visit(ir.ret_vars)
 
 
 class _Builder:
@@ -765,6 +792,8 @@ class _Builder:
                 raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
         if isinstance(node, ast.Constant):
             return node.value
+        if isinstance(node, ast.Tuple):  # e.g. shape=(2, 3)
+            return tuple(self._static_value(e, default) for e in node.elts)
         if default is not KeyError:
             return default
         raise self.error("expected a name here", node)

@@ -31,10 +31,17 @@ def as_kc_array(value, want: ArrayType, kernel=None, name="", device=None):
     """Accept kc arrays and external arrays with __array_interface__ (zero-copy on the CPU)."""
     if isinstance(value, array):
         return value
-    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__array_interface__"):
-        from .interop.external import from_cuda_array_interface
+    if not isinstance(value, np.ndarray):  # torch tensors, CUDA arrays, DLPack producers
+        from .interop.external import resolve_external
 
-        return from_cuda_array_interface(value, want.dtype)
+        try:
+            value = resolve_external(value, want.dtype)
+        except (TypeError, ValueError) as e:
+            if kernel is None:
+                raise
+            raise _arg_error(kernel, name, str(e), type(e)) from None
+        if isinstance(value, array):
+            return value
     if hasattr(value, "__array_interface__") or isinstance(value, np.ndarray):
         a = np.asarray(value)
         np_dt, inner = T.np_dtype_of(want.dtype)
@@ -186,6 +193,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         launch_cuda(kernel, dev, bounds, values, adjoint, stream, block_dim)
     else:
         lk = kernel.module.ensure_built(kernel, dev)
+        if bounds.nthreads <= 1:  # one thread: accumulation needs no atomics (kc_array.h, accumulate)
+            for v in values:
+                if type(v) is array_ctypes:
+                    v.serial = 1
         args_struct = _args_struct(kernel, lk)
         packed = args_struct(*values)
         entry = lk.bwd if adjoint else lk.fwd

@@ -8,7 +8,7 @@ cache (see module.Module._cache_key).
 from __future__ import annotations
 
 import functools
-import os
+import hashlib
 
 from . import cache, config, toolchain
 from .errors import NativeBuildError
@@ -43,6 +43,25 @@ def version() -> tuple:
     return (major, minor)
 
 
+@functools.lru_cache(maxsize=None)
+def supported_archs() -> tuple:
+    """Compute capabilities NVRTC can target, e.g. (75, 80, 86, 89, 90, ...)."""
+    nvrtc = _bindings()
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    _check(nvrtc, err, "nvrtcGetSupportedArchs")
+    return tuple(int(a) for a in archs)
+
+
+def arch_for(capability: tuple) -> str:
+    """Newest virtual architecture NVRTC supports that a device of ``capability`` (major, minor) runs."""
+    cc = capability[0] * 10 + capability[1]
+    usable = [a for a in supported_archs() if a <= cc]
+    if not usable:
+        raise RuntimeError(f"this NVRTC ({version()[0]}.{version()[1]}) cannot target compute capability "
+                           f"{capability[0]}.{capability[1]}; oldest supported is {min(supported_archs())}")
+    return f"compute_{max(usable)}"
+
+
 def _check(nvrtc, err, what):
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         _, msg = nvrtc.nvrtcGetErrorString(err)
@@ -63,11 +82,13 @@ def normalize_arch(arch) -> str:
     return arch
 
 
-def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", include_dirs=(), options=()) -> str:
+def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", include_dirs=(), options=(),
+                source_path=None) -> str:
     """Compile one CUDA translation unit to PTX text.
 
     ``include_dirs`` are searched after kernelcore/native.  Raises NativeBuildError (with the
-    NVRTC log in ``.log``) when the source does not compile.
+    NVRTC log in ``.log``) when the source does not compile; ``source_path`` is where the
+    source was saved (it is saved to the cache dir when not given).
     """
     nvrtc = _bindings()
     arch = normalize_arch(arch)
@@ -84,8 +105,9 @@ def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", inc
         if config.verbose and log.strip():
             print(f"kernelcore: NVRTC log for {name}:\n{log}")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            src_path = cache.write_source(f"failed_cuda_{os.getpid()}_{abs(hash(source)) % 10**8}", source)
-            raise NativeBuildError(name, log or f"NVRTC error {err}", src_path)
+            if source_path is None:
+                source_path = cache.write_source("cuda_failed_" + hashlib.sha256(source.encode()).hexdigest()[:16], source)
+            raise NativeBuildError(name, log or f"NVRTC error {err}", source_path)
         err, size = nvrtc.nvrtcGetPTXSize(prog)
         _check(nvrtc, err, "nvrtcGetPTXSize")
         buf = b" " * size
@@ -105,21 +127,23 @@ def _log(nvrtc, prog) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
-def cached_ptx(key: str, source: str, name: str, arch="compute_80", include_dirs=()) -> str:
+def cached_ptx(key: str, source: str, name: str, arch="compute_80", include_dirs=(), options=()) -> str:
     """PTX of ``source`` from the kernel cache (``<key>.ptx``), compiling on a miss.
 
-    ``key`` must already cover the source and headers; the architecture and NVRTC version
-    are added here.
+    ``key`` must already cover the source and headers; the architecture, the NVRTC version
+    and any extra ``options`` are added here.
     """
     arch = normalize_arch(arch)
     full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
+    if options:
+        full_key += "_" + hashlib.sha256(" ".join(options).encode()).hexdigest()[:8]
     path = cache.lookup(full_key, ".ptx")
     if path is None:
-        cache.write_source(full_key, source)
+        src_path = cache.write_source(full_key, source)
 
         def build(tmp):
             with open(tmp, "w") as f:
-                f.write(compile_ptx(source, name, arch, include_dirs))
+                f.write(compile_ptx(source, name, arch, include_dirs, options, source_path=src_path))
 
         path = cache.store(full_key, ".ptx", build)
     with open(path) as f:

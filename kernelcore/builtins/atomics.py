@@ -1,7 +1,8 @@
 """Array element access and atomics (native/kc_array.h).
 
 Reads scatter their adjoint into ``array.grad``; writes and atomic adds gather it back,
-following the seeds' semantics.  ``a[i] += x`` is an atomic add.
+following the seeds' semantics.  ``a[i] += x`` is an atomic add.  Every atomic returns
+the value the element held before the update.
 """
 from .registry import register
 
@@ -9,12 +10,16 @@ for n in range(1, 5):
     idx = ["int32"] * n
     register("load", ["array(T)"] + idx, "T", array_access=True)
     register("store", ["array(T)"] + idx + ["T"], None, side_effect=True, array_access=True)
-    for op in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
+    for op in ("atomic_add", "atomic_sub"):
         register(op, ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
-                 doc=f"{op}(arr, i.., value) -> old value")
-    register("atomic_cas", ["array(T)"] + idx + ["T", "T"], "T", side_effect=True, array_access=True,
+                 doc=f"{op}(arr, i.., value) -> old value (composites: component by component)")
+    for op in ("atomic_min", "atomic_max"):
+        for t in ("S", "vec(N,S)"):
+            register(op, [f"array({t})"] + idx + [t], t, side_effect=True, array_access=True,
+                     doc=f"{op}(arr, i.., value) -> old value (vectors: component by component)")
+    register("atomic_cas", ["array(S)"] + idx + ["S", "S"], "S", side_effect=True, array_access=True,
              differentiable=False, doc="compare-and-swap: (arr, i.., compare, value) -> old value")
-    register("atomic_exch", ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
+    register("atomic_exch", ["array(S)"] + idx + ["S"], "S", side_effect=True, array_access=True,
              differentiable=False, doc="exchange: (arr, i.., value) -> old value")
 
 

@@ -33,6 +33,8 @@ register("lerp", [Q, Q, "F"], Q, doc="component-wise a + (b - a) t (not normalis
 register("quat_identity", [], "quat(float32)", differentiable=False,
          doc="(0, 0, 0, 1) as float32; for float64 write kc.quatd(0.0, 0.0, 0.0, 1.0)")
 register("quat_from_axis_angle", [V3, "F"], Q, doc="rotation of angle radians about axis (the axis is normalised)")
+register("quat_to_axis_angle", [Q, V3, "F"], None, differentiable=False, mutates=(1, 2),
+         doc="writes the rotation axis (unit) and angle in [0, 2 pi) of q into the local variables axis, angle")
 register("quat_rpy", ["F", "F", "F"], Q,
          doc="from roll (about x), pitch (about y), yaw (about z) in radians: q_z(yaw) q_y(pitch) q_x(roll)")
 register("quat_inverse", [Q], Q, doc="conjugate (-x, -y, -z, w): the inverse of a unit quaternion")

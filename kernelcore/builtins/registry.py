@@ -50,6 +50,7 @@ class Builtin:
     mutates: tuple = ()           # indices of arguments updated in place (random state, query iterators)
     doc: str = ""
     parsed: list = field(default_factory=list, repr=False)
+    module: str = ""              # Python module that registered the row (groups the generated docs)
 
 
 _TOKEN = re.compile(r"\s*([A-Za-z_0-9]+|\(|\)|,)")
@@ -215,8 +216,10 @@ def register(name, args, result, native=None, differentiable=True, side_effect=F
     ``mutates``: indices of arguments the native function takes by reference and updates;
     the frontend gives each such named local a fresh SSA value before the call.
     """
-    return registry.add(Builtin(name, list(args), result, native or f"kc::{name}", differentiable, side_effect,
-                                array_access, tuple(mutates), doc))
+    row = Builtin(name, list(args), result, native or f"kc::{name}", differentiable, side_effect,
+                  array_access, tuple(mutates), doc)
+    row.module = sys._getframe(1).f_globals.get("__name__", "")
+    return registry.add(row)
 
 
 def add_native_header(path: str):
@@ -239,9 +242,12 @@ class BuiltinStub:
         return f"<kernelcore builtin {self.name}>"
 
 
-_OPERATOR_NAMES = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "lt", "le", "gt", "ge",
+# Operator rows the frontend reaches through Python syntax; add/sub/mul/div/mod/neg are also
+# exported as kc.mul(...) etc. (the seeds use wp.mul for quaternion/transform products), and
+# load/store as kc.load(a, i) / kc.store(a, i, v) (the seeds' mesh example uses wp.load).
+_OPERATOR_NAMES = {"floordiv", "pos", "lt", "le", "gt", "ge",
                    "eq", "ne", "logical_and", "logical_or", "logical_not", "truth", "bit_and", "bit_or",
-                   "bit_xor", "lshift", "rshift", "invert", "select", "load", "store", "view", "extract",
+                   "bit_xor", "lshift", "rshift", "invert", "select", "view", "extract",
                    "assign_copy", "cast", "array_len", "array_shape"}
 
 

@@ -23,13 +23,20 @@ register("select", ["bool", "T", "T"], "T", doc="branch merge: c ? a : b")
 register("where", ["bool", "T", "T"], "T", doc="where(cond, a, b) = a if cond else b")
 
 # Math library: one argument float functions.
+_MATH_DOCS = {
+    "asin": "asin(x), argument clamped to [-1, 1]", "acos": "acos(x), argument clamped to [-1, 1]",
+    "round": "nearest integer, halves away from zero (C round; zero adjoint)",
+    "rint": "nearest integer, halves to even (like numpy.round; zero adjoint)",
+    "floor": "floor(x) (zero adjoint)", "ceil": "ceil(x) (zero adjoint)", "trunc": "round toward zero (zero adjoint)",
+    "degrees": "radians -> degrees", "radians": "degrees -> radians",
+}
 for fn in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "log", "log2",
            "log10", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "rint", "degrees", "radians"):
-    register(fn, ["F"], "F", doc=f"{fn}(x) on float scalars")
+    register(fn, ["F"], "F", doc=_MATH_DOCS.get(fn, f"{fn}(x) on float scalars"))
 register("atan2", ["F", "F"], "F", doc="atan2(y, x)")
 register("pow", ["F", "F"], "F", doc="x ** y")
-for fn in ("abs", "sign"):
-    register(fn, ["S"], "S", doc=f"{fn}(x)")
+register("abs", ["S"], "S", doc="absolute value")
+register("sign", ["S"], "S", doc="-1 if x < 0 else 1 (sign(0) is 1; zero adjoint)")
 for fn in ("min", "max"):
     register(fn, ["S", "S"], "S", doc=f"{fn}(a, b)")
 register("clamp", ["S", "S", "S"], "S", doc="clamp(x, lo, hi)")

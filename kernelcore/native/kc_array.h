@@ -1,6 +1,9 @@
 // Arrays, atomics, launch bounds, debug bounds checks and printing.
 #pragma once
 #include "kc_quat.h"
+#if !KC_CUDA
+#include <type_traits>
+#endif
 
 namespace kc {
 
@@ -10,7 +13,7 @@ template <typename T> struct array_t {
     T* grad;  // null when the array carries no gradient
     int32 shape[4];
     int32 ndim;
-    int32 _pad;
+    int32 serial;  // 1 when the launch runs on one CPU thread (launch.py): accumulation needs no atomics
     int64 strides[4];
     // 1-d element access for func_native snippets (arr[i]).
     KC_FUNC T& operator[](int64 i) const { return *(T*)((char*)data + i * strides[0]); }
@@ -104,6 +107,40 @@ KC_FUNC float64 atomic_max_raw(float64* p, float64 v) {
 }
 template <typename T> KC_FUNC T atomic_cas_raw(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
 template <typename T> KC_FUNC T atomic_exch_raw(T* p, T v) { return atomicExch(p, v); }
+// 64-bit and float compare-and-swap go through the unsigned bit patterns (as on the CPU).
+KC_FUNC int64 atomic_cas_raw(int64* p, int64 cmp, int64 v) { return (int64)atomicCAS((unsigned long long*)p, (unsigned long long)cmp, (unsigned long long)v); }
+KC_FUNC int64 atomic_exch_raw(int64* p, int64 v) { return (int64)atomicExch((unsigned long long*)p, (unsigned long long)v); }
+KC_FUNC float32 atomic_cas_raw(float32* p, float32 cmp, float32 v) { return __int_as_float(atomicCAS((int*)p, __float_as_int(cmp), __float_as_int(v))); }
+KC_FUNC float64 atomic_cas_raw(float64* p, float64 cmp, float64 v) {
+    return __longlong_as_double((long long)atomicCAS((unsigned long long*)p, (unsigned long long)__double_as_longlong(cmp), (unsigned long long)__double_as_longlong(v)));
+}
+KC_FUNC float64 atomic_exch_raw(float64* p, float64 v) { return __longlong_as_double((long long)atomicExch((unsigned long long*)p, (unsigned long long)__double_as_longlong(v))); }
+// 1- and 2-byte elements (bool, int8/16, uint8/16, half) have no CUDA atomics: update the
+// aligned 32-bit word that holds them with compare-and-swap.
+template <typename T, typename F> KC_FUNC T atomic_update_narrow(T* p, F f) {
+    unsigned int* word = (unsigned int*)((unsigned long long)p & ~3ull);
+    const unsigned int shift = (unsigned int)((unsigned long long)p & 3ull) * 8u;
+    const unsigned int mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+    union { unsigned int u; T v; } cur, next;
+    unsigned int old = *word, assumed;
+    do {
+        assumed = old;
+        cur.u = (assumed & mask) >> shift;
+        next.u = 0u;
+        next.v = f(cur.v);
+        old = atomicCAS(word, assumed, (assumed & ~mask) | ((next.u << shift) & mask));
+    } while (assumed != old);
+    return cur.v;
+}
+#define KC_NARROW_ATOMICS(T) \
+    KC_FUNC T atomic_add_raw(T* p, T v) { return atomic_update_narrow(p, [v](T o) { return T(o + v); }); } \
+    KC_FUNC T atomic_min_raw(T* p, T v) { return atomic_update_narrow(p, [v](T o) { return v < o ? v : o; }); } \
+    KC_FUNC T atomic_max_raw(T* p, T v) { return atomic_update_narrow(p, [v](T o) { return v > o ? v : o; }); } \
+    KC_FUNC T atomic_cas_raw(T* p, T cmp, T v) { return atomic_update_narrow(p, [cmp, v](T o) { return o == cmp ? v : o; }); } \
+    KC_FUNC T atomic_exch_raw(T* p, T v) { return atomic_update_narrow(p, [v](T) { return v; }); }
+KC_NARROW_ATOMICS(bool) KC_NARROW_ATOMICS(int8) KC_NARROW_ATOMICS(uint8) KC_NARROW_ATOMICS(int16)
+KC_NARROW_ATOMICS(uint16) KC_NARROW_ATOMICS(half)
+#undef KC_NARROW_ATOMICS
 #else
 // Generic compare-and-swap loops through GCC's __atomic builtins (any 1/2/4/8-byte type).
 template <typename T, typename F> KC_FUNC T atomic_update(T* p, F f) {
@@ -119,11 +156,13 @@ template <typename T> KC_FUNC T atomic_max_raw(T* p, T v) { return atomic_update
 template <typename T> KC_FUNC T atomic_cas_raw(T* p, T cmp, T v) { __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return cmp; }
 template <typename T> KC_FUNC T atomic_exch_raw(T* p, T v) { T old; __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST); return old; }
 #endif
+#if !KC_CUDA
 KC_FUNC half atomic_add_raw(half* p, half v) {
     // 16-bit CAS through the containing aligned word is overkill here; a plain update is
     // used for half (documented: float16 atomics are not thread-safe on CPU).
     half o = *p; *p = o + v; return o;
 }
+#endif
 
 template <int N, typename T> KC_FUNC vec_t<N, T> atomic_add_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_add_raw(&p->c[i], v.c[i]); return r; }
 template <int N, typename T> KC_FUNC vec_t<N, T> atomic_min_raw(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = atomic_min_raw(&p->c[i], v.c[i]); return r; }
@@ -132,6 +171,35 @@ template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> atomic_add_raw(mat_t<
 template <typename T> KC_FUNC quat_t<T> atomic_add_raw(quat_t<T>* p, const quat_t<T>& v) { quat_t<T> r; KC_FOR(i, 4) r.c[i] = atomic_add_raw(&p->c[i], v.c[i]); return r; }
 template <typename T> KC_FUNC transform_t<T> atomic_add_raw(transform_t<T>* p, const transform_t<T>& v) { transform_t<T> r; r.p = atomic_add_raw(&p->p, v.p); r.q = atomic_add_raw(&p->q, v.q); return r; }
 template <typename T> KC_FUNC T neg_value(const T& v) { return neg(v); }
+
+// Adjoint of a read: scatter into the gradient array.  bool and integer elements carry no
+// gradient (and CUDA has no atomicAdd for bool or 8/16-bit integers), so they scatter nothing.
+template <typename T> KC_FUNC void grad_scatter(T* p, const T& v) { atomic_add_raw(p, v); }
+#define KC_NO_GRAD_SCATTER(T) KC_FUNC void grad_scatter(T*, const T&) {}
+KC_NO_GRAD_SCATTER(bool) KC_NO_GRAD_SCATTER(int8) KC_NO_GRAD_SCATTER(uint8) KC_NO_GRAD_SCATTER(int16)
+KC_NO_GRAD_SCATTER(uint16) KC_NO_GRAD_SCATTER(int32) KC_NO_GRAD_SCATTER(uint32) KC_NO_GRAD_SCATTER(int64)
+KC_NO_GRAD_SCATTER(uint64)
+#undef KC_NO_GRAD_SCATTER
+
+// Accumulation into array elements (atomic_add/sub, adjoints of reads). A launch that runs on
+// one CPU thread (array_t::serial) cannot race, and there a plain update is several times
+// cheaper than a compare-and-swap loop (the CPU has no atomic float add).
+#if KC_CUDA
+template <typename T> KC_FUNC T accumulate(const array_t<T>&, T* p, const T& v) { return atomic_add_raw(p, v); }
+template <typename T> KC_FUNC void grad_accumulate(const array_t<T>&, T* p, const T& v) { grad_scatter(p, v); }
+#else
+template <typename T> KC_FUNC T plain_add(T* p, const T& v) {
+    if constexpr (std::is_arithmetic<T>::value) { T o = *p; *p = T(o + v); return o; }
+    else return atomic_add_raw(p, v);  // quaternions, transforms, structs: the generic path
+}
+template <int N, typename T> KC_FUNC vec_t<N, T> plain_add(vec_t<N, T>* p, const vec_t<N, T>& v) { vec_t<N, T> o = *p; KC_FOR(i, N) p->c[i] = T(o.c[i] + v.c[i]); return o; }
+template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> plain_add(mat_t<R, C, T>* p, const mat_t<R, C, T>& v) { mat_t<R, C, T> o = *p; KC_FOR(i, R) KC_FOR(j, C) p->c[i][j] = T(o.c[i][j] + v.c[i][j]); return o; }
+template <typename T> KC_FUNC T accumulate(const array_t<T>& a, T* p, const T& v) { return a.serial ? plain_add(p, v) : atomic_add_raw(p, v); }
+template <typename T> KC_FUNC void grad_accumulate(const array_t<T>& a, T* p, const T& v) {
+    if (!a.serial) { grad_scatter(p, v); return; }
+    if constexpr (!std::is_integral<T>::value) plain_add(p, v);  // bool/integers carry no gradient (grad_scatter)
+}
+#endif
 
 // ---- array builtins, one set per index count ----------------------------------------------
 // load/store/atomics follow the seeds' semantics: reads scatter their adjoint into
@@ -153,14 +221,14 @@ template <typename T> KC_FUNC T neg_value(const T& v) { return neg(v); }
 template <typename T> KC_FUNC T* address(const array_t<T>& a, KC_IDX_PARAMS_##n) { return elem(a.data, a, offset(a, KC_IDX_ARGS_##n)); } \
 template <typename T> KC_FUNC T load(const array_t<T>& a, KC_IDX_PARAMS_##n) { return *address(a, KC_IDX_ARGS_##n); } \
 template <typename T> KC_FUNC void adj_load(const array_t<T>& a, KC_IDX_PARAMS_##n, array_t<T>&, KC_ADJ_IDX_##n, const T& adj_ret) { \
-    if (a.grad) atomic_add_raw(elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_ret); } \
+    if (a.grad) grad_accumulate(a, elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_ret); } \
 template <typename T> KC_FUNC void store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { *address(a, KC_IDX_ARGS_##n) = v; } \
 template <typename T> KC_FUNC void adj_store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v) { \
     if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
-template <typename T> KC_FUNC T atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_add_raw(address(a, KC_IDX_ARGS_##n), v); } \
+template <typename T> KC_FUNC T atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return accumulate(a, address(a, KC_IDX_ARGS_##n), v); } \
 template <typename T> KC_FUNC void adj_atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
     if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
-template <typename T> KC_FUNC T atomic_sub(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_add_raw(address(a, KC_IDX_ARGS_##n), neg_value(v)); } \
+template <typename T> KC_FUNC T atomic_sub(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return accumulate(a, address(a, KC_IDX_ARGS_##n), neg_value(v)); } \
 template <typename T> KC_FUNC void adj_atomic_sub(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
     if (a.grad) adj_v -= *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
 template <typename T> KC_FUNC T atomic_min(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_min_raw(address(a, KC_IDX_ARGS_##n), v); } \
@@ -183,7 +251,7 @@ template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     array_t<T> r;
     r.data = elem(a.data, a, i * a.strides[0]);
     r.grad = a.grad ? elem(a.grad, a, i * a.strides[0]) : (T*)0;
-    r.ndim = a.ndim - 1; r._pad = 0;
+    r.ndim = a.ndim - 1; r.serial = a.serial;
     for (int d = 0; d < 3; ++d) { r.shape[d] = a.shape[d + 1]; r.strides[d] = a.strides[d + 1]; }
     r.shape[3] = 0; r.strides[3] = 0;
     return r;

@@ -121,6 +121,13 @@ template <typename T> KC_FUNC void adj_quat_from_axis_angle(const vec_t<3, T>& a
     adj_normalize(axis, adj_axis, mul(gu, s));
 }
 
+// axis (unit; x when the rotation is the identity) and angle in [0, 2 pi) of q, written in place
+template <typename T> KC_FUNC void quat_to_axis_angle(const quat_t<T>& q, vec_t<3, T>& axis, T& angle) {
+    vec_t<3, T> u = quat_imag(q); T s = length(u);
+    angle = T(2) * atan2(s, q.c[3]);
+    axis = s > T(0) ? div(u, s) : vec_t<3, T>{{T(1), T(0), T(0)}};
+}
+
 // roll about x, then pitch about y, then yaw about z: q = q_z(yaw) q_y(pitch) q_x(roll)
 template <typename T> KC_FUNC quat_t<T> quat_rpy_eval(T cr, T sr, T cp, T sp, T cy, T sy) {
     return quat_t<T>{{sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy}};

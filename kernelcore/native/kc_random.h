@@ -15,7 +15,7 @@ KC_FUNC uint32 rand_init(int32 seed, int32 offset) { return rand_pcg((uint32)see
 KC_FUNC int32 randi(uint32& state) { state = rand_pcg(state); return (int32)state; }
 KC_FUNC int32 randi(uint32& state, int32 lo, int32 hi) { state = rand_pcg(state); return lo + (int32)(state % (uint32)(hi - lo)); }
 KC_FUNC float32 randf(uint32& state) { state = rand_pcg(state); return (float32)(state >> 8) * (1.0f / 16777216.0f); }
-KC_FUNC float32 randf(uint32& state, float32 lo, float32 hi) { return lo + (hi - lo) * randf(state); }
+template <typename T> KC_FUNC T randf(uint32& state, T lo, T hi) { return lo + (hi - lo) * T(randf(state)); }
 KC_FUNC float32 randn(uint32& state) {
     // Box-Muller; 1 - u keeps the log argument in (0, 1].
     float32 u1 = 1.0f - randf(state), u2 = randf(state);

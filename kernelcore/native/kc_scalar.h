@@ -5,12 +5,14 @@
 namespace kc {
 
 #if KC_CUDA
+// CUDA's math functions live in the global namespace; qualify them, or kc::sin(double)
+// would call itself.
 #define KC_MATH1(name, f32, f64) \
-    KC_FUNC float32 name(float32 x) { return f32(x); } \
-    KC_FUNC float64 name(float64 x) { return f64(x); }
+    KC_FUNC float32 name(float32 x) { return ::f32(x); } \
+    KC_FUNC float64 name(float64 x) { return ::f64(x); }
 #define KC_MATH2(name, f32, f64) \
-    KC_FUNC float32 name(float32 x, float32 y) { return f32(x, y); } \
-    KC_FUNC float64 name(float64 x, float64 y) { return f64(x, y); }
+    KC_FUNC float32 name(float32 x, float32 y) { return ::f32(x, y); } \
+    KC_FUNC float64 name(float64 x, float64 y) { return ::f64(x, y); }
 #else
 #define KC_MATH1(name, f32, f64) \
     KC_FUNC float32 name(float32 x) { return std::f64(x); } \

@@ -137,9 +137,9 @@ template <int N, typename T> KC_FUNC void adj_normalize(const vec_t<N, T>& a, ve
     vec_t<N, T> n = div(a, l); T d = dot(n, adj_ret);
     KC_FOR(i, N) adj_a.c[i] += (adj_ret.c[i] - n.c[i] * d) / l;
 }
-template <int N, typename T> KC_FUNC mat_t<N, N, T> outer(const vec_t<N, T>& a, const vec_t<N, T>& b) { mat_t<N, N, T> r; KC_FOR(i, N) KC_FOR(j, N) r.c[i][j] = a.c[i] * b.c[j]; return r; }
-template <int N, typename T> KC_FUNC void adj_outer(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b, const mat_t<N, N, T>& adj_ret) {
-    KC_FOR(i, N) KC_FOR(j, N) { adj_a.c[i] += adj_ret.c[i][j] * b.c[j]; adj_b.c[j] += a.c[i] * adj_ret.c[i][j]; }
+template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> outer(const vec_t<R, T>& a, const vec_t<C, T>& b) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = a.c[i] * b.c[j]; return r; }
+template <int R, int C, typename T> KC_FUNC void adj_outer(const vec_t<R, T>& a, const vec_t<C, T>& b, vec_t<R, T>& adj_a, vec_t<C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
+    KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i] += adj_ret.c[i][j] * b.c[j]; adj_b.c[j] += a.c[i] * adj_ret.c[i][j]; }
 }
 template <int R, int C, typename T> KC_FUNC mat_t<C, R, T> transpose(const mat_t<R, C, T>& m) { mat_t<C, R, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[j][i] = m.c[i][j]; return r; }
 template <int R, int C, typename T> KC_FUNC void adj_transpose(const mat_t<R, C, T>& m, mat_t<R, C, T>& adj_m, const mat_t<C, R, T>& adj_ret) { KC_FOR(i, R) KC_FOR(j, C) adj_m.c[i][j] += adj_ret.c[j][i]; }
@@ -147,6 +147,13 @@ template <int N, typename T> KC_FUNC T trace(const mat_t<N, N, T>& m) { T r = T(
 template <int N, typename T> KC_FUNC void adj_trace(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, T adj_ret) { KC_FOR(i, N) adj_m.c[i][i] += adj_ret; }
 template <int N, typename T> KC_FUNC mat_t<N, N, T> diag(const vec_t<N, T>& d) { mat_t<N, N, T> r = {}; KC_FOR(i, N) r.c[i][i] = d.c[i]; return r; }
 template <int N, typename T> KC_FUNC void adj_diag(const vec_t<N, T>& d, vec_t<N, T>& adj_d, const mat_t<N, N, T>& adj_ret) { KC_FOR(i, N) adj_d.c[i] += adj_ret.c[i][i]; }
+template <int N, typename T> KC_FUNC vec_t<N, T> get_diag(const mat_t<N, N, T>& m) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = m.c[i][i]; return r; }
+template <int N, typename T> KC_FUNC void adj_get_diag(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) adj_m.c[i][i] += adj_ret.c[i]; }
+// double contraction sum_ij a_ij b_ij
+template <int R, int C, typename T> KC_FUNC T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { T r = T(0); KC_FOR(i, R) KC_FOR(j, C) r += a.c[i][j] * b.c[i][j]; return r; }
+template <int R, int C, typename T> KC_FUNC void adj_ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a, mat_t<R, C, T>& adj_b, T adj_ret) {
+    KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i][j] += b.c[i][j] * adj_ret; adj_b.c[i][j] += a.c[i][j] * adj_ret; }
+}
 template <int N, typename T> KC_FUNC mat_t<N, N, T> identity_mat() { mat_t<N, N, T> r = {}; KC_FOR(i, N) r.c[i][i] = T(1); return r; }
 template <typename T> KC_FUNC mat_t<3, 3, T> skew(const vec_t<3, T>& a) {
     return mat_t<3, 3, T>{{{T(0), -a.c[2], a.c[1]}, {a.c[2], T(0), -a.c[0]}, {-a.c[1], a.c[0], T(0)}}};
