@@ -369,13 +369,16 @@ class Emitter:
         restore = " ".join(f"{c.entry.cname} = ck_{u}[base].f{k};" for k, c in enumerate(loop.carried))
         if restore:
             self.w(restore)
+        # a while condition may update locals in place (random state, query iterators):
+        # replaying an iteration means the condition, then the body
+        step = f"cond_{u}(); body_{u}();" if loop.kind == "while" else f"body_{u}();"
         self.w(f"for (it_{u} = base * ck_{u}_stride; it_{u} < r; ++it_{u}) {{")
         self.indent += 1
-        self.w(f"body_{u}();")
+        self.w(step)
         self._carry_update(loop)
         self.indent -= 1
         self.w("}")
-        self.w(f"it_{u} = r; body_{u}();")
+        self.w(f"it_{u} = r; {step}")
         seen = set()
         zero = []
         for v in r.zero_vars:

@@ -105,6 +105,8 @@ class Tape:
             a.grad.assign_raw(g) if hasattr(a.grad, "assign_raw") else a.grad.numpy().__setitem__(Ellipsis, g.numpy())
         for e in reversed(self.launches):
             if isinstance(e, _Launch):
+                if not e.kernel.enable_backward:
+                    continue  # declared non-differentiable (e.g. building an acceleration structure)
                 launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False)
             elif isinstance(e, _Func):
                 e.backward()

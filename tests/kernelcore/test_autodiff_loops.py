@@ -76,3 +76,43 @@ def test_while_loop_with_early_return_in_function():
     np.testing.assert_allclose(out.numpy(), np.sqrt(x0), rtol=1e-12)
     tape.backward(grads={out: np.ones(4)})
     np.testing.assert_allclose(x.grad.numpy(), 0.5 / np.sqrt(x0), rtol=1e-8)
+
+
+@kc.kernel
+def random_while(x: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    rng = kc.rand_init(3, i)
+    s = float(0.0)
+    n = int(0)
+    while kc.randf(rng) < 0.8 and n < 20:
+        s = s + x[i] * kc.randf(rng)
+        n += 1
+    out[i] = s
+
+
+def test_while_condition_with_in_place_updates_is_replayed():
+    # out is linear in x, so with x = 1 the gradient equals the output itself
+    x = kc.ones(64, dtype=float, requires_grad=True)
+    out = kc.zeros(64, dtype=float, requires_grad=True)
+    with kc.Tape() as tape:
+        kc.launch(random_while, dim=64, inputs=[x, out])
+    tape.backward(grads={out: np.ones(64, np.float32)})
+    assert out.numpy().max() > 0
+    np.testing.assert_allclose(x.grad.numpy(), out.numpy(), rtol=1e-6)
+
+
+@kc.kernel(enable_backward=False)
+def no_backward(x: kc.array(dtype=float), y: kc.array(dtype=float)):
+    i = kc.tid()
+    y[i] = x[i]
+
+
+def test_tape_skips_kernels_without_backward():
+    x = kc.ones(3, dtype=float, requires_grad=True)
+    y = kc.zeros(3, dtype=float, requires_grad=True)
+    z = kc.zeros(3, dtype=float, requires_grad=True)
+    with kc.Tape() as tape:
+        kc.launch(no_backward, dim=3, inputs=[x, y])
+        kc.copy(z, x)
+    tape.backward(grads={z: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
