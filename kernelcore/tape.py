@@ -7,7 +7,7 @@ import numpy as np
 
 from . import config
 from . import types as T
-from .array import ArrayType, array
+from .array import ArrayType, _raw_copy, array
 from .device import get_runtime
 
 
@@ -102,7 +102,7 @@ class Tape:
             g = g if isinstance(g, array) else array(np.asarray(g), dtype=a.dtype, device=a.device)
             if g.shape != a.shape:
                 raise ValueError(f"Tape.backward(grads=...): adjoint shape {g.shape} does not match array shape {a.shape}")
-            a.grad.assign_raw(g) if hasattr(a.grad, "assign_raw") else a.grad.numpy().__setitem__(Ellipsis, g.numpy())
+            _raw_copy(a.grad, g)
         for e in reversed(self.launches):
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
@@ -199,7 +199,7 @@ def record_copy(dest, src):
 
     def backward():
         if dest.grad is not None and src.grad is not None:
-            src.grad.numpy()[...] += dest.grad.numpy()
+            src.grad._buf += dest.grad._buf  # numpy or CuPy buffer: stays on its device
 
     tape.launches.append(_Func(backward, [src, dest], "copy"))
     if config.verify_autograd_array_access:

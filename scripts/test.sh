@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_system_deps.sh
 python3 -m pip install -q -e ".[test]"
+# PyTorch (CPU build) for the interop tests; they skip with a reason if it cannot be installed
+python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0 || echo "torch unavailable: torch interop tests will skip"
 export KERNELCORE_CACHE_DIR="${KERNELCORE_CACHE_DIR:-$PWD/.kernel_cache}"
 export RENDER_REQUIRE_GL=1  # the viewer tests must run, not skip, on CI
 python3 -m pytest -q -p no:cacheprovider "$@"
