@@ -1,1 +1,13 @@
-"""sim package."""
+"""sim: particles, springs and static colliders simulated on kernelcore.
+
+``ModelBuilder`` -> ``finalize()`` -> ``Model``; ``model.state()`` -> ``State``;
+``SolverSemiImplicit`` / ``SolverDEM`` advance a state with
+``step(model, state_in, state_out, control, dt)``.  Imports nothing heavy: the
+geometry package is imported only when a scene needs a mesh or a hash grid.
+"""
+from .builder import ModelBuilder
+from .model import Control, Model, State, SHAPE_BOX, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .solvers import SolverDEM, SolverSemiImplicit
+
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM",
+           "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH"]

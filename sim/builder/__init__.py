@@ -1,0 +1,53 @@
+"""sim.ModelBuilder: collect a scene in Python lists, then ``finalize()`` into kc arrays.
+
+The builder is assembled from one mixin per domain (particles, springs, shapes,
+materials); rigid bodies and joints will be further mixins.  Each mixin keeps its own
+lists and writes its part of the Model in ``_finalize_<domain>``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+from ..model import Model
+from .materials import MaterialBuilder, damping_ratio_from_restitution, restitution_of_damping_ratio
+from .particles import ParticleBuilder
+from .shapes import ShapeBuilder, quat_to_matrix
+from .springs import SpringBuilder
+
+__all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_damping_ratio", "quat_to_matrix"]
+
+
+class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, ShapeBuilder):
+    """Build a :class:`sim.Model` step by step.
+
+    Args:
+        gravity: acceleration of gravity (3,) [m/s^2], default (0, -9.81, 0) (Y up).
+        particle_damping: linear drag applied to every particle [1/s].
+    """
+
+    def __init__(self, gravity=(0.0, -9.81, 0.0), particle_damping: float = 0.0):
+        g = np.asarray(gravity, np.float64).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"ModelBuilder: gravity must be 3 finite numbers, got {gravity!r}")
+        if not (np.isfinite(particle_damping) and particle_damping >= 0):
+            raise ValueError(f"ModelBuilder: particle_damping must be finite and >= 0, got {particle_damping!r}")
+        self.gravity = tuple(g)
+        self.particle_damping = float(particle_damping)
+        self._init_materials()
+        self._init_particles()
+        self._init_springs()
+        self._init_shapes()
+
+    def finalize(self, device="cpu", requires_grad: bool = False) -> Model:
+        """Copy everything into kc arrays on ``device``; float arrays get gradients with ``requires_grad``."""
+        m = Model(device)
+        dev = m.device
+        m.requires_grad = bool(requires_grad)
+        m.gravity = kc.vec3(*self.gravity)
+        self._finalize_materials(m, dev, requires_grad)
+        self._finalize_particles(m, dev, requires_grad)
+        self._finalize_springs(m, dev, requires_grad)
+        self._finalize_shapes(m, dev, requires_grad)
+        return m

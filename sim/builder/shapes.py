@@ -1,0 +1,157 @@
+"""Static colliders and the ground plane: the ModelBuilder part for shapes.
+
+Shapes are static (attached to the world) for now; ``shape_body`` is kept so that
+rigid bodies can own shapes later without changing the layout.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+from ..model import SHAPE_BOX, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    """Rotation matrix (3, 3), row-major, of a quaternion (x, y, z, w) (normalised first)."""
+    x, y, z, w = np.asarray(q, np.float64) / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _check_quat(rot, who):
+    q = np.asarray(rot, np.float64).reshape(-1)
+    if q.shape != (4,) or not np.all(np.isfinite(q)) or np.linalg.norm(q) < 1e-12:
+        raise ValueError(f"{who}: rot must be a non-zero quaternion (x, y, z, w), got {rot!r}")
+    return q / np.linalg.norm(q)
+
+
+def _check_vec3(v, who, what, positive=False):
+    a = np.asarray(v, np.float64).reshape(-1)
+    if a.shape == (1,):
+        a = np.repeat(a, 3)
+    if a.shape != (3,) or not np.all(np.isfinite(a)) or (positive and np.any(a <= 0)):
+        raise ValueError(f"{who}: {what} must be 3 finite{' positive' if positive else ''} numbers, got {v!r}")
+    return a
+
+
+class ShapeBuilder:
+    """Mixin: static collision shapes (sphere, box, plane, triangle mesh) and the ground."""
+
+    def _init_shapes(self):
+        self.shape_type = []
+        self.shape_pos = []
+        self.shape_quat = []
+        self.shape_scale = []
+        self.shape_material = []
+        self.shape_body = []          # -1: static (bodies come later)
+        self.shape_mesh_data = []     # (points (n, 3) world, indices (3 m,)) for mesh shapes, else None
+        self.shape_name = []
+        self.ground = False
+        self.ground_normal = (0.0, 1.0, 0.0)
+        self.ground_offset = 0.0
+        self.ground_material = 0
+
+    @property
+    def shape_count(self) -> int:
+        return len(self.shape_type)
+
+    def set_ground_plane(self, normal=(0.0, 1.0, 0.0), offset: float = 0.0, material: int = 0, enabled: bool = True):
+        """Enable an infinite ground: the plane ``dot(normal, x) = offset`` [m], free side along ``normal``."""
+        n = _check_vec3(normal, "set_ground_plane", "normal")
+        norm = np.linalg.norm(n)
+        if norm < 1e-12:
+            raise ValueError("set_ground_plane: normal must be non-zero")
+        self.ground = bool(enabled)
+        self.ground_normal = tuple(n / norm)
+        self.ground_offset = float(offset)
+        self.ground_material = self._check_material(material, "set_ground_plane")
+
+    def _add_shape(self, kind, pos, rot, scale, material, name, mesh=None):
+        who = f"add_shape_{kind}"
+        self.shape_type.append({"sphere": SHAPE_SPHERE, "box": SHAPE_BOX, "plane": SHAPE_PLANE, "mesh": SHAPE_MESH}[kind])
+        self.shape_pos.append(tuple(_check_vec3(pos, who, "pos")))
+        self.shape_quat.append(tuple(_check_quat(rot, who)))
+        self.shape_scale.append(tuple(scale))
+        self.shape_material.append(self._check_material(material, who))
+        self.shape_body.append(-1)
+        self.shape_mesh_data.append(mesh)
+        self.shape_name.append(name or f"{kind}_{self.shape_count}")
+        return self.shape_count - 1
+
+    def add_shape_sphere(self, pos, radius: float, material: int = 0, name: str | None = None) -> int:
+        """Static sphere of ``radius`` [m] centred at ``pos`` [m]; returns the shape index."""
+        if not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"add_shape_sphere: radius must be finite and > 0, got {radius!r}")
+        return self._add_shape("sphere", pos, (0, 0, 0, 1), (float(radius), 0.0, 0.0), material, name)
+
+    def add_shape_box(self, pos, rot=(0.0, 0.0, 0.0, 1.0), half_extents=(0.5, 0.5, 0.5), material: int = 0,
+                      name: str | None = None) -> int:
+        """Static box centred at ``pos`` [m], rotated by ``rot`` (x, y, z, w), ``half_extents`` [m]."""
+        he = _check_vec3(half_extents, "add_shape_box", "half_extents", positive=True)
+        return self._add_shape("box", pos, rot, tuple(he), material, name)
+
+    def add_shape_plane(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), width: float = 0.0, length: float = 0.0,
+                        material: int = 0, name: str | None = None) -> int:
+        """Static plane through ``pos`` with normal = local +Y rotated by ``rot``.
+
+        Collision treats it as an infinite half-space (the normal side is free);
+        ``width``/``length`` [m] (local X/Z) are kept for rendering only.
+        """
+        return self._add_shape("plane", pos, rot, (float(width), float(length), 0.0), material, name)
+
+    def add_shape_mesh(self, points, indices, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), scale=(1.0, 1.0, 1.0),
+                       material: int = 0, name: str | None = None) -> int:
+        """Static triangle mesh; ``points`` (n, 3) [m] in local space, ``indices`` (3 m,) or (m, 3).
+
+        The transform (``pos``, ``rot``, ``scale``) is baked into the vertices at finalize.
+        Triangles should be wound counter-clockwise seen from outside (for inside tests).
+        """
+        pts = np.asarray(points, np.float64).reshape(-1, 3)
+        idx = np.asarray(indices, np.int64).reshape(-1)
+        if len(idx) == 0 or len(idx) % 3:
+            raise ValueError(f"add_shape_mesh: indices must hold a positive multiple of 3 entries, got {len(idx)}")
+        if idx.min() < 0 or idx.max() >= len(pts):
+            raise ValueError(f"add_shape_mesh: indices must lie in [0, {len(pts)}), got [{idx.min()}, {idx.max()}]")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("add_shape_mesh: points must be finite")
+        s = _check_vec3(scale, "add_shape_mesh", "scale", positive=True)
+        q = _check_quat(rot, "add_shape_mesh")
+        world = (pts * s) @ quat_to_matrix(q).T + _check_vec3(pos, "add_shape_mesh", "pos")
+        return self._add_shape("mesh", pos, rot, tuple(s), material, name, mesh=(world, idx.astype(np.int32)))
+
+    def _finalize_shapes(self, m, device, requires_grad):
+        k = self.shape_count
+        m.shape_count = k
+        m.shape_name = list(self.shape_name)
+        m.shape_type = kc.array(np.asarray(self.shape_type, np.int32).reshape(k), dtype=kc.int32, device=device)
+        m.shape_pos = kc.array(np.asarray(self.shape_pos, np.float32).reshape(k, 3), dtype=kc.vec3, device=device)
+        m.shape_quat = np.asarray(self.shape_quat, np.float32).reshape(k, 4)
+        rots = np.stack([quat_to_matrix(q) for q in self.shape_quat]) if k else np.zeros((0, 3, 3))
+        m.shape_rot = kc.array(rots.astype(np.float32).reshape(k, 3, 3), dtype=kc.mat33, device=device)
+        m.shape_scale = kc.array(np.asarray(self.shape_scale, np.float32).reshape(k, 3), dtype=kc.vec3, device=device)
+        m.shape_material = kc.array(np.asarray(self.shape_material, np.int32).reshape(k), dtype=kc.int32, device=device)
+        m.shape_body = kc.array(np.asarray(self.shape_body, np.int32).reshape(k), dtype=kc.int32, device=device)
+        mesh_ids = np.zeros(k, np.uint64)
+        m.shape_meshes = []
+        m.shape_mesh_points = {}
+        m.mesh_shape_indices = [s for s in range(k) if self.shape_type[s] == SHAPE_MESH]
+        if m.mesh_shape_indices:
+            import geometry  # only when the scene has meshes
+
+            for s in m.mesh_shape_indices:
+                pts, idx = self.shape_mesh_data[s]
+                mesh = geometry.Mesh(kc.array(pts.astype(np.float32), dtype=kc.vec3, device=device),
+                                     kc.array(idx, dtype=kc.int32, device=device))
+                m.shape_meshes.append(mesh)
+                m.shape_mesh_points[s] = (pts.astype(np.float32), idx)
+                mesh_ids[s] = np.uint64(mesh.id)
+        m.shape_mesh = kc.array(mesh_ids, dtype=kc.uint64, device=device)
+        m.mesh_shapes = kc.array(np.asarray(m.mesh_shape_indices, np.int32).reshape(-1), dtype=kc.int32, device=device)
+        m.ground = bool(self.ground)
+        m.ground_normal = kc.vec3(*self.ground_normal)
+        m.ground_offset = float(self.ground_offset)
+        m.ground_material = int(self.ground_material)

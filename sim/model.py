@@ -1,0 +1,155 @@
+"""Model (static description), State (time-varying quantities) and Control (inputs).
+
+A :class:`Model` is produced by :meth:`sim.ModelBuilder.finalize`; it owns the kc
+arrays that do not change during a simulation (masses, radii, springs, colliders,
+materials) and the scalar settings (gravity, ground plane).  ``model.state()`` gives a
+fresh :class:`State`; a solver reads one state and writes another.
+
+Units are SI throughout: metres, seconds, kilograms, newtons.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+# shape_type values (kept in sync with the collision kernels)
+SHAPE_SPHERE = 0
+SHAPE_BOX = 1
+SHAPE_PLANE = 2
+SHAPE_MESH = 3
+SHAPE_TYPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_PLANE: "plane", SHAPE_MESH: "mesh"}
+
+
+class State:
+    """Time-varying simulation quantities.
+
+    Attributes:
+        particle_q: kc.array(vec3), shape (particle_count,) — positions [m].
+        particle_qd: kc.array(vec3), shape (particle_count,) — velocities [m/s].
+        particle_f: kc.array(vec3), shape (particle_count,) — forces acting during the
+            step that produced this state's successor [N]; solvers accumulate into the
+            *output* state's array so that the input state is never written.
+    """
+
+    def __init__(self, particle_q, particle_qd, particle_f):
+        self.particle_q = particle_q
+        self.particle_qd = particle_qd
+        self.particle_f = particle_f
+
+    @property
+    def particle_count(self) -> int:
+        return self.particle_q.shape[0]
+
+    def arrays(self):
+        """(name, array) pairs of every quantity (for NaN checks and copying)."""
+        return [("particle_q", self.particle_q), ("particle_qd", self.particle_qd), ("particle_f", self.particle_f)]
+
+    def assign(self, other: "State"):
+        """Copy every quantity of ``other`` into this state (differentiable, like kc.copy)."""
+        for (_, dst), (_, src) in zip(self.arrays(), other.arrays()):
+            if dst.size:
+                kc.copy(dst, src)
+
+
+class Control:
+    """Inputs applied during a step.
+
+    Attributes:
+        particle_f_ext: kc.array(vec3), shape (particle_count,) — external forces [N]
+            added to every particle each step (zero by default).
+    """
+
+    def __init__(self, particle_f_ext=None):
+        self.particle_f_ext = particle_f_ext
+
+
+class Model:
+    """Static description of a simulation; create with :meth:`sim.ModelBuilder.finalize`.
+
+    Particles (``N = particle_count``):
+        particle_q, particle_qd: vec3 (N,) — initial positions [m] / velocities [m/s].
+        particle_mass: float (N,) [kg]; particle_inv_mass: float (N,) [1/kg], 0 = fixed.
+        particle_radius: float (N,) [m]; particle_material: int (N,) index into material_*.
+        particle_max_radius: float [m] — largest radius (sizes the contact search).
+        particle_damping: float [1/s] — linear drag, acceleration ``-particle_damping * v``.
+
+    Springs (``S = spring_count``):
+        spring_indices: int (2 S,) — particle pairs, flattened.
+        spring_rest_length: float (S,) [m]; spring_stiffness: float (S,) [N/m];
+        spring_damping: float (S,) [N s/m].
+
+    Contact materials (``M = material_count``; a pair mixes by averaging):
+        material_ke: float (M,) — normal stiffness [N/m].
+        material_damping_ratio: float (M,) — critical-damping fraction of the normal
+            spring, derived from the restitution coefficient (see sim/builder/materials.py).
+        material_restitution: float (M,) — coefficient of restitution in [0, 1].
+        material_mu: float (M,) — Coulomb friction coefficient.
+        material_cohesion: float (M,) — attractive force at contact [N].
+        material_cohesion_distance: float (M,) — gap over which cohesion fades [m].
+        material_max_cohesion_distance: float [m] — the largest of them.
+
+    Static colliders (``K = shape_count``):
+        shape_type: int (K,) — SHAPE_SPHERE, SHAPE_BOX, SHAPE_PLANE or SHAPE_MESH.
+        shape_pos: vec3 (K,) [m]; shape_rot: mat33 (K,) — world-from-local rotation.
+        shape_quat: numpy (K, 4) — the same rotations as quaternions (x, y, z, w).
+        shape_scale: vec3 (K,) — sphere (r, 0, 0), box half extents, plane (width, length, 0)
+            (display only), mesh the scale baked into its vertices [m].
+        shape_name: list of K names; shape_body: int (K,), -1 = static (bodies come later).
+        shape_mesh_points: {shape index: (points (n, 3) world [m], indices (3 m,))} of meshes.
+        shape_mesh: uint64 (K,) — ``geometry.Mesh.id`` of mesh shapes, else 0.
+        shape_material: int (K,).
+        shape_meshes: list of ``geometry.Mesh`` (kept alive here), vertices in world.
+        mesh_shapes: int (number of mesh shapes,) — indices of the mesh shapes.
+        mesh_shape_indices: the same as a Python list.
+
+    Scene settings:
+        gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);
+        ground_offset: float [m] — the ground is ``{x : dot(ground_normal, x) = ground_offset}``;
+        ground_material: int.
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = kc.get_device(device)
+        self.requires_grad = False
+        self.particle_count = 0
+        self.spring_count = 0
+        self.shape_count = 0
+        self.material_count = 0
+        self.gravity = kc.vec3(0.0, -9.81, 0.0)
+        self.ground = False
+        self.ground_normal = kc.vec3(0.0, 1.0, 0.0)
+        self.ground_offset = 0.0
+        self.ground_material = 0
+        self.particle_damping = 0.0
+        self.particle_max_radius = 0.0
+        self.shape_meshes = []
+        self.shape_quat = np.zeros((0, 4), np.float32)
+        self.mesh_shape_indices = []
+
+    # -- factories ---------------------------------------------------------------------------
+    def state(self, requires_grad=None) -> State:
+        """A new State holding copies of the initial positions and velocities."""
+        rg = self.requires_grad if requires_grad is None else requires_grad
+        return State(kc.clone(self.particle_q, requires_grad=rg),
+                     kc.clone(self.particle_qd, requires_grad=rg),
+                     kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg))
+
+    def control(self, requires_grad=None) -> Control:
+        """A new Control with zero external forces."""
+        rg = self.requires_grad if requires_grad is None else requires_grad
+        return Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg))
+
+    # -- introspection --------------------------------------------------------------------------
+    def shape_types(self):
+        """Python list of shape type names, e.g. ["sphere", "mesh"]."""
+        return [SHAPE_TYPE_NAMES[int(t)] for t in self.shape_type.numpy()] if self.shape_count else []
+
+    def summary(self) -> str:
+        g = np.asarray(self.gravity, dtype=np.float64)
+        lines = [f"particles: {self.particle_count}", f"springs: {self.spring_count}",
+                 f"materials: {self.material_count}",
+                 f"static shapes: {self.shape_count} {self.shape_types() if self.shape_count else ''}".rstrip(),
+                 f"gravity: ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2",
+                 f"ground: {'yes' if self.ground else 'no'}"]
+        return "\n".join(lines)

@@ -1,0 +1,4 @@
+"""Solvers: one module per solver, each with ``step(model, state_in, state_out, control, dt)``."""
+from .semi_implicit import SolverDEM, SolverSemiImplicit
+
+__all__ = ["SolverSemiImplicit", "SolverDEM"]
