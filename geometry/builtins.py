@@ -29,8 +29,8 @@ def _row(name, args, result, native=None, **kw):
 
 # ---- hash grid ------------------------------------------------------------------------------
 _row("hash_grid_query", [ID, V3, F], "hash_grid_query_t", differentiable=False,
-     doc="hash_grid_query(id, point, max_dist): iterator over the points in the grid cells overlapping the box "
-         "point +- max_dist (candidates: test the distance yourself)")
+     doc="hash_grid_query(id, point, max_dist): iterator over candidate neighbours: every point within max_dist "
+         "of point, once, plus some others from the cells the ball meets (test the distance yourself)")
 _row("hash_grid_query_next", ["hash_grid_query_t", I], "bool", differentiable=False, mutates=(0, 1),
      doc="hash_grid_query_next(query, index): writes the next candidate's original point index; False when done")
 _row("hash_grid_point_id", [ID, I], I, differentiable=False,

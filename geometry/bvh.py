@@ -87,11 +87,11 @@ class Bvh:
     def rebuild(self):
         """Build the tree from the current boxes (on up to two host threads)."""
         self._desc.num_threads = _host_threads()
-        kc.launch(_kernels.bvh_build, dim=1, inputs=[self.id])
+        kc.launch(_kernels.bvh_build, dim=1, inputs=[self.id], record_tape=False)
 
     def refit(self):
         """Recompute node bounds after the boxes moved (tree topology kept)."""
-        kc.launch(_kernels.bvh_refit, dim=1, inputs=[self.id])
+        kc.launch(_kernels.bvh_refit, dim=1, inputs=[self.id], record_tape=False)
 
     def nodes(self) -> np.ndarray:
         """The node table (structured array: lo, a, hi, b; a leaf has b < 0 and covers items[a:a-b])."""

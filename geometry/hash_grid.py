@@ -14,11 +14,15 @@ class HashGrid:
 
     ``build(points, radius)`` sorts the points by cell with cell width ``radius``; inside
     kernels ``kc.hash_grid_query(grid.id, p, r)`` / ``kc.hash_grid_query_next(query, index)``
-    iterate over the candidate points in the cells overlapping the box ``p +- r`` (each point
-    at most once; test the distance yourself) and ``kc.hash_grid_point_id(grid.id, i)`` gives
+    iterate over candidate points: every point within ``r`` of ``p`` exactly once, plus others
+    from the cells the ball around ``p`` meets (test the distance yourself; cells the ball
+    misses inside the box ``p +- r`` are skipped). ``kc.hash_grid_point_id(grid.id, i)`` gives
     the original index of the i-th point in cell order (launch over it for memory locality).
+    Space wraps around the table: far-apart points may share a table cell (more candidates,
+    never missed neighbours), so size the table to the points' extent / radius when possible.
 
-    Rebuilding every frame costs one pass over the points plus one over the table.
+    Rebuilding every frame costs one pass over the points plus one over the table, with no
+    allocation once ``reserve`` (or an earlier build) made room for the points.
     """
 
     def __init__(self, dim_x: int, dim_y: int, dim_z: int, device="cpu"):
@@ -71,7 +75,7 @@ class HashGrid:
         d.build_radius = r
         d.points = _native.ptr(pts)
         d.point_stride = pts.strides[0] if n else 12
-        kc.launch(_kernels.hash_grid_build, dim=1, inputs=[self.id])
+        kc.launch(_kernels.hash_grid_build, dim=1, inputs=[self.id], record_tape=False)
 
     @property
     def num_points(self) -> int:

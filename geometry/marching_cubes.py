@@ -65,7 +65,7 @@ def marching_cubes(field, spacing=1.0, iso: float = 0.0, origin=(0.0, 0.0, 0.0),
         fa = kc.array(f, dtype=kc.float32)
         cells = (nx - 1, ny - 1, nz - 1)
         counts = kc.zeros(cells, dtype=kc.int32)
-        kc.launch(_kernels.mc_count, dim=cells, inputs=[fa, iso, counts])
+        kc.launch(_kernels.mc_count, dim=cells, inputs=[fa, iso, counts], record_tape=False)
         packed = counts.numpy().reshape(-1)
         ntri, ncen = packed % 256, packed // 256
         tri_offsets = (np.cumsum(ntri) - ntri).astype(np.int32).reshape(cells)
@@ -76,7 +76,7 @@ def marching_cubes(field, spacing=1.0, iso: float = 0.0, origin=(0.0, 0.0, 0.0),
         all_points = kc.array(np.concatenate([points, np.zeros((int(ncen.sum()), 3), np.float32)]), dtype=kc.vec3)
         kc.launch(_kernels.mc_emit, dim=cells,
                   inputs=[fa, kc.array(edge_ids.reshape(-1), dtype=kc.int32), iso, kc.array(tri_offsets, dtype=kc.int32), tris,
-                          kc.array(vert_offsets, dtype=kc.int32), all_points])
+                          kc.array(vert_offsets, dtype=kc.int32), all_points], record_tape=False)
         indices = tris.numpy()[: 3 * total].copy()
         points = all_points.numpy().copy()
     if return_mesh:

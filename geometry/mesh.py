@@ -138,12 +138,12 @@ class Mesh:
 
     def refit(self):
         """Update face bounds, normals and the BVH after the points moved (topology kept)."""
-        kc.launch(_kernels.mesh_refit, dim=1, inputs=[self.id])
+        kc.launch(_kernels.mesh_refit, dim=1, inputs=[self.id], record_tape=False)
 
     def rebuild(self):
         """Build a new BVH (for points that moved far from where the tree was built)."""
         self.bvh._desc.num_threads = _host_threads()
-        kc.launch(_kernels.mesh_build, dim=1, inputs=[self.id])
+        kc.launch(_kernels.mesh_build, dim=1, inputs=[self.id], record_tape=False)
 
     def degenerate_faces(self) -> np.ndarray:
         """Indices of the faces treated as degenerate (skipped by queries)."""
@@ -159,5 +159,5 @@ class Mesh:
             raise ValueError(f"sign: expected one of {sorted(modes)}, got {sign!r}")
         pts = as_vec3_array(points, "points", allow_empty=True)
         out = kc.zeros(pts.shape[0], dtype=float)
-        kc.launch(_kernels.signed_distance, dim=pts.shape[0], inputs=[self.id, pts, float(max_dist), modes[sign], out])
+        kc.launch(_kernels.signed_distance, dim=pts.shape[0], inputs=[self.id, pts, float(max_dist), modes[sign], out], record_tape=False)
         return out.numpy().copy()

@@ -71,7 +71,7 @@ class Volume:
         self.transform = xf
         self.translation = t
         self.background = bg
-        kc.launch(_kernels.volume_build_table, dim=1, inputs=[self.id])
+        kc.launch(_kernels.volume_build_table, dim=1, inputs=[self.id], record_tape=False)
 
     # ---- builders ---------------------------------------------------------------------------
     @classmethod
@@ -164,7 +164,7 @@ class Volume:
         vol = cls(coords, data, vs, lo, band, device)
         if len(coords):
             kc.launch(_kernels.volume_fill_sdf, dim=len(coords) * BRICK ** 3,
-                      inputs=[vol.id, mesh.id, band, modes[sign]])
+                      inputs=[vol.id, mesh.id, band, modes[sign]], record_tape=False)
         return vol
 
     @classmethod

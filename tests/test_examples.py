@@ -10,6 +10,8 @@ import pytest
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 SMALL_ARGS = {
+    "geometry_mesh_queries": lambda tmp: ["--res", "24", "--particles", "500"],
+    "geometry_neighbours": lambda tmp: ["--count", "2000", "--frames", "2"],
     "integrate_particles": lambda tmp: ["--count", "64", "--steps", "5"],
     "mass_spring_triangle": lambda tmp: ["--iters", "3", "--steps", "50", "--out", str(tmp / "loss.png")],
     "render_demo": lambda tmp: ["--frames", "3", "--out-dir", str(tmp / "render"), "--width", "96", "--height", "64", "--balls", "2"],

@@ -123,6 +123,15 @@ def ray_t(mesh: kc.uint64, starts: kc.array(dtype=kc.vec3), dirs: kc.array(dtype
     hit[i] = kc.mesh_eval_position(mesh, q.face, q.u, q.v)
 
 
+@kc.kernel
+def evaluate_faces(mesh: kc.uint64, faces: kc.array(dtype=kc.int32), u: kc.array(dtype=float), v: kc.array(dtype=float),
+                   pos: kc.array(dtype=kc.vec3), vel: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    pos[i] = kc.mesh_eval_position(mesh, faces[i], u[i], v[i])
+    vel[i] = kc.mesh_eval_velocity(mesh, faces[i], u[i], v[i])
+    normal[i] = kc.mesh_eval_face_normal(mesh, faces[i])
+
+
 def _run_point_queries(mesh, queries, max_dist, mode):
     n = len(queries)
     found, face = kc.zeros(n, dtype=kc.int32), kc.zeros(n, dtype=kc.int32)
@@ -256,6 +265,19 @@ def test_velocity_and_normal_evaluation():
     vel = np.random.default_rng(0).normal(size=pts.shape).astype(np.float32)
     mesh = Mesh(pts, tris, velocities=vel)
     assert mesh.num_faces == len(tris)
+    rng = np.random.default_rng(1)
+    n = 50
+    faces = rng.integers(0, len(tris), n).astype(np.int32)
+    uv = rng.random((n, 2)).astype(np.float32) * 0.5
+    pos, v, nrm = kc.zeros(n, dtype=kc.vec3), kc.zeros(n, dtype=kc.vec3), kc.zeros(n, dtype=kc.vec3)
+    kc.launch(evaluate_faces, dim=n, inputs=[mesh.id, kc.array(faces, dtype=kc.int32), kc.array(uv[:, 0].copy(), dtype=float),
+                                             kc.array(uv[:, 1].copy(), dtype=float), pos, v, nrm])
+    w = np.stack([uv[:, 0], uv[:, 1], 1.0 - uv[:, 0] - uv[:, 1]], 1)[:, :, None]
+    np.testing.assert_allclose(pos.numpy(), (pts[tris[faces]] * w).sum(axis=1), atol=1e-6)
+    np.testing.assert_allclose(v.numpy(), (vel[tris[faces]] * w).sum(axis=1), atol=1e-5)
+    a, b, c = (pts[tris[faces, k]] for k in range(3))
+    ref = np.cross(b - a, c - a)
+    np.testing.assert_allclose(nrm.numpy(), ref / np.linalg.norm(ref, axis=1, keepdims=True), atol=1e-6)
     d = mesh.signed_distance(np.array([[0, 0, 0], [0, 0, 3.0]], np.float32))
     assert d[0] < 0 < d[1]
 
