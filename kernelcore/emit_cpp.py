@@ -202,6 +202,13 @@ class Emitter:
         self.w(f"adj_{self.grad_params[s.param]} += {s.value.cname};")
 
     def fwd_If(self, s, mode, ret):
+        if _speculatable(s.body) and _speculatable(s.orelse):
+            # If-conversion: both sides are cheap pure arithmetic, so compute them
+            # unconditionally and let the select calls after the If merge them; the C++
+            # compiler then emits branch-free code (the reverse sweep stays conditional).
+            self.emit_block(s.body, mode, ret)
+            self.emit_block(s.orelse, mode, ret)
+            return
         self.w(f"if ({s.cond.cname}) {{")
         self.indent += 1
         self.emit_block(s.body, mode, ret)
@@ -512,6 +519,27 @@ class Emitter:
             self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
             self.w("    }" + flush)
             self.w("}")
+
+
+_SPECULATE_MAX = 8
+_NO_SPECULATE = {"div", "mod", "floordiv"}  # integer division by zero would trap
+
+
+def _speculatable(block) -> bool:
+    """A short branch body with no side effects, memory accesses, calls or loops."""
+    if len(block.stmts) > _SPECULATE_MAX:
+        return False
+    for st in block.stmts:
+        if isinstance(st, (Const, Copy)):
+            continue
+        if not isinstance(st, Call):
+            return False
+        row = st.builtin
+        if row.side_effect or row.array_access or row.mutates or row.name in ("view", "extract", "assign_copy"):
+            return False
+        if row.name in _NO_SPECULATE and not all(T.is_float(a.type) or (T.is_composite(a.type) and T.is_float(a.type._dtype)) for a in st.args):
+            return False
+    return True
 
 
 def _ncomp(t):

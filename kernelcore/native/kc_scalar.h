@@ -105,6 +105,26 @@ KC_FUNC bool truth(half a) { return half_to_float(a) != 0.0f; }
 
 // select(cond, a, b): the phi of a branch; the adjoint flows to the taken side only.
 template <typename T> KC_FUNC T select(bool c, T a, T b) { return c ? a : b; }
+#if !KC_CUDA
+// On the CPU, g++ often compiles `c ? a : b` into a branch, which mispredicts badly when
+// c is data dependent (e.g. "is this neighbour inside the radius?"). A bitwise blend is
+// branch-free by construction. (GPUs predicate short selects on their own.)
+template <typename T, typename U> KC_FUNC T blend_bits(bool c, T a, T b) {
+    U ua, ub;
+    std::memcpy(&ua, &a, sizeof(T));
+    std::memcpy(&ub, &b, sizeof(T));
+    U mask = (U)0 - (U)c;
+    U r = (ua & mask) | (ub & ~mask);
+    T out;
+    std::memcpy(&out, &r, sizeof(T));
+    return out;
+}
+KC_FUNC float32 select(bool c, float32 a, float32 b) { return blend_bits<float32, uint32>(c, a, b); }
+KC_FUNC float64 select(bool c, float64 a, float64 b) { return blend_bits<float64, uint64>(c, a, b); }
+KC_FUNC int32 select(bool c, int32 a, int32 b) { return blend_bits<int32, uint32>(c, a, b); }
+KC_FUNC int64 select(bool c, int64 a, int64 b) { return blend_bits<int64, uint64>(c, a, b); }
+KC_FUNC uint32 select(bool c, uint32 a, uint32 b) { return blend_bits<uint32, uint32>(c, a, b); }
+#endif
 template <typename T> KC_FUNC void adj_select(bool c, T a, T b, bool& adj_c, T& adj_a, T& adj_b, T adj_ret) {
     if (c) adj_a += adj_ret; else adj_b += adj_ret;
 }
