@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelcore as kc  # noqa: E402
-from common import environment, interleaved, ratio, write_json  # noqa: E402
+from common import environment, interleaved, load_average, ratio, write_json  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # Problem set-up shared by both frameworks (numpy only)
@@ -126,15 +126,19 @@ def kc_ms_loss(x: kc.array(dtype=kc.vec2), scale: float, loss: kc.array(dtype=fl
 @kc.func
 def kc_bspline(fx: kc.vec2):
     """Quadratic B-spline weights along x and y for the three nodes base+0..2 (as two vec3)."""
-    wx = kc.vec3(0.5 * (1.5 - fx[0]) * (1.5 - fx[0]), 0.75 - (fx[0] - 1.0) * (fx[0] - 1.0), 0.5 * (fx[0] - 0.5) * (fx[0] - 0.5))
-    wy = kc.vec3(0.5 * (1.5 - fx[1]) * (1.5 - fx[1]), 0.75 - (fx[1] - 1.0) * (fx[1] - 1.0), 0.5 * (fx[1] - 0.5) * (fx[1] - 0.5))
+    wx = kc.vec3(0.5 * (1.5 - fx[0]) * (1.5 - fx[0]), 0.75 - (fx[0] - 1.0) * (fx[0] - 1.0),
+                 0.5 * (fx[0] - 0.5) * (fx[0] - 0.5))
+    wy = kc.vec3(0.5 * (1.5 - fx[1]) * (1.5 - fx[1]), 0.75 - (fx[1] - 1.0) * (fx[1] - 1.0),
+                 0.5 * (fx[1] - 0.5) * (fx[1] - 0.5))
     return wx, wy
 
 
 @kc.kernel
-def kc_p2g(x: kc.array(dtype=kc.vec2), v: kc.array(dtype=kc.vec2), C: kc.array(dtype=kc.mat22), F: kc.array(dtype=kc.mat22),
+def kc_p2g(x: kc.array(dtype=kc.vec2), v: kc.array(dtype=kc.vec2), C: kc.array(dtype=kc.mat22),
+           F: kc.array(dtype=kc.mat22),
            dt: float, inv_dx: float, p_mass: float, p_vol: float, mu: float, la: float,
-           F_out: kc.array(dtype=kc.mat22), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
+           F_out: kc.array(dtype=kc.mat22), grid_v: kc.array(dtype=kc.vec2, ndim=2),
+           grid_m: kc.array(dtype=float, ndim=2)):
     p = kc.tid()
     xg = x[p] * inv_dx
     bx = int(xg[0] - 0.5)
@@ -160,8 +164,8 @@ def kc_p2g(x: kc.array(dtype=kc.vec2), v: kc.array(dtype=kc.vec2), C: kc.array(d
 
 
 @kc.kernel
-def kc_grid_update(grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2), gravity: float, dt: float,
-                   n: int, grid_v_out: kc.array(dtype=kc.vec2, ndim=2)):
+def kc_grid_update(grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2), gravity: float,
+                   dt: float, n: int, grid_v_out: kc.array(dtype=kc.vec2, ndim=2)):
     i, j = kc.tid()
     m = grid_m[i, j]
     vx = float(0.0)
@@ -341,16 +345,20 @@ if wp is not None:
 
     @wp.func
     def wp_bspline_x(fx: wp.vec2):
-        return wp.vec3(0.5 * (1.5 - fx[0]) * (1.5 - fx[0]), 0.75 - (fx[0] - 1.0) * (fx[0] - 1.0), 0.5 * (fx[0] - 0.5) * (fx[0] - 0.5))
+        return wp.vec3(0.5 * (1.5 - fx[0]) * (1.5 - fx[0]), 0.75 - (fx[0] - 1.0) * (fx[0] - 1.0),
+                       0.5 * (fx[0] - 0.5) * (fx[0] - 0.5))
 
     @wp.func
     def wp_bspline_y(fx: wp.vec2):
-        return wp.vec3(0.5 * (1.5 - fx[1]) * (1.5 - fx[1]), 0.75 - (fx[1] - 1.0) * (fx[1] - 1.0), 0.5 * (fx[1] - 0.5) * (fx[1] - 0.5))
+        return wp.vec3(0.5 * (1.5 - fx[1]) * (1.5 - fx[1]), 0.75 - (fx[1] - 1.0) * (fx[1] - 1.0),
+                       0.5 * (fx[1] - 0.5) * (fx[1] - 0.5))
 
     @wp.kernel
-    def wp_p2g(x: wp.array(dtype=wp.vec2), v: wp.array(dtype=wp.vec2), C: wp.array(dtype=wp.mat22), F: wp.array(dtype=wp.mat22),
+    def wp_p2g(x: wp.array(dtype=wp.vec2), v: wp.array(dtype=wp.vec2), C: wp.array(dtype=wp.mat22),
+               F: wp.array(dtype=wp.mat22),
                dt: float, inv_dx: float, p_mass: float, p_vol: float, mu: float, la: float,
-               F_out: wp.array(dtype=wp.mat22), grid_v: wp.array(dtype=wp.vec2, ndim=2), grid_m: wp.array(dtype=float, ndim=2)):
+               F_out: wp.array(dtype=wp.mat22), grid_v: wp.array(dtype=wp.vec2, ndim=2),
+               grid_m: wp.array(dtype=float, ndim=2)):
         p = wp.tid()
         xg = x[p] * inv_dx
         bx = int(xg[0] - 0.5)
@@ -375,8 +383,8 @@ if wp is not None:
                 wp.atomic_add(grid_m, bx + i, by + j, weight * p_mass)
 
     @wp.kernel
-    def wp_grid_update(grid_v: wp.array(dtype=wp.vec2, ndim=2), grid_m: wp.array(dtype=float, ndim=2), gravity: float, dt: float,
-                       n: int, grid_v_out: wp.array(dtype=wp.vec2, ndim=2)):
+    def wp_grid_update(grid_v: wp.array(dtype=wp.vec2, ndim=2), grid_m: wp.array(dtype=float, ndim=2), gravity: float,
+                       dt: float, n: int, grid_v_out: wp.array(dtype=wp.vec2, ndim=2)):
         i, j = wp.tid()
         m = grid_m[i, j]
         vx = float(0.0)
@@ -559,8 +567,9 @@ def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup):
         for label, (obj, th) in runners.items():
             fn = getattr(obj, stage)
             cases[f"{label}:{stage}"] = _with_threads(fn, th) if label.startswith("kc") else fn
+    load_before = load_average()
     res = interleaved(cases, repeats=repeats, warmup=warmup)
-    out = {"name": name}
+    out = {"name": name, "load_average_1min": [load_before, load_average()]}
     for label, (obj, th) in runners.items():
         f, fb = res[f"{label}:forward"], res[f"{label}:forward_backward"]
         out[label] = {
@@ -570,6 +579,8 @@ def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup):
             "forward_taped_s": round(fb["forward_taped"]["median"], 5),
             "backward_s": round(fb["backward"]["median"], 5),
             "forward_backward_s": round(fb["median"], 5),
+            "forward_cpu_s": round(f["cpu_median"], 5),
+            "forward_backward_cpu_s": round(fb["cpu_median"], 5),
             "backward_over_forward": ratio(fb["backward"]["median"], f["median"]),
             "backward_over_forward_taped": ratio(fb["backward"]["median"], fb["forward_taped"]["median"]),
             "loss": float(obj.loss.numpy()[0]),
@@ -586,6 +597,8 @@ def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup):
             r = ratio(out["warp"]["forward_backward_s"], out[label]["forward_backward_s"])
             out[label]["warp_fwd_bwd_over_this_fwd_bwd"] = r
             out[label]["warp_fwd_over_this_fwd"] = ratio(out["warp"]["forward_s"], out[label]["forward_s"])
+            out[label]["warp_fwd_bwd_over_this_fwd_bwd_cpu_time"] = ratio(out["warp"]["forward_backward_cpu_s"],
+                                                                          out[label]["forward_backward_cpu_s"])
             out[label]["gradient_rel_diff_vs_warp"] = _agreement(kc_obj.grad, warp_obj.grad)
             targets[f"{label}: warp_fwd_bwd / kc_fwd_bwd >= 1.5"] = r >= 1.5
     out["targets"] = targets

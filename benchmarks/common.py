@@ -29,28 +29,42 @@ def interleaved(cases, repeats=5, warmup=1, sync=None):
 
     Each case first runs ``warmup`` times (compilation, caches). A callable may return
     a dict of named sub-timings (seconds) instead of None; those are collected too.
-    Returns {name: {"samples": [s, ...], "median": s, "min": s, <sub>: {"samples", "median"}}}.
+    Returns {name: {"samples": [s, ...], "median": s, "min": s, "cpu_median": s, <sub>: {"samples", "median"}}};
+    ``cpu_median`` is process CPU time (all threads), a steadier figure than wall time for
+    single-threaded runs on a machine shared with other work.
     """
     for _ in range(warmup):
         for fn in cases.values():
             fn()
     samples = {name: [] for name in cases}
+    cpu = {name: [] for name in cases}
     subs = {name: {} for name in cases}
     for _ in range(repeats):
         for name, fn in cases.items():
+            c0 = time.process_time()
             t0 = time.perf_counter()
             parts = fn()
             if sync is not None:
                 sync()
             samples[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             for k, v in (parts or {}).items():
                 subs[name].setdefault(k, []).append(v)
     out = {}
     for name, s in samples.items():
-        out[name] = {"samples": s, "median": statistics.median(s), "min": min(s)}
+        out[name] = {"samples": s, "median": statistics.median(s), "min": min(s),
+                     "cpu_median": statistics.median(cpu[name])}
         for k, v in subs[name].items():
             out[name][k] = {"samples": v, "median": statistics.median(v)}
     return out
+
+
+def load_average():
+    """1-minute load average (None where unavailable): a busy machine makes wall times noisy."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def environment():

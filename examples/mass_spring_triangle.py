@@ -41,7 +41,8 @@ def eval_springs(x: kc.array(dtype=kc.vec2, ndim=2), spring_a: kc.array(dtype=in
 
 
 @kc.kernel
-def integrate(x: kc.array(dtype=kc.vec2, ndim=2), v: kc.array(dtype=kc.vec2, ndim=2), f: kc.array(dtype=kc.vec2, ndim=2),
+def integrate(x: kc.array(dtype=kc.vec2, ndim=2), v: kc.array(dtype=kc.vec2, ndim=2),
+              f: kc.array(dtype=kc.vec2, ndim=2),
               mass: float, damping: float, dt: float, t: int):
     """Semi-implicit Euler with exponential velocity damping, from row t into row t + 1."""
     i = kc.tid()

@@ -67,10 +67,9 @@ def pack_array(value, grad=None):
     s.data = value.ptr
     g = grad if grad is not None else value.grad
     s.grad = g.ptr if g is not None else 0
-    s.ndim = value.ndim
-    for d in range(value.ndim):
-        s.shape[d] = value.shape[d]
-        s.strides[d] = value.strides[d]
+    n = s.ndim = value.ndim
+    s.shape[:n] = value.shape
+    s.strides[:n] = value.strides
     return s
 
 
@@ -132,6 +131,13 @@ def _launch_device(device, params):
 
 
 def _bounds(dim, nthreads):
+    """(launch_bounds_ctypes, dims); ``nthreads`` is called for the thread count of big launches."""
+    if type(dim) is int and dim >= 0:  # the common case, without the general path's loops
+        b = launch_bounds_ctypes()
+        b.shape[0] = b.size = dim
+        b.ndim = 1
+        b.nthreads = 1 if dim < config.parallel_grain else nthreads()
+        return b, (dim,)
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
     dim = tuple(int(d) for d in dim)
@@ -146,7 +152,7 @@ def _bounds(dim, nthreads):
         size *= d
     b.ndim = len(dim)
     b.size = size
-    b.nthreads = 1 if size < config.parallel_grain else nthreads
+    b.nthreads = 1 if size < config.parallel_grain else nthreads()
     return b, dim
 
 
@@ -158,9 +164,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     ``adjoint=True`` the kernel's adjoint runs: array gradients come from
     ``adj_inputs``/``adj_outputs`` when given, else from each array's ``.grad``.
     """
-    from .kernel import Kernel
-
-    if not isinstance(kernel, Kernel):
+    if not isinstance(kernel, _kernel_class()):
         raise TypeError(f"kc.launch needs a @kc.kernel, got {type(kernel).__name__}")
     params = list(inputs) + list(outputs)
     if len(params) != len(kernel.arg_types):
@@ -172,6 +176,16 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         adj_params = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
     values = []
     for k, (name, t, v) in enumerate(zip(kernel.arg_names, kernel.arg_types, params)):
+        # fast paths for the common cases (a kc array that passes every check of _check_array,
+        # a Python float for a float32, an in-range Python int for an int32); others go the general way
+        tv = type(v)
+        if tv is array and adj_params is None and isinstance(t, ArrayType) and v.dtype is t.dtype \
+                and v.ndim == t.ndim and v.device is dev:
+            values.append(pack_array(v))
+            continue
+        if (tv is float and t is T.float32) or (tv is int and t is T.int32 and -0x80000000 <= v <= 0x7FFFFFFF):
+            values.append(v)
+            continue
         if isinstance(t, ArrayType):
             a = _check_array(kernel, name, t, v, dev)
             g = None
@@ -182,7 +196,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         else:
             values.append(pack_value(t, v, name, kernel))
     ir = kernel.ir()
-    bounds, dims = _bounds(dim, num_threads())
+    bounds, dims = _bounds(dim, num_threads)
     if ir.tid_arity > 1 and ir.tid_arity != len(dims):
         raise ValueError(f"kernel '{kernel.key}' unpacks kc.tid() into {ir.tid_arity} indices but was launched with dim={dims}")
     if bounds.size == 0:
@@ -209,6 +223,18 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         rt = get_runtime()
         if rt.tape_stack:
             rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs))
+
+
+def _kernel_class():
+    global _Kernel
+    if _Kernel is None:  # an import statement inside launch() costs ~1 us per call
+        from .kernel import Kernel
+
+        _Kernel = Kernel
+    return _Kernel
+
+
+_Kernel = None
 
 
 def _args_struct(kernel, lk):
