@@ -15,5 +15,7 @@ verify_autograd_array_access = False
 cxx = os.environ.get("KERNELCORE_CXX", "g++")
 #: launches smaller than this run on one thread (OpenMP start-up costs more than it saves)
 parallel_grain = 4096
+#: launches that scatter with atomics (or adjoints of array reads) stay on one thread below this size
+scatter_parallel_grain = 1 << 18
 #: dump the IR after a named pass to stderr: "frontend", or set KERNELCORE_DUMP_IR
 dump_ir = os.environ.get("KERNELCORE_DUMP_IR", "")

@@ -1,6 +1,7 @@
 """kc.Tape: records launches (and differentiable copies) and replays their adjoints."""
 from __future__ import annotations
 
+import ctypes
 import warnings
 
 import numpy as np
@@ -12,9 +13,10 @@ from .device import get_runtime
 
 
 class _Launch:
-    def __init__(self, kernel, dim, params, device, reads, writes, n_inputs):
+    def __init__(self, kernel, dim, params, device, reads, writes, n_inputs, native=None):
         self.kernel, self.dim, self.params, self.device = kernel, dim, params, device
         self.n_inputs = n_inputs
+        self.native = native  # (adjoint entry, bounds, packed args, [(array, grad ptr)]) for a direct call
         self.reads, self.writes = reads, writes
 
 
@@ -46,7 +48,7 @@ class Tape:
             stack.pop()
 
     # -- recording ---------------------------------------------------------------------------
-    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None):
+    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None):
         reads, writes = set(), set()
         for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
             if isinstance(t, ArrayType) and isinstance(p, array):
@@ -62,7 +64,7 @@ class Tape:
                     if config.verify_autograd_array_access:
                         p._tape_reads = True
         self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
-                                     len(params) if n_inputs is None else n_inputs))
+                                     len(params) if n_inputs is None else n_inputs, native))
 
     def record_func(self, backward, arrays):
         """Record a Python-side step; ``backward()`` is called during the reverse pass."""
@@ -107,6 +109,11 @@ class Tape:
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
                     continue  # declared non-differentiable (e.g. building an acceleration structure)
+                if e.native is not None and _grads_unchanged(e.native[3]):
+                    # the arguments were packed at record time: call the adjoint directly
+                    entry, bounds, packed, _ = e.native
+                    entry(ctypes.addressof(bounds), ctypes.addressof(packed))
+                    continue
                 launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False)
             elif isinstance(e, _Func):
                 e.backward()
@@ -188,6 +195,14 @@ class Tape:
             with open(filename, "w") as f:
                 f.write(text)
         return text
+
+
+def _grads_unchanged(recorded):
+    for a, ptr in recorded:
+        g = a.grad
+        if (g.ptr if g is not None else 0) != ptr:
+            return False
+    return True
 
 
 def record_copy(dest, src):
