@@ -146,7 +146,7 @@ class Module:
 
     def _build_cpu_chunk(self, kernels):
         source = self.generate(kernels, "cpu")
-        flags = toolchain.CPU_FLAGS + [toolchain.compiler_identity(config.cxx)]
+        flags = toolchain.cpu_flags(config.cxx) + [toolchain.compiler_identity(config.cxx)]
         key = "cpu_" + self._cache_key(source, "cpu", flags)
         src_path = cache.write_source(key, source)
         binary = cache.lookup(key, ".so")

@@ -12,8 +12,18 @@ from .errors import NativeBuildError
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
 # -fno-tree-loop-vectorize: the loop vectorizer versions the 2-4 iteration component loops of the
 # adjoint builtins for aliasing, which made adjoints 2-3x slower; SLP vectorization stays on.
-CPU_FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native", "-fno-math-errno",
-             "-fno-tree-loop-vectorize", "-fvisibility=hidden", "-w"]
+COMMON_FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native", "-fno-math-errno",
+                "-fvisibility=hidden", "-w"]
+GCC_FLAGS = ["-fno-tree-loop-vectorize"]
+CPU_FLAGS = COMMON_FLAGS + GCC_FLAGS  # the default compiler's flags (g++)
+
+
+CLANG_FLAGS = ["-fopenmp=libgomp"]  # GCC's OpenMP runtime: present wherever g++ is, unlike libomp
+
+
+def cpu_flags(cxx: str) -> list:
+    """Flags for this compiler (GCC and clang each get their own extras)."""
+    return COMMON_FLAGS + (CLANG_FLAGS if "clang" in os.path.basename(cxx) else GCC_FLAGS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,9 +45,7 @@ def compiler_identity(cxx: str) -> str:
 def compile_cpu(source_path: str, out_path: str, module_name: str, include_dirs=()):
     """Compile one translation unit to a shared library; raises NativeBuildError with the log."""
     cxx = config.cxx
-    cmd = [cxx, *CPU_FLAGS, f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
-    if config.debug_symbols if hasattr(config, "debug_symbols") else False:
-        cmd.append("-g")
+    cmd = [cxx, *cpu_flags(cxx), f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
     if config.verbose:
         print("kernelcore: " + " ".join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True)

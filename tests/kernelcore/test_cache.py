@@ -85,3 +85,20 @@ def test_generated_source_is_inspectable():
     assert "_bwd_thread" in src  # adjoint emitted beside the forward
     x = np.zeros(1, np.float32)
     assert isinstance(src, str)
+
+
+def test_clang_toolchain_when_installed(tmp_path):
+    import shutil
+
+    import pytest
+
+    if shutil.which("clang++") is None:
+        pytest.skip("clang++ is not installed (g++ is the default compiler)")
+    cache = tmp_path / "cache"
+    path = tmp_path / "clangjob.py"
+    path.write_text(SCRIPT.replace("SCALE", "2.0"))
+    env = dict(os.environ, KERNELCORE_CACHE_DIR=str(cache), KERNELCORE_CXX="clang++",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(2 * sum(range(8)))
