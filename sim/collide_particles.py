@@ -60,15 +60,10 @@ def eval_particle_contacts_kernel(
             fi = kc.vec3(0.0, 0.0, 0.0)
             query = kc.hash_grid_query(grid, x, r + search)
             j = int(0)
-            # the next neighbour is fetched at the end of the body rather than in the loop
-            # condition: the adjoint replays loop bodies, not conditions, so an index produced
-            # by the condition would be stale in the reverse pass
-            more = kc.hash_grid_query_next(query, j)
-            while more:
+            while kc.hash_grid_query_next(query, j):
                 fi = fi + pair_force(i, j, x, v, r, w, mi, q, qd, radius, inv_mass, particle_material, material_ke,
                                      material_damping_ratio, material_mu, material_cohesion,
                                      material_cohesion_distance, reach, dt)
-                more = kc.hash_grid_query_next(query, j)
             f[i] += fi
 
 
