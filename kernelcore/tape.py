@@ -140,14 +140,14 @@ class Tape:
             g.zero_()
 
     def reset(self):
-        """Forget the recording and zero gradients."""
+        """Forget the recording (and the read marks of verify_autograd_array_access); zero gradients."""
         self.zero()
-        self.launches = []
-        self.gradients = {}
         for e in self.launches:
-            for p in getattr(e, "params", ()):
+            for p in (e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()):
                 if isinstance(p, array):
                     p._tape_reads = False
+        self.launches = []
+        self.gradients = {}
 
     # -- visualisation ------------------------------------------------------------------------
     def visualize(self, filename=None, array_labels=None):

@@ -487,3 +487,20 @@ def test_record_func_and_gradcheck_tape():
     tape.backward(grads={z: np.ones(2, np.float32)})
     np.testing.assert_allclose(x.grad.numpy(), 6.0 * x.numpy())
     assert kc.autograd.gradcheck_tape(tape, eps=1e-3, show_summary=False)
+
+
+def test_tape_zero_and_reset():
+    x = kc.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)
+    y = kc.zeros(3, dtype=float, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        kc.launch(square_kernel2, dim=3, inputs=[x], outputs=[y])
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy())  # gradients accumulate
+    assert tape.gradients[x] is x.grad
+    tape.zero()
+    assert not x.grad.numpy().any() and not y.grad.numpy().any()
+    tape.reset()
+    with pytest.raises(RuntimeError, match="empty"):
+        tape.backward(grads={y: np.ones(3, np.float32)})
