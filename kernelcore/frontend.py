@@ -825,8 +825,8 @@ class _Builder:
         return isinstance(node, ast.Name) and node.id not in self.symtab
 
     def expr_Subscript(self, e):
-        if isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
-            base = self.expr_Attribute(e.value) if not self._is_static_chain(e.value.value) or (isinstance(e.value.value, ast.Name) and e.value.value.id in self.symtab) else None
+        if isinstance(e.value, ast.Attribute) and e.value.attr == "shape" and not self._is_static_chain(e.value.value):
+            base = self.expr_Attribute(e.value)   # arr.shape of a local array: an _Attr
             if isinstance(base, _Attr):
                 k = self.expr(e.slice)
                 if k.const is None:
@@ -1027,8 +1027,8 @@ class _Builder:
             out = Var(t)
             self.emit(Construct(out, [v]))
             return out
-        if not explicit and T.is_scalar(t) and T.is_scalar(v.type) and not (T.is_float(v.type) and T.is_int(t)) and what in ("index", "range argument") and T.is_int(v.type):
-            return self._convert(v, t, explicit=True)
+        if not explicit and what in ("index", "range argument") and T.is_int(t) and T.is_int(v.type):
+            return self._convert(v, t, explicit=True)   # any integer type indexes and counts
         raise self.error(f"expected {T.type_repr(t)} for {what}, got {T.type_repr(v.type) if not isinstance(v.type, WeakLiteral) else repr(v.type)}"
                          + ("; convert explicitly, e.g. float(x) or kc.float64(x)" if T.is_scalar(t) else ""))
 
