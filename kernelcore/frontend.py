@@ -129,11 +129,25 @@ def build_ir(defn: FuncDef, arg_types: list, kind: str, ret_hint=None) -> Functi
     for _ in range(3):
         try:
             ir = _Builder(defn, arg_types, kind, hint).build()
+            _run_passes(ir)
             _renumber(ir)
             return ir
         except _RetryWithReturnTypes as r:
             hint = r.types
     raise defn.error("could not infer the return type")
+
+
+def _run_passes(ir: FunctionIR):
+    """The named IR passes after the frontend (KERNELCORE_DUMP_IR=<pass name> prints the result)."""
+    import sys
+
+    from .ir import format_block
+    from .passes import PASSES
+
+    for name, fn in PASSES:
+        fn(ir.block)
+        if name in config.dump_ir.split(","):
+            print(f"== IR of {ir.defn.name} after {name} ==\n{format_block(ir.block)}", file=sys.stderr)
 
 
 def _renumber(ir: FunctionIR):

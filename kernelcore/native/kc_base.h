@@ -15,6 +15,9 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdint>
+#if defined(__SSE4_1__)
+#include <immintrin.h>
+#endif
 #endif
 
 namespace kc {

@@ -119,8 +119,21 @@ template <typename T, typename U> KC_FUNC T blend_bits(bool c, T a, T b) {
     std::memcpy(&out, &r, sizeof(T));
     return out;
 }
+#if defined(__SSE4_1__)
+// Floats stay in vector registers: an integer-domain blend would put two register-file
+// crossings on loop-carried chains such as `if d < r: s += r - d`.
+KC_FUNC float32 select(bool c, float32 a, float32 b) {
+    __m128 m = _mm_castsi128_ps(_mm_cvtsi32_si128(-(int)c));
+    return _mm_cvtss_f32(_mm_blendv_ps(_mm_set_ss(b), _mm_set_ss(a), m));
+}
+KC_FUNC float64 select(bool c, float64 a, float64 b) {
+    __m128d m = _mm_castsi128_pd(_mm_cvtsi64_si128(-(long long)c));
+    return _mm_cvtsd_f64(_mm_blendv_pd(_mm_set_sd(b), _mm_set_sd(a), m));
+}
+#else
 KC_FUNC float32 select(bool c, float32 a, float32 b) { return blend_bits<float32, uint32>(c, a, b); }
 KC_FUNC float64 select(bool c, float64 a, float64 b) { return blend_bits<float64, uint64>(c, a, b); }
+#endif
 KC_FUNC int32 select(bool c, int32 a, int32 b) { return blend_bits<int32, uint32>(c, a, b); }
 KC_FUNC int64 select(bool c, int64 a, int64 b) { return blend_bits<int64, uint64>(c, a, b); }
 KC_FUNC uint32 select(bool c, uint32 a, uint32 b) { return blend_bits<uint32, uint32>(c, a, b); }

@@ -64,3 +64,41 @@ def test_dump_ir_environment_variable(tmp_path):
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert "IR of kernel k after frontend" in out.stderr and "builtin='sin'" in out.stderr
     assert "reverse of k" in out.stderr
+
+
+@kc.kernel
+def accumulate_in_branch(x: kc.array(dtype=float), out: kc.array(dtype=float), cnt: kc.array(dtype=int)):
+    i = kc.tid()
+    s = float(0.0)
+    c = int(0)
+    for k in range(len(x)):
+        d = x[k] - x[i]
+        if d > 0.0:
+            s += d
+            c += 1
+    out[i] = s
+    cnt[i] = c
+
+
+def test_fold_select_accumulate_rewrites_and_keeps_values_and_gradients():
+    import numpy as np
+
+    from kernelcore.ir import Loop
+
+    loop = next(s for s in accumulate_in_branch.ir().block.stmts if isinstance(s, Loop))
+    adds = [s for s in loop.body.stmts if isinstance(s, Call) and s.builtin.name == "add"]
+    # the merged values are now "s + select(c, d, 0)": an add outside the If defines each carried exit
+    exits = {c.exit.id for c in loop.carried}
+    assert sum(1 for a in adds if a.out.id in exits) == 2
+    xs = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
+    x = kc.array(xs, requires_grad=True)
+    out = kc.zeros(4, dtype=float, requires_grad=True)
+    cnt = kc.zeros(4, dtype=int)
+    with kc.Tape() as tape:
+        kc.launch(accumulate_in_branch, dim=4, inputs=[x], outputs=[out, cnt])
+    d = xs[None, :] - xs[:, None]
+    np.testing.assert_allclose(out.numpy(), np.where(d > 0, d, 0).sum(1), rtol=1e-6)
+    assert cnt.numpy().tolist() == (d > 0).sum(1).tolist()
+    tape.backward(grads={out: np.ones(4, np.float32)})
+    ref = (d > 0).sum(0) - (d > 0).sum(1)  # d out_i / d x_k summed over i
+    np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
