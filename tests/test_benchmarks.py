@@ -1,0 +1,18 @@
+"""The benchmark scripts run at tiny sizes and report the fields the notes quote."""
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+
+def test_bandwidth_benchmark_reports_ratios(tmp_path):
+    import bench_bandwidth
+
+    out = tmp_path / "bw.json"
+    bench_bandwidth.main(["--device", "cpu", "--n", "4096", "--repeats", "2", "--out", str(out)])
+    d = json.loads(out.read_text())
+    for name in ("saxpy", "integrate"):
+        r = d["results"][name]
+        assert r["bandwidth_GBps"] > 0 and r["speedup_vs_numpy"] > 0
