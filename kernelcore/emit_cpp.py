@@ -70,7 +70,7 @@ class Emitter:
         return "\n".join(self.lines) + "\n"
 
     # -- declarations --------------------------------------------------------------------------
-    def declare_values(self, ir, args_are_params=True, adj=False, adj_args_local=False):
+    def declare_values(self, ir, adj=False, adj_args_local=False):
         """Declare every SSA value (and its adjoint) at the top of the function."""
         argset = {v.id for v in ir.args}
         seen = set()
@@ -555,7 +555,8 @@ def _adj_symbol(native: str) -> str:
 
 
 def _c_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("%", "%%" if False else "%") + '"'
+    """A C string literal (printf formats keep their % directives)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _printf_arg(v: Var) -> str:

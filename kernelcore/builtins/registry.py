@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .. import types as T
 from ..array import ArrayType
@@ -85,7 +84,7 @@ def _is_var(name):
     return name[0].isupper()
 
 
-def _match(node, t, b, weak_ok=True):
+def _match(node, t, b):
     """Match type t against a parsed pattern, extending bindings b. Returns bool."""
     name, args = node
     if isinstance(t, WeakLiteral):
