@@ -17,5 +17,8 @@ cxx = os.environ.get("KERNELCORE_CXX", "g++")
 parallel_grain = 4096
 #: launches that scatter with atomics (or adjoints of array reads) stay on one thread below this size
 scatter_parallel_grain = 1 << 18
+#: add-only scatter targets get per-thread private copies when their element count is at most
+#: this many times the launch size (the copies cost zeroing and a reduction per thread)
+private_copy_ratio = 4
 #: dump the IR after a named pass to stderr: "frontend", or set KERNELCORE_DUMP_IR
 dump_ir = os.environ.get("KERNELCORE_DUMP_IR", "")

@@ -507,6 +507,8 @@ class Emitter:
 
     def emit_entry_points(self, kernel_name, ir, with_adjoint=True):
         """CPU entry points: an OpenMP loop over the launch grid."""
+        from .accumulation import plan
+
         call_args = "".join(f", a->{v.cname}" for v in ir.args)
         flush = " fflush(stdout);" if ir.has_print else ""
         for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)):
@@ -514,11 +516,52 @@ class Emitter:
             self.w("    const kc::int64 n = b->size;")
             self.w("    if (b->nthreads <= 1) {")
             self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
+            private = plan(ir, kind == "bwd").private
+            if private:
+                self.indent += 1
+                self.emit_private_launch(kernel_name, kind, ir, private)
+                self.indent -= 1
             self.w("    } else {")
             self.w("        #pragma omp parallel for schedule(static) num_threads(b->nthreads)")
             self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
             self.w("    }" + flush)
             self.w("}")
+
+    def emit_private_launch(self, kernel_name, kind, ir, private):
+        """The launch with private accumulation copies (accumulation.py): thread 0 adds into
+        the array itself, every other thread into a zeroed copy of its own; after the loop
+        the threads sum the copies into the array, each over its share of the elements."""
+        field = "grad" if kind == "bwd" else "data"
+        self.w("} else if (b->private_mask) {")
+        self.indent += 1
+        self.w("const int nt = b->nthreads;")
+        for k, _ in enumerate(private):
+            self.w(f"void* copies_{k}[KC_MAX_THREADS] = {{}};")
+        self.w("#pragma omp parallel num_threads(nt)")
+        self.w("{")
+        self.indent += 1
+        self.w(f"{kernel_name}_args la = *a;")
+        self.w("const int tn = omp_get_thread_num(), team = omp_get_num_threads();")
+        for k, tgt in enumerate(private):
+            v = f"la.{ir.args[tgt.arg].cname}"
+            self.w(f"const bool on_{k} = (b->private_mask >> {k} & 1) && {v}.{field} && team <= KC_MAX_THREADS;")
+            self.w(f"const kc::int64 count_{k} = on_{k} ? kc::element_count({v}) * {tgt.ncomp} : 0;")
+            self.w(f"if (on_{k}) {{")
+            self.w(f"    if (tn > 0) {v}.{field} = ({type(self)._elem_ptr(v, field)})kc::private_copy({k}, count_{k} * sizeof({tgt.scalar}));")
+            self.w(f"    copies_{k}[tn] = (void*){v}.{field}; {v}.serial = 1;")
+            self.w("}")
+        args = "".join(f", la.{v.cname}" for v in ir.args)
+        self.w("#pragma omp for schedule(static)")
+        self.w(f"for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{args});")
+        for k, tgt in enumerate(private):
+            self.w(f"if (on_{k}) kc::private_reduce(({tgt.scalar}**)copies_{k}, team, count_{k});")
+        self.indent -= 1
+        self.w("}")
+        self.indent -= 1
+
+    @staticmethod
+    def _elem_ptr(v, field):
+        return f"decltype({v}.{field})"
 
 
 _SPECULATE_MAX = 8

@@ -14,7 +14,8 @@ from .errors import KernelRuntimeError
 
 class launch_bounds_ctypes(ctypes.Structure):
     """Mirror of kc::launch_bounds_t."""
-    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("nthreads", ctypes.c_int32), ("size", ctypes.c_int64)]
+    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("nthreads", ctypes.c_int32), ("size", ctypes.c_int64),
+                ("private_mask", ctypes.c_int32), ("_pad", ctypes.c_int32)]
 
 
 class error_state_ctypes(ctypes.Structure):
@@ -207,11 +208,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         launch_cuda(kernel, dev, bounds, values, adjoint, stream, block_dim)
     else:
         lk = kernel.module.ensure_built(kernel, dev)
-        _thread_policy(bounds, ir, adjoint)
-        if bounds.nthreads <= 1:  # one thread: accumulation needs no atomics (kc_array.h, accumulate)
-            for v in values:
-                if type(v) is array_ctypes:
-                    v.serial = 1
+        _thread_policy(bounds, ir, adjoint, values)
         args_struct = _args_struct(kernel, lk)
         packed = args_struct(*values)
         entry = lk.bwd if adjoint else lk.fwd
@@ -229,46 +226,88 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
             rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs), native)
 
 
-def _scatters(ir, adjoint):
-    """Does this launch accumulate into shared memory (atomics; adjoints of array reads)?"""
-    key = "_scatters_bwd" if adjoint else "_scatters_fwd"
-    v = getattr(ir, key, None)
-    if v is None:
-        from .ir import Call, FuncCall
+def _thread_policy(bounds, ir, adjoint, values):
+    """Thread count, private accumulation copies and plain-add flags of one CPU launch.
 
-        v = False
-        for st in ir.block.walk():
-            if isinstance(st, FuncCall) and any(isinstance(a.type, ArrayType) for a in st.args):
-                v = True
-            elif isinstance(st, Call) and (st.builtin.name.startswith("atomic_") or
-                                           (adjoint and st.builtin.name == "load" and T.is_differentiable_type(st.args[0].type.dtype))):
-                v = True
-            if v:
+    ``values`` are the packed arguments (array_ctypes for arrays), adjusted in place. See
+    accumulation.py: targets every thread owns an element of take plain adds; add-only targets
+    get per-thread copies when they are small next to the launch; anything else scatters
+    with atomics, and contended compare-and-swap on few cores costs more than a second
+    thread gains (P2G forward: 138 us on one thread, 524 us on two), so such launches stay
+    on one thread until they are large.
+    """
+    bounds.private_mask = 0
+    if bounds.nthreads > 1:
+        p = _accumulation_plan(ir, adjoint)
+        if p.targets or p.shared:
+            _share_targets(bounds, p, adjoint, values)
+    if bounds.nthreads <= 1:  # one thread: accumulation needs no atomics (kc_array.h, accumulate)
+        for v in values:
+            if type(v) is array_ctypes:
+                v.serial = 1
+
+
+def _share_targets(bounds, p, adjoint, values):
+    ptr_of = (lambda d: d.grad) if adjoint else (lambda d: d.data)
+    small = bounds.size < config.scatter_parallel_grain
+    shared = p.shared
+    mask = 0
+    if not shared:
+        owned = {t.arg for t in p.targets}
+        seen = {}
+        for k, v in enumerate(values):  # an array passed twice would be updated two ways at once
+            if type(v) is array_ctypes and ptr_of(v):
+                if ptr_of(v) in seen and (k in owned or seen[ptr_of(v)] in owned):
+                    shared = True
+                seen.setdefault(ptr_of(v), k)
+        for k, t in enumerate(p.private):
+            d = values[t.arg]
+            if not ptr_of(d):
+                continue
+            count = 1
+            for i in range(d.ndim):
+                count *= d.shape[i]
+            if count * t.ncomp <= 0 or not _contiguous(d, t.itemsize) or count > config.private_copy_ratio * bounds.size:
+                shared = True
                 break
-        setattr(ir, key, v)
-    return v
+            mask |= 1 << k
+    if shared:
+        if small:
+            bounds.nthreads = 1
+        return
+    bounds.private_mask = mask
+    for t in p.exclusive:
+        values[t.arg].serial = 1
 
 
-def _thread_policy(bounds, ir, adjoint):
-    # Contended compare-and-swap atomics on few cores cost more than the second thread
-    # gains (measured: P2G forward 138 us on one thread, 524 us on two), so scattering
-    # launches stay on one thread until they are large.
-    if bounds.nthreads > 1 and bounds.size < config.scatter_parallel_grain and _scatters(ir, adjoint):
-        bounds.nthreads = 1
+def _contiguous(d, itemsize):
+    step = itemsize
+    for i in range(d.ndim - 1, -1, -1):
+        if d.shape[i] > 1 and d.strides[i] != step:
+            return False
+        step *= d.shape[i]
+    return True
+
+
+def _accumulation_plan(ir, adjoint):
+    from .accumulation import plan
+
+    return plan(ir, adjoint)
 
 
 def _prepare_backward(lk, fwd_bounds, ir, packed, params):
     """Everything Tape.backward needs to call the adjoint entry point directly."""
     b = launch_bounds_ctypes.from_buffer_copy(fwd_bounds)
     b.nthreads = num_threads() if b.size >= config.parallel_grain else 1
-    _thread_policy(b, ir, True)
     bwd_packed = type(packed).from_buffer_copy(packed)
-    serial = 1 if b.nthreads <= 1 else 0
-    grads = []
+    values = []
     for name, _ in bwd_packed._fields_:
         field = getattr(bwd_packed, name)
         if type(field) is array_ctypes:
-            field.serial = serial
+            field.serial = 0
+        values.append(field)
+    _thread_policy(b, ir, True, values)
+    grads = []
     for p in params:
         if type(p) is array:
             grads.append((p, p.grad.ptr if p.grad is not None else 0))

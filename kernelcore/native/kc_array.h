@@ -3,6 +3,10 @@
 #include "kc_quat.h"
 #if !KC_CUDA
 #include <type_traits>
+#include <vector>
+// The two OpenMP runtime calls used (declared here: clang with -fopenmp=libgomp finds no omp.h)
+extern "C" int omp_get_thread_num(void);
+extern "C" int omp_get_num_threads(void);
 #endif
 
 namespace kc {
@@ -24,6 +28,8 @@ struct launch_bounds_t {
     int32 ndim;
     int32 nthreads;
     int64 size;
+    int32 private_mask;  // CPU: bit k set = accumulate into private copies of target k (accumulation.py)
+    int32 _pad;
 };
 
 KC_FUNC int64 trip_count(int32 start, int32 stop, int32 step) {
@@ -198,6 +204,35 @@ template <typename T> KC_FUNC T accumulate(const array_t<T>& a, T* p, const T& v
 template <typename T> KC_FUNC void grad_accumulate(const array_t<T>& a, T* p, const T& v) {
     if (!a.serial) { grad_scatter(p, v); return; }
     if constexpr (!std::is_integral<T>::value) plain_add(p, v);  // bool/integers carry no gradient (grad_scatter)
+}
+#endif
+
+// ---- private accumulation copies (CPU launches on several threads, see accumulation.py) ----
+#if !KC_CUDA
+#define KC_MAX_THREADS 256
+template <typename T> KC_FUNC int64 element_count(const array_t<T>& a) {
+    int64 n = 1;
+    for (int d = 0; d < a.ndim; ++d) n *= a.shape[d];
+    return n;
+}
+// A zeroed scratch buffer of this thread for target `slot`; kept between launches (grow-only).
+inline void* private_copy(int slot, size_t bytes) {
+    static thread_local std::vector<std::vector<char>> buffers;
+    if ((int)buffers.size() <= slot) buffers.resize(slot + 1);
+    std::vector<char>& b = buffers[slot];
+    if (b.size() < bytes) b.resize(bytes);
+    memset(b.data(), 0, bytes);
+    return b.data();
+}
+// Inside the parallel region, after the launch loop: copies[0] (the array) += copies[1..team).
+// Each thread sums a contiguous share of the elements, in thread order.
+template <typename S> inline void private_reduce(S** copies, int team, int64 count) {
+    #pragma omp for schedule(static)
+    for (int64 i = 0; i < count; ++i) {
+        S s = copies[0][i];
+        for (int t = 1; t < team; ++t) s += copies[t][i];
+        copies[0][i] = s;
+    }
 }
 #endif
 
