@@ -24,8 +24,12 @@ def measure(fn, sync=None):
     return time.perf_counter() - t0
 
 
-def interleaved(cases, repeats=5, warmup=1, sync=None):
+def interleaved(cases, repeats=5, warmup=1, sync=None, calls=1):
     """Time each callable of ``cases`` (name -> fn) ``repeats`` times, interleaved.
+
+    With ``calls`` > 1 each sample is the mean of that many back-to-back calls (steady
+    state: on a VM whose idle cores are lent to other guests, a single call after another
+    library ran finds its caches cold). Sub-timings are then those of the last call.
 
     Each case first runs ``warmup`` times (compilation, caches). A callable may return
     a dict of named sub-timings (seconds) instead of None; those are collected too.
@@ -43,11 +47,12 @@ def interleaved(cases, repeats=5, warmup=1, sync=None):
         for name, fn in cases.items():
             c0 = time.process_time()
             t0 = time.perf_counter()
-            parts = fn()
+            for _ in range(calls):
+                parts = fn()
             if sync is not None:
                 sync()
-            samples[name].append(time.perf_counter() - t0)
-            cpu[name].append(time.process_time() - c0)
+            samples[name].append((time.perf_counter() - t0) / calls)
+            cpu[name].append((time.process_time() - c0) / calls)
             for k, v in (parts or {}).items():
                 subs[name].setdefault(k, []).append(v)
     out = {}

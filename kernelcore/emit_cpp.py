@@ -57,6 +57,7 @@ class Emitter:
         self.lines: list[str] = []
         self.indent = 0
         self.filename = ""
+        self.function_uses = {}
 
     # -- output helpers --------------------------------------------------------------------
     def w(self, text=""):
@@ -171,7 +172,8 @@ class Emitter:
                 k += 1
 
     def fwd_Copy(self, s, mode, ret):
-        self.w(f"{s.out.cname} = {s.src.cname};")
+        if s.out.cname != s.src.cname:  # one variable when the loop updates it in place
+            self.w(f"{s.out.cname} = {s.src.cname};")
 
     def fwd_GetAttr(self, s, mode, ret):
         self.w(f"{s.out.cname} = {s.obj.cname}.{s.field};")
@@ -222,7 +224,8 @@ class Emitter:
 
     def _carry_update(self, loop, src="exit", dst="entry"):
         """Parallel assignment entry <- exit (values may be swapped between carried names)."""
-        pairs = [(getattr(c, dst), getattr(c, src)) for c in loop.carried if getattr(c, dst) is not getattr(c, src)]
+        pairs = [(getattr(c, dst), getattr(c, src)) for c in loop.carried
+                 if getattr(c, dst).cname != getattr(c, src).cname]
         if not pairs:
             return
         tmps = " ".join(f"{ctype(d.type)} t{k} = {s_.cname};" for k, (d, s_) in enumerate(pairs))
@@ -245,9 +248,19 @@ class Emitter:
             self.w(f"if (!{cond_call}) break;")
 
     def fwd_Loop(self, s, mode, ret):
-        u = s.uid
         if mode == "adjoint":
             return self._replay_loop(s)
+        shared = _in_place_carried(s, self.function_uses)
+        for exit_var, entry in shared:
+            exit_var.storage = entry.cname
+        try:
+            self._plain_loop(s, mode, ret)
+        finally:
+            for exit_var, _ in shared:
+                del exit_var.storage
+
+    def _plain_loop(self, s, mode, ret):
+        u = s.uid
         if s.kind == "while":
             # plain forward: evaluate the condition inline
             for c in s.carried:
@@ -417,6 +430,7 @@ class Emitter:
     def emit_function(self, inst):
         """Forward, replay and adjoint C++ functions of one @kc.func specialisation."""
         self.filename = _escape_path(inst.defn.file)
+        self.function_uses = _function_uses(inst.ir) if inst.native is None else {}
         rt = ctype(inst.result_type) if inst.result_type is not None else "void"
         if inst.native is not None:
             return self._emit_native_function(inst, rt)
@@ -425,6 +439,7 @@ class Emitter:
         ret_default = "{}" if rt != "void" else ""
         for suffix, mode, fir in (("", "fwd", ir), ("_replay", "replay", inst.replay_ir or ir)):
             fparams = ", ".join(f"{ctype(v.type)} {v.cname}" for v in fir.args)
+            self.function_uses = _function_uses(fir)
             self.w(f"static KC_FUNC {rt} {inst.cname}{suffix}({fparams}) {{")
             self.indent += 1
             self.declare_values(fir, adj=False)
@@ -442,6 +457,7 @@ class Emitter:
             gadj = [f"{ctype(v.type)}& adj_{v.cname}" for v in g.args[:n]]
             tail = [f"{ctype(g.args[n].type)} {g.args[n].cname}"] if len(g.args) > n else []
             self.grad_params = {v.label: v.cname for v in g.args[:n]}
+            self.function_uses = _function_uses(g)
             self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join(gparams + gadj + tail)}) {{")
             self.indent += 1
             self.declare_values(g, adj=False)
@@ -478,6 +494,7 @@ class Emitter:
     def emit_kernel_threads(self, kernel_name, ir, with_adjoint=True):
         """Per-thread forward (and adjoint) functions of a kernel."""
         self.filename = _escape_path(ir.defn.file)
+        self.function_uses = _function_uses(ir)
         # arrays by reference: a thread function that is not inlined otherwise copies every array
         # descriptor (64 bytes) per element, which tripled the cost of small adjoint kernels
         params = "".join(f", const {ctype(v.type)}& {v.cname}" if isinstance(v.type, ArrayType)
@@ -583,6 +600,55 @@ def _speculatable(block) -> bool:
         if row.name in _NO_SPECULATE and not all(T.is_float(a.type) or (T.is_composite(a.type) and T.is_float(a.type._dtype)) for a in st.args):
             return False
     return True
+
+
+def _function_uses(ir):
+    """Var id -> number of statements (and returns) that read it."""
+    from .accumulation import _collect_uses
+
+    uses = {}
+    for st in ir.block.walk():
+        found = set()
+        _collect_uses(st, found)
+        for vid in found:
+            uses[vid] = uses.get(vid, 0) + 1
+    for v in ir.ret_vars:
+        uses[v.id] = uses.get(v.id, 0) + 1
+    return uses
+
+
+def _in_place_carried(loop, function_uses):
+    """Carried values a loop updates in place: ``x1 = copy(x0)`` of the iteration's entry value
+    x0, where x0 has no other use and x1 is the value carried to the next iteration (the
+    frontend's copy before a builtin that mutates its argument, e.g. a query iterator).
+    Plain forward code may keep both in one C++ variable; the copy then disappears, which
+    matters for iterators updated by a non-inlined function (their address is taken, so
+    each copy would be a memory copy per iteration). The adjoint keeps the copies: it
+    restores entry values from checkpoints and accumulates adjoints through them."""
+    from .accumulation import _collect_uses
+
+    # the value after the loop must be unused: with one variable it would be the value the
+    # failing while-condition left, where the adjoint's replay sees the value before it
+    brk = {v.id for v in (loop.brk or ())}
+    exits = {c.entry.id: c.exit for c in loop.carried
+             if c.exit is not None and c.exit is not c.entry and c.entry.id not in brk
+             and (c.result is None or not function_uses.get(c.result.id))}
+    if not exits:
+        return []
+    copies = [st for st in list(loop.cond_block.walk()) + list(loop.body.walk())
+              if isinstance(st, Copy) and st.src.id in exits and exits[st.src.id] is st.out]
+    if not copies:
+        return []
+    uses = {}
+    for st in list(loop.cond_block.walk()) + list(loop.body.walk()):
+        found = set()
+        _collect_uses(st, found)
+        if isinstance(st, Loop):  # an inner loop's carried values refer to ours
+            for c in st.carried:
+                found.add(c.init.id)
+        for vid in found:
+            uses[vid] = uses.get(vid, 0) + 1
+    return [(st.out, st.src) for st in copies if uses.get(st.src.id, 0) == 1]
 
 
 def _ncomp(t):

@@ -25,7 +25,7 @@ class Var:
 
     @property
     def cname(self):
-        return f"v{self.id}"
+        return self.__dict__.get("storage") or f"v{self.id}"
 
     def __repr__(self):
         lab = f":{self.label}" if self.label else ""

@@ -77,10 +77,17 @@ KC_FUNC f32 cell_gap(f32 x, i32 c, f32 w) {
     return x < lo ? lo - x : (x > hi ? x - hi : 0.0f);
 }
 
-KC_FUNC bool hash_grid_query_next(hash_grid_query_t& q, i32& index) {
+// Move q on to the next non-empty range of candidates; false when the box is done. Kept out of
+// line on the CPU: inlined into the user's loop, its state competed with the loop body for
+// registers (measured 9% slower for the neighbour-sum benchmark).
+#if KC_CUDA
+KC_FUNC bool hash_grid_next_range(hash_grid_query_t& q) {
+#else
+__attribute__((noinline)) static bool hash_grid_next_range(hash_grid_query_t& q) {
+#endif
     const hash_grid_t* g = q.grid;
     for (;;) {
-        if (q.cur < q.end) { index = g->sorted_ids[q.cur++]; return true; }
+        if (q.cur < q.end) return true;
         if (q.cur2 < q.end2) { q.cur = q.cur2; q.end = q.end2; q.cur2 = q.end2 = 0; continue; }
         if (q.iz >= q.nz) return false;
         i32 iy = q.iy, iz = q.iz;
@@ -111,6 +118,11 @@ KC_FUNC bool hash_grid_query_next(hash_grid_query_t& q, i32& index) {
             q.cur2 = starts[base]; q.end2 = starts[base + x + n - g->dim_x];
         }
     }
+}
+
+KC_FUNC bool hash_grid_query_next(hash_grid_query_t& q, i32& index) {
+    if (q.cur < q.end || hash_grid_next_range(q)) { index = q.grid->sorted_ids[q.cur++]; return true; }
+    return false;
 }
 KC_FUNC void adj_hash_grid_query_next(hash_grid_query_t&, i32&, hash_grid_query_t&, i32&, bool) {}
 

@@ -102,3 +102,92 @@ def test_fold_select_accumulate_rewrites_and_keeps_values_and_gradients():
     tape.backward(grads={out: np.ones(4, np.float32)})
     ref = (d > 0).sum(0) - (d > 0).sum(1)  # d out_i / d x_k summed over i
     np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
+
+
+@kc.kernel
+def random_walk(out: kc.array(dtype=float), last: kc.array(dtype=float), n: int):
+    i = kc.tid()
+    state = kc.rand_init(7, i)
+    k = int(0)
+    s = float(0.0)
+    while k < n:
+        s += kc.randf(state)
+        k += 1
+    out[i] = s
+    last[i] = kc.randf(state)
+
+
+@kc.kernel
+def random_walk_static(out: kc.array(dtype=float), last: kc.array(dtype=float)):
+    i = kc.tid()
+    state = kc.rand_init(7, i)
+    s = float(0.0)
+    for k in range(5):
+        s += kc.randf(state)
+    out[i] = s
+    last[i] = kc.randf(state)
+
+
+def test_in_place_loop_update_keeps_one_variable():
+    """A value a builtin mutates in a loop (rand state, query iterators) is updated in place in
+    the forward code (no copy per iteration) and still gives the same numbers as the unrolled
+    loop, also for the value after the loop."""
+    from kernelcore.emit_cpp import _function_uses, _in_place_carried
+
+    ir = random_walk.ir()
+    loop = next(s for s in ir.block.stmts if isinstance(s, Loop))
+    pairs = _in_place_carried(loop, _function_uses(ir))
+    # the state is read after the loop: its final value must come from the same place as in
+    # the adjoint's replay, so it keeps its copy; nothing else is mutated in place here
+    assert pairs == []
+    a, b = kc.zeros(8, dtype=float), kc.zeros(8, dtype=float)
+    kc.launch(random_walk, dim=8, inputs=[a, b, 5])
+    c, d = kc.zeros(8, dtype=float), kc.zeros(8, dtype=float)
+    kc.launch(random_walk_static, dim=8, inputs=[c, d])
+    assert (a.numpy() == c.numpy()).all() and (b.numpy() == d.numpy()).all()
+
+
+@kc.kernel
+def random_sum(out: kc.array(dtype=float), n: int):
+    i = kc.tid()
+    state = kc.rand_init(7, i)
+    k = int(0)
+    s = float(0.0)
+    while k < n:
+        s += kc.randf(state)
+        k += 1
+    out[i] = s
+
+
+def test_in_place_loop_update_gives_the_same_numbers():
+    from kernelcore.emit_cpp import _function_uses, _in_place_carried
+
+    ir = random_sum.ir()
+    loop = next(s for s in ir.block.stmts if isinstance(s, Loop))
+    assert [c.name for c in loop.carried if any(c.exit is o for o, _ in _in_place_carried(loop, _function_uses(ir)))] == ["state"]
+    a = kc.zeros(8, dtype=float, requires_grad=True)
+    kc.launch(random_sum, dim=8, inputs=[a, 5])
+    c, d = kc.zeros(8, dtype=float), kc.zeros(8, dtype=float)
+    kc.launch(random_walk_static, dim=8, inputs=[c, d])
+    assert (a.numpy() == c.numpy()).all()
+
+
+def test_in_place_loop_update_of_a_query_iterator():
+    import geometry  # noqa: F401  (registers the hash-grid builtins)
+    from kernelcore.emit_cpp import _function_uses, _in_place_carried
+
+    @kc.kernel
+    def count_near(grid: kc.uint64, pts: kc.array(dtype=kc.vec3), r: float, out: kc.array(dtype=int)):
+        i = kc.tid()
+        q = kc.hash_grid_query(grid, pts[i], r)
+        j = int(0)
+        c = int(0)
+        while kc.hash_grid_query_next(q, j):
+            if kc.length(pts[j] - pts[i]) <= r:
+                c += 1
+        out[i] = c
+
+    ir = count_near.ir()
+    loop = next(s for s in ir.block.stmts if isinstance(s, Loop))
+    pairs = _in_place_carried(loop, _function_uses(ir))
+    assert sorted(c.name for c in loop.carried if any(c.exit is o for o, _ in pairs)) == ["j", "q"]
