@@ -40,6 +40,7 @@ KC_FUNC i32 grid_cell(const hash_grid_t* g, i32 x, i32 y, i32 z) {
 // periodic images of space, so nothing is skipped then.
 struct hash_grid_query_t {
     const hash_grid_t* grid;
+    const i32* ids;         // grid->sorted_ids, kept here so the candidate loop need not reload it
     f32 px, py, pz, r2;     // the ball (radius slightly inflated against rounding)
     i32 x0, y0, z0;         // first cell of the box (unwrapped)
     i32 x0w, y0w, z0w;      // the same, wrapped into the table
@@ -53,6 +54,7 @@ KC_FUNC hash_grid_query_t hash_grid_query(kc::uint64 id, const vec3& p, f32 radi
     hash_grid_query_t q = {};
     const hash_grid_t* g = (const hash_grid_t*)id;
     q.grid = g;
+    if (g) q.ids = g->sorted_ids;
     if (!g || g->num_points <= 0 || !(radius >= 0.0f)) return q;   // nz = 0: no rows
     i32 lo[3], n[3], dims[3] = {g->dim_x, g->dim_y, g->dim_z};
     q.cull = 1;
@@ -121,7 +123,7 @@ __attribute__((noinline)) static bool hash_grid_next_range(hash_grid_query_t& q)
 }
 
 KC_FUNC bool hash_grid_query_next(hash_grid_query_t& q, i32& index) {
-    if (q.cur < q.end || hash_grid_next_range(q)) { index = q.grid->sorted_ids[q.cur++]; return true; }
+    if (q.cur < q.end || hash_grid_next_range(q)) { index = q.ids[q.cur++]; return true; }
     return false;
 }
 KC_FUNC void adj_hash_grid_query_next(hash_grid_query_t&, i32&, hash_grid_query_t&, i32&, bool) {}
