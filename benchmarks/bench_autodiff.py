@@ -554,7 +554,7 @@ def _with_threads(fn, threads):
     return run
 
 
-def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup):
+def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup, calls=1):
     """Time one simulation for each kc thread setting and warp; all interleaved, medians reported."""
     runners = {}
     for th in kc_threads:
@@ -568,7 +568,7 @@ def bench_case(name, make_kc, make_wp, kc_threads, repeats, warmup):
             fn = getattr(obj, stage)
             cases[f"{label}:{stage}"] = _with_threads(fn, th) if label.startswith("kc") else fn
     load_before = load_average()
-    res = interleaved(cases, repeats=repeats, warmup=warmup)
+    res = interleaved(cases, repeats=repeats, warmup=warmup, calls=calls)
     out = {"name": name, "load_average_1min": [load_before, load_average()]}
     for label, (obj, th) in runners.items():
         f, fb = res[f"{label}:forward"], res[f"{label}:forward_backward"]
@@ -609,6 +609,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per case (interleaved)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs per case first (compilation)")
+    parser.add_argument("--calls", type=int, default=3,
+                        help="back-to-back runs per sample (steady state: on a 2-vCPU VM a multi-threaded run right "
+                             "after single-threaded work finds the idle core slow to come back)")
     parser.add_argument("--cases", default="mass_spring,mpm", help="comma-separated subset of mass_spring,mpm")
     parser.add_argument("--no-warp", action="store_true", help="skip the warp comparison even if warp is installed")
     parser.add_argument("--kc-threads", default="default,1",
@@ -619,7 +622,7 @@ def main(argv=None):
     use_warp = wp is not None and not args.no_warp
     result = {"benchmark": "autodiff", "environment": environment(), "kernelcore_version": kc.__version__,
               "warp_version": getattr(wp, "__version__", None) if use_warp else None,
-              "settings": {"repeats": args.repeats, "warmup": args.warmup,
+              "settings": {"repeats": args.repeats, "warmup": args.warmup, "calls_per_sample": args.calls,
                            "mass_spring": {"particles": MS_SIDE * MS_SIDE, "steps": MS_STEPS},
                            "mpm": {"particles": MPM_SIDE * MPM_SIDE, "grid": MPM_GRID, "substeps": MPM_SUBSTEPS}},
               "cases": {}}
@@ -634,7 +637,7 @@ def main(argv=None):
             raise SystemExit(f"unknown case '{name}' (expected mass_spring or mpm)")
         make_kc, make_wp = makers[name]
         result["cases"][name] = bench_case(name, make_kc, make_wp if use_warp else None, kc_threads,
-                                           args.repeats, args.warmup)
+                                           args.repeats, args.warmup, args.calls)
     result["settings"]["mass_spring"]["springs"] = len(mass_spring_setup()[2])
     write_json(result, args.out)
     return result
