@@ -1,0 +1,57 @@
+"""Per-kernel forward and adjoint times of the MLS-MPM benchmark's kernels (microseconds).
+
+Each kernel is launched back to back (median of 5 blocks of 200 launches), forward and then
+``launch(adjoint=True)``; KERNELCORE_NUM_THREADS=1 gives the one-thread figures.
+
+Run: python benchmarks/profile_mpm_kernels.py
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kernelcore as kc  # noqa: E402
+import bench_autodiff as B  # noqa: E402
+
+
+def median_us(fn, n=200):
+    fn()
+    blocks = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        blocks.append((time.perf_counter() - t0) / n)
+    return sorted(blocks)[2] * 1e6
+
+
+def main():
+    sim = B.KcMpm()
+    c, P, G = sim.c, sim.np_, B.MPM_GRID
+
+    def arr(value=None, shape=P, dtype=kc.vec2):
+        return kc.array(value, dtype=dtype, requires_grad=True) if value is not None else \
+            kc.zeros(shape, dtype=dtype, requires_grad=True)
+
+    x, v = arr(sim.x0.numpy()), arr(sim.v0.numpy())
+    C, F = arr(dtype=kc.mat22), arr(np.tile(np.eye(2, dtype=np.float32), (P, 1, 1)), dtype=kc.mat22)
+    F1, gv, gm = arr(dtype=kc.mat22), arr(shape=(G, G)), arr(shape=(G, G), dtype=float)
+    gv1, x1, v1, C1 = arr(shape=(G, G)), arr(), arr(), arr(dtype=kc.mat22)
+    launches = [
+        (B.kc_p2g, P, [x, v, C, F, B.MPM_DT, c["inv_dx"], c["p_mass"], c["p_vol"], c["mu"], c["la"], F1, gv, gm]),
+        (B.kc_grid_update, (G, G), [gv, gm, B.MPM_GRAVITY, B.MPM_DT, G, gv1]),
+        (B.kc_g2p, P, [x, gv1, B.MPM_DT, c["inv_dx"], x1, v1, C1]),
+    ]
+    print(f"threads: {os.environ.get('KERNELCORE_NUM_THREADS') or os.cpu_count()}")
+    for kernel, dim, args in launches:
+        fwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, record_tape=False))
+        bwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, adjoint=True, record_tape=False))
+        print(f"{kernel.key:16s} forward {fwd:7.1f} us   adjoint {bwd:7.1f} us   ratio {bwd / fwd:.2f}")
+
+
+if __name__ == "__main__":
+    main()
