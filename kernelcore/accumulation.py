@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from . import types as T
 from .array import ArrayType
-from .ir import Call, Carried, Copy, FuncCall, Loop, Tid, Var
+from .ir import Call, Copy, FuncCall, Tid, use_counts
 
 _ACCUMULATE = ("atomic_add", "atomic_sub")
 _HARMLESS = ("array_len", "array_shape")  # read only the descriptor
@@ -74,7 +74,6 @@ def _analyse(ir, adjoint):
     args = {v.id: k for k, v in enumerate(ir.args) if isinstance(v.type, ArrayType)}
     alias = {}          # Var id -> argument index, through copies
     tids = {}           # Var id -> Tid.dim
-    used = set()        # ids of Vars read by some statement
     accesses = {}       # argument index -> [(builtin name, index vars, result var)]
     out = Plan()
     stmts = list(ir.block.walk())
@@ -87,9 +86,7 @@ def _analyse(ir, adjoint):
             tids[s.out.id] = tids[s.src.id]
         elif isinstance(s, Tid):
             tids[s.out.id] = s.dim
-        _collect_uses(s, used)
-    for v in ir.ret_vars:
-        used.add(v.id)
+    used = use_counts(stmts, ir.ret_vars)  # Vars some statement reads
 
     def arg_of(v):
         return alias.get(v.id, args.get(v.id))
@@ -179,25 +176,3 @@ def _private_layout(dtype):
             n *= d
         return _PRIVATE_SCALARS[dtype._dtype], n
     return None, 0
-
-
-def _collect_uses(s, used):
-    for name, value in vars(s).items():
-        if name == "out":
-            continue
-        _add_uses(value, used)
-    if isinstance(s, Loop):
-        for c in s.carried:
-            _add_uses(c.init, used)
-            _add_uses(c.exit, used)
-
-
-def _add_uses(value, used):
-    if isinstance(value, Var):
-        used.add(value.id)
-    elif isinstance(value, Carried):
-        _add_uses(value.init, used)
-        _add_uses(value.exit, used)
-    elif isinstance(value, (list, tuple)):
-        for x in value:
-            _add_uses(x, used)

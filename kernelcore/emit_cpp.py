@@ -10,10 +10,11 @@ import math
 
 from . import config
 from . import types as T
+from .accumulation import plan as accumulation_plan
 from .adjoint import Rev, RevIf, RevLoop, reverse_block
 from .array import ArrayType
 from .ir import (AdjointAccumulate, Call, Const, Construct, Copy, FuncCall, GetAttr, If, Loop, Print, SetAttr,
-                 Tid, Var, defined_vars)
+                 Tid, Var, defined_vars, use_counts)
 
 
 def ctype(t) -> str:
@@ -257,7 +258,7 @@ class Emitter:
             self._plain_loop(s, mode, ret)
         finally:
             for exit_var, _ in shared:
-                del exit_var.storage
+                exit_var.storage = None
 
     def _plain_loop(self, s, mode, ret):
         u = s.uid
@@ -524,8 +525,6 @@ class Emitter:
 
     def emit_entry_points(self, kernel_name, ir, with_adjoint=True):
         """CPU entry points: an OpenMP loop over the launch grid."""
-        from .accumulation import plan
-
         call_args = "".join(f", a->{v.cname}" for v in ir.args)
         flush = " fflush(stdout);" if ir.has_print else ""
         for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)):
@@ -533,7 +532,7 @@ class Emitter:
             self.w("    const kc::int64 n = b->size;")
             self.w("    if (b->nthreads <= 1) {")
             self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
-            private = plan(ir, kind == "bwd").private
+            private = accumulation_plan(ir, kind == "bwd").private
             if private:
                 self.indent += 1
                 self.emit_private_launch(kernel_name, kind, ir, private)
@@ -564,7 +563,7 @@ class Emitter:
             self.w(f"const bool on_{k} = (b->private_mask >> {k} & 1) && {v}.{field} && team <= KC_MAX_THREADS;")
             self.w(f"const kc::int64 count_{k} = on_{k} ? kc::element_count({v}) * {tgt.ncomp} : 0;")
             self.w(f"if (on_{k}) {{")
-            self.w(f"    if (tn > 0) {v}.{field} = ({type(self)._elem_ptr(v, field)})kc::private_copy({k}, count_{k} * sizeof({tgt.scalar}));")
+            self.w(f"    if (tn > 0) {v}.{field} = (decltype({v}.{field}))kc::private_copy({k}, count_{k} * sizeof({tgt.scalar}));")
             self.w(f"    copies_{k}[tn] = (void*){v}.{field}; {v}.serial = 1;")
             self.w("}")
         args = "".join(f", la.{v.cname}" for v in ir.args)
@@ -575,10 +574,6 @@ class Emitter:
         self.indent -= 1
         self.w("}")
         self.indent -= 1
-
-    @staticmethod
-    def _elem_ptr(v, field):
-        return f"decltype({v}.{field})"
 
 
 _SPECULATE_MAX = 8
@@ -603,18 +598,8 @@ def _speculatable(block) -> bool:
 
 
 def _function_uses(ir):
-    """Var id -> number of statements (and returns) that read it."""
-    from .accumulation import _collect_uses
-
-    uses = {}
-    for st in ir.block.walk():
-        found = set()
-        _collect_uses(st, found)
-        for vid in found:
-            uses[vid] = uses.get(vid, 0) + 1
-    for v in ir.ret_vars:
-        uses[v.id] = uses.get(v.id, 0) + 1
-    return uses
+    """Var id -> number of statements (and returns) of a function that read it."""
+    return use_counts(ir.block.walk(), ir.ret_vars)
 
 
 def _in_place_carried(loop, function_uses):
@@ -625,8 +610,6 @@ def _in_place_carried(loop, function_uses):
     matters for iterators updated by a non-inlined function (their address is taken, so
     each copy would be a memory copy per iteration). The adjoint keeps the copies: it
     restores entry values from checkpoints and accumulates adjoints through them."""
-    from .accumulation import _collect_uses
-
     # the value after the loop must be unused: with one variable it would be the value the
     # failing while-condition left, where the adjoint's replay sees the value before it
     brk = {v.id for v in (loop.brk or ())}
@@ -639,15 +622,7 @@ def _in_place_carried(loop, function_uses):
               if isinstance(st, Copy) and st.src.id in exits and exits[st.src.id] is st.out]
     if not copies:
         return []
-    uses = {}
-    for st in list(loop.cond_block.walk()) + list(loop.body.walk()):
-        found = set()
-        _collect_uses(st, found)
-        if isinstance(st, Loop):  # an inner loop's carried values refer to ours
-            for c in st.carried:
-                found.add(c.init.id)
-        for vid in found:
-            uses[vid] = uses.get(vid, 0) + 1
+    uses = use_counts(list(loop.cond_block.walk()) + list(loop.body.walk()))
     return [(st.out, st.src) for st in copies if uses.get(st.src.id, 0) == 1]
 
 

@@ -22,10 +22,11 @@ class Var:
         self.type = type_
         self.label = label
         self.const = const  # Python value when known at compile time
+        self.storage = None  # set by the emitter while this value shares another's C++ variable
 
     @property
     def cname(self):
-        return self.__dict__.get("storage") or f"v{self.id}"
+        return self.storage or f"v{self.id}"
 
     def __repr__(self):
         lab = f":{self.label}" if self.label else ""
@@ -165,6 +166,37 @@ def defined_vars(block: Block):
             if s.cond is not None:
                 out.append(s.cond)
     return out
+
+
+def read_vars(stmt) -> set:
+    """Ids of the Vars a statement reads (a loop: its carried initial and end-of-body values)."""
+    found = set()
+
+    def add(value):
+        if isinstance(value, Var):
+            found.add(value.id)
+        elif isinstance(value, Carried):
+            add(value.init)
+            add(value.exit)
+        elif isinstance(value, (list, tuple)):
+            for x in value:
+                add(x)
+
+    for name, value in vars(stmt).items():
+        if name != "out":
+            add(value)
+    return found
+
+
+def use_counts(stmts, extra=()) -> dict:
+    """Var id -> how many of ``stmts`` read it (``extra``: Vars read once more, e.g. returns)."""
+    counts = {}
+    for st in stmts:
+        for vid in read_vars(st):
+            counts[vid] = counts.get(vid, 0) + 1
+    for v in extra:
+        counts[v.id] = counts.get(v.id, 0) + 1
+    return counts
 
 
 def format_block(block: Block, indent=0) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 
 from . import config
 from . import types as T
+from .accumulation import plan as accumulation_plan
 from .array import ArrayType, array, array_ctypes
 from .device import get_device, get_runtime, num_threads
 from .errors import KernelRuntimeError
@@ -238,7 +239,7 @@ def _thread_policy(bounds, ir, adjoint, values):
     """
     bounds.private_mask = 0
     if bounds.nthreads > 1:
-        p = _accumulation_plan(ir, adjoint)
+        p = accumulation_plan(ir, adjoint)
         if p.targets or p.shared:
             _share_targets(bounds, p, adjoint, values)
     if bounds.nthreads <= 1:  # one thread: accumulation needs no atomics (kc_array.h, accumulate)
@@ -287,12 +288,6 @@ def _contiguous(d, itemsize):
             return False
         step *= d.shape[i]
     return True
-
-
-def _accumulation_plan(ir, adjoint):
-    from .accumulation import plan
-
-    return plan(ir, adjoint)
 
 
 def _prepare_backward(lk, fwd_bounds, ir, packed, params):
