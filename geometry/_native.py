@@ -31,7 +31,8 @@ _f32 = ctypes.c_float
 
 class HashGridDesc(ctypes.Structure):
     _fields_ = [("dim_x", _i32), ("dim_y", _i32), ("dim_z", _i32), ("num_points", _i32),
-                ("cell_width", _f32), ("inv_cell_width", _f32), ("build_radius", _f32), ("_pad0", _i32),
+                ("build_radius", _f32), ("_pad0", _i32), ("cell_width", _f32 * 3), ("inv_cell_width", _f32 * 3),
+                ("split", _i32 * 3), ("_pad1", _i32),
                 ("point_stride", ctypes.c_int64), ("points", _p), ("sorted_ids", _p), ("cell_starts", _p),
                 ("point_cells", _p)]
 

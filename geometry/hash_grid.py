@@ -8,11 +8,16 @@ import kernelcore as kc
 from . import _kernels, _native
 from ._util import as_vec3_array, check_device, positive_float, positive_int
 
+# Queries copy sorted ids in fixed-size blocks that may read past the last id
+# (GEO_HASH_GRID_COPY_BLOCK in native/geo_hash_grid.h).
+ID_PADDING = 32
+
 
 class HashGrid:
     """Uniform grid of cells folded into a ``dim_x * dim_y * dim_z`` table (cells wrap around).
 
-    ``build(points, radius)`` sorts the points by cell with cell width ``radius``; inside
+    ``build(points, radius)`` sorts the points by cell (cells ``radius`` wide, cut into up to
+    8 slices along x when the points' x extent still fits the table unwrapped); inside
     kernels ``kc.hash_grid_query(grid.id, p, r)`` / ``kc.hash_grid_query_next(query, index)``
     iterate over candidate points: every point within ``r`` of ``p`` exactly once, plus others
     from the cells the ball around ``p`` meets (test the distance yourself; cells the ball
@@ -52,8 +57,8 @@ class HashGrid:
     def reserve(self, num_points: int):
         """Allocate room for num_points so that later builds of up to that many do not allocate."""
         n = int(num_points)
-        if n > self._sorted_ids.shape[0]:
-            self._sorted_ids = np.zeros(n, dtype=np.int32)
+        if n + ID_PADDING > self._sorted_ids.shape[0]:
+            self._sorted_ids = np.zeros(n + ID_PADDING, dtype=np.int32)
             self._point_cells = np.zeros(n, dtype=np.int32)
             self._desc.sorted_ids = _native.ptr(self._sorted_ids)
             self._desc.point_cells = _native.ptr(self._point_cells)

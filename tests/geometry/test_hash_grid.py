@@ -163,3 +163,110 @@ def test_bad_dims_and_points():
         grid.build(np.zeros((3, 2), np.float32), 0.1)
     with pytest.raises(ValueError, match="points"):
         grid.build(np.array([[0, 0, np.nan]], np.float32), 0.1)
+
+
+@kc.kernel
+def neighbour_count_and_id_sum(grid: kc.uint64, points: kc.array(dtype=kc.vec3), radius: float,
+                               counts: kc.array(dtype=kc.int32), id_sums: kc.array(dtype=kc.int64)):
+    i = kc.tid()
+    p = points[i]
+    query = kc.hash_grid_query(grid, p, radius)
+    index = int(0)
+    c = int(0)
+    s = kc.int64(0)
+    while kc.hash_grid_query_next(query, index):
+        if kc.length(p - points[index]) <= radius:
+            c += 1
+            s += kc.int64(index)
+    counts[i] = c
+    id_sums[i] = s
+
+
+def _count_and_id_sum(grid, points, r):
+    n = len(points)
+    counts, sums = kc.zeros(n, dtype=kc.int32), kc.zeros(n, dtype=kc.int64)
+    kc.launch(neighbour_count_and_id_sum, dim=n, inputs=[grid.id, kc.array(points, dtype=kc.vec3), r, counts, sums])
+    return counts.numpy(), sums.numpy()
+
+
+def test_more_candidates_than_one_query_buffer():
+    # 1500 points in one cell: every query walks them all, across several refills of the
+    # query's candidate buffer
+    rng = np.random.default_rng(5)
+    points = (rng.random((1500, 3)) * 0.01).astype(np.float32)
+    grid = HashGrid(16, 16, 16)
+    grid.build(points, 0.5)
+    counts, sums = _count_and_id_sum(grid, points, 0.5)
+    assert (counts == 1500).all()
+    assert (sums == 1500 * 1499 // 2).all()
+
+
+@pytest.mark.parametrize("dims,extent,split", [((128, 128, 128), 1.0, (8, 1, 1)), ((30, 30, 30), 1.0, (3, 1, 1)),
+                                               ((12, 12, 12), 1.0, (1, 1, 1)), ((35, 13, 9), 1.0, (3, 1, 1))])
+def test_cells_are_sliced_only_as_far_as_the_table_allows(dims, extent, split):
+    # cells are the radius cut into slices along x (and y) while the points still fit the table
+    # unwrapped; results are exact whatever the slicing
+    rng = np.random.default_rng(11)
+    points = (rng.random((4000, 3)) * extent).astype(np.float32)
+    r = 0.1
+    grid = HashGrid(*dims)
+    grid.build(points, r)
+    assert tuple(grid._desc.split) == split
+    counts, sums = _count_and_id_sum(grid, points, r)
+    d, within = _brute(points, points, r)
+    near_edge = np.abs(d - r) < 1e-5
+    assert np.all(np.abs(counts - within.sum(1)) <= near_edge.sum(1))
+    ok = near_edge.sum(1) == 0
+    np.testing.assert_array_equal(sums[ok], (within * np.arange(len(points))).sum(1)[ok])
+
+
+@kc.kernel
+def copy_mid_query(grid: kc.uint64, points: kc.array(dtype=kc.vec3), radius: float,
+                   firsts: kc.array(dtype=kc.int64), rest_a: kc.array(dtype=kc.int64), rest_b: kc.array(dtype=kc.int64)):
+    i = kc.tid()
+    p = points[i]
+    query = kc.hash_grid_query(grid, p, radius)
+    index = int(0)
+    n = int(0)
+    s0 = kc.int64(0)
+    while kc.hash_grid_query_next(query, index):
+        s0 += kc.int64(index)
+        n += 1
+        if n == 3:
+            break
+    copy = query
+    sa = kc.int64(0)
+    while kc.hash_grid_query_next(query, index):
+        sa += kc.int64(index)
+    sb = kc.int64(0)
+    while kc.hash_grid_query_next(copy, index):
+        sb += kc.int64(index)
+    firsts[i] = s0
+    rest_a[i] = sa
+    rest_b[i] = sb
+
+
+@kc.kernel
+def candidate_id_sum(grid: kc.uint64, points: kc.array(dtype=kc.vec3), radius: float, out: kc.array(dtype=kc.int64)):
+    i = kc.tid()
+    query = kc.hash_grid_query(grid, points[i], radius)
+    index = int(0)
+    s = kc.int64(0)
+    while kc.hash_grid_query_next(query, index):
+        s += kc.int64(index)
+    out[i] = s
+
+
+def test_a_query_copied_mid_iteration_continues_where_it_was():
+    rng = np.random.default_rng(2)
+    points = rng.random((3000, 3)).astype(np.float32)
+    grid = HashGrid(32, 32, 32)
+    grid.build(points, 0.3)    # ~300 candidates a query: the copy happens inside the first buffer
+    n = len(points)
+    kp = kc.array(points, dtype=kc.vec3)
+    firsts, rest_a, rest_b, total = (kc.zeros(n, dtype=kc.int64) for _ in range(4))
+    kc.launch(copy_mid_query, dim=n, inputs=[grid.id, kp, 0.3, firsts, rest_a, rest_b])
+    kc.launch(candidate_id_sum, dim=n, inputs=[grid.id, kp, 0.3, total])
+    np.testing.assert_array_equal(rest_a.numpy(), rest_b.numpy())
+    np.testing.assert_array_equal(firsts.numpy() + rest_a.numpy(), total.numpy())
+    assert (rest_a.numpy() > 0).all()
