@@ -107,8 +107,12 @@ def build_cuda_chunk(module, kernels, device):
     return out
 
 
-def launch_cuda(kernel, device, bounds, packed_values, adjoint, stream=None, block_dim=256):
-    """Run a kernel (or its adjoint) on a CUDA device: a 1-d grid with a grid-stride loop."""
+def launch_cuda(kernel, device, bounds, packed_values, adjoint, stream=None, block_dim=256, max_blocks=0):
+    """Run a kernel (or its adjoint) on a CUDA device: a 1-d grid with a grid-stride loop.
+
+    ``max_blocks`` > 0 caps the grid (the grid-stride loop covers the rest). Returns the stream
+    the launch ran on, so that a Tape can run the adjoint there too.
+    """
     from .launch import _args_struct, _check_error_state
 
     lk = kernel.module.ensure_built(kernel, device)
@@ -119,21 +123,46 @@ def launch_cuda(kernel, device, bounds, packed_values, adjoint, stream=None, blo
     params = (ctypes.c_void_p * 2)(ctypes.addressof(bounds), ctypes.addressof(args))
     block = max(1, min(int(block_dim), 1024))
     grid = max(1, min((int(bounds.size) + block - 1) // block, 2**31 - 1))
+    if max_blocks and int(max_blocks) > 0:
+        grid = min(grid, int(max_blocks))
+    check_stream_device(stream, device)
     cp = cuda_mem.cupy()
     with cuda_mem.device_context(device):
+        if stream is None:  # the current CuPy stream, as an object the tape can replay the adjoint on
+            stream = cp.cuda.get_current_stream()
         h = cuda_mem.stream_handle(stream, device)
         # cuLaunchKernel copies the parameter bytes before returning, so the ctypes
         # objects may go out of scope afterwards.
         cp.cuda.driver.launchKernel(entry.handle(device), grid, 1, 1, block, 1, 1, 0, h, ctypes.addressof(params), 0)
         if config.mode == "debug":
             _check_error_state(kernel, lk.chunk.read_error_state(device, h))
+    return stream
+
+
+def check_stream_device(stream, device):
+    """ValueError when ``stream`` is known to belong to a device other than the launch device."""
+    if stream is None:
+        return
+    ordinal = cuda_mem.stream_device_ordinal(stream)
+    if ordinal is not None and ordinal != device.ordinal:
+        raise ValueError(f"the stream passed to kc.launch is on device 'cuda:{ordinal}' but the launch runs on "
+                         f"'{device}': create the stream on the launch device (kc.Stream('{device}'))")
 
 
 class Stream:
-    """A CUDA stream on a device; pass it to ``kc.launch(..., stream=s)``."""
+    """A CUDA stream on a device; pass it to ``kc.launch(..., stream=s)``.
+
+    ``device`` defaults to the current device (``kc.set_device`` / ``kc.ScopedDevice``) when
+    that is a CUDA device, else ``cuda:0``.  The stream is blocking: work on it starts after
+    what was queued before on the legacy default stream, where kernelcore allocates, fills
+    and copies arrays (see interop.cuda_mem.new_stream).
+    """
 
     def __init__(self, device=None):
-        self.device = get_device(device if device is not None else "cuda")
+        if device is None:
+            current = get_device(None)
+            device = current if current.is_cuda else "cuda"
+        self.device = get_device(device)
         if not self.device.is_cuda:
             raise ValueError(f"streams exist on CUDA devices only, got '{self.device}'")
         self._stream = cuda_mem.new_stream(self.device)

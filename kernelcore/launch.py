@@ -206,7 +206,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if dev.is_cuda:
         from .cuda_backend import launch_cuda
 
-        launch_cuda(kernel, dev, bounds, values, adjoint, stream, block_dim)
+        stream = launch_cuda(kernel, dev, bounds, values, adjoint, stream, block_dim, max_blocks)
     else:
         lk = kernel.module.ensure_built(kernel, dev)
         _thread_policy(bounds, ir, adjoint, values)
@@ -224,7 +224,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
             native = None
             if not dev.is_cuda and lk.bwd is not None and config.mode != "debug":
                 native = _prepare_backward(lk, bounds, ir, packed, params)
-            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs), native)
+            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs), native, stream)
 
 
 def _thread_policy(bounds, ir, adjoint, values):

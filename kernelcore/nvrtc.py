@@ -82,6 +82,11 @@ def normalize_arch(arch) -> str:
     return arch
 
 
+def normalize_sm_arch(arch) -> str:
+    """'sm_80', 'compute_80', 80 or (8, 0) -> 'sm_80' (a real architecture: CUBIN)."""
+    return "sm_" + normalize_arch(arch)[len("compute_"):]
+
+
 def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", include_dirs=(), options=(),
                 source_path=None) -> str:
     """Compile one CUDA translation unit to PTX text.
@@ -90,8 +95,22 @@ def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", inc
     NVRTC log in ``.log``) when the source does not compile; ``source_path`` is where the
     source was saved (it is saved to the cache dir when not given).
     """
+    return _compile(source, name, normalize_arch(arch), include_dirs, options, source_path, cubin=False).decode()
+
+
+def compile_cubin(source: str, name: str = "kernelcore.cu", arch="sm_80", include_dirs=(), options=(),
+                  source_path=None) -> bytes:
+    """Compile one CUDA translation unit to a CUBIN for a real architecture (no GPU needed).
+
+    Unlike PTX, this runs the whole pipeline including ptxas, so a call to a ``__device__``
+    function that is declared but defined nowhere fails here ("Unresolved extern function")
+    instead of when a driver loads the module.  Errors as in :func:`compile_ptx`.
+    """
+    return _compile(source, name, normalize_sm_arch(arch), include_dirs, options, source_path, cubin=True)
+
+
+def _compile(source, name, arch, include_dirs, options, source_path, cubin) -> bytes:
     nvrtc = _bindings()
-    arch = normalize_arch(arch)
     opts = [f"--gpu-architecture={arch}", *NVRTC_FLAGS, f"--include-path={toolchain.NATIVE_DIR}",
             *(f"--include-path={d}" for d in include_dirs), *options]
     if config.mode == "debug":
@@ -108,6 +127,13 @@ def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", inc
             if source_path is None:
                 source_path = cache.write_source("cuda_failed_" + hashlib.sha256(source.encode()).hexdigest()[:16], source)
             raise NativeBuildError(name, log or f"NVRTC error {err}", source_path)
+        if cubin:
+            err, size = nvrtc.nvrtcGetCUBINSize(prog)
+            _check(nvrtc, err, "nvrtcGetCUBINSize")
+            buf = b" " * size
+            (err,) = nvrtc.nvrtcGetCUBIN(prog, buf)
+            _check(nvrtc, err, "nvrtcGetCUBIN")
+            return buf
         err, size = nvrtc.nvrtcGetPTXSize(prog)
         _check(nvrtc, err, "nvrtcGetPTXSize")
         buf = b" " * size
@@ -115,7 +141,7 @@ def compile_ptx(source: str, name: str = "kernelcore.cu", arch="compute_80", inc
         _check(nvrtc, err, "nvrtcGetPTX")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return buf.rstrip(b"\0").decode()
+    return buf.rstrip(b"\0")
 
 
 def _log(nvrtc, prog) -> str:
@@ -127,6 +153,25 @@ def _log(nvrtc, prog) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
+def _cached(key, arch, options, ext, compile_fn, source):
+    """Path of a cached NVRTC output (``<key>_<arch>_nvrtc<version>[_<options hash>]<ext>``),
+    compiled with ``compile_fn(source_path)`` on a miss. ``key`` must already cover the source
+    and headers."""
+    full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
+    if options:
+        full_key += "_" + hashlib.sha256(" ".join(options).encode()).hexdigest()[:8]
+    path = cache.lookup(full_key, ext)
+    if path is None:
+        src_path = cache.write_source(full_key, source)
+
+        def build(tmp):
+            with open(tmp, "wb") as f:
+                f.write(compile_fn(src_path))
+
+        path = cache.store(full_key, ext, build)
+    return path
+
+
 def cached_ptx(key: str, source: str, name: str, arch="compute_80", include_dirs=(), options=()) -> str:
     """PTX of ``source`` from the kernel cache (``<key>.ptx``), compiling on a miss.
 
@@ -134,17 +179,16 @@ def cached_ptx(key: str, source: str, name: str, arch="compute_80", include_dirs
     and any extra ``options`` are added here.
     """
     arch = normalize_arch(arch)
-    full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
-    if options:
-        full_key += "_" + hashlib.sha256(" ".join(options).encode()).hexdigest()[:8]
-    path = cache.lookup(full_key, ".ptx")
-    if path is None:
-        src_path = cache.write_source(full_key, source)
-
-        def build(tmp):
-            with open(tmp, "w") as f:
-                f.write(compile_ptx(source, name, arch, include_dirs, options, source_path=src_path))
-
-        path = cache.store(full_key, ".ptx", build)
+    path = _cached(key, arch, options, ".ptx", lambda src_path: compile_ptx(
+        source, name, arch, include_dirs, options, source_path=src_path).encode(), source)
     with open(path) as f:
+        return f.read()
+
+
+def cached_cubin(key: str, source: str, name: str, arch="sm_80", include_dirs=(), options=()) -> bytes:
+    """CUBIN of ``source`` from the kernel cache (``<key>.cubin``), compiling on a miss (see cached_ptx)."""
+    arch = normalize_sm_arch(arch)
+    path = _cached(key, arch, options, ".cubin", lambda src_path: compile_cubin(
+        source, name, arch, include_dirs, options, source_path=src_path), source)
+    with open(path, "rb") as f:
         return f.read()

@@ -13,11 +13,12 @@ from .device import get_runtime
 
 
 class _Launch:
-    def __init__(self, kernel, dim, params, device, reads, writes, n_inputs, native=None):
+    def __init__(self, kernel, dim, params, device, reads, writes, n_inputs, native=None, stream=None):
         self.kernel, self.dim, self.params, self.device = kernel, dim, params, device
         self.n_inputs = n_inputs
         self.native = native  # (adjoint entry, bounds, packed args, [(array, grad ptr)]) for a direct call
         self.reads, self.writes = reads, writes
+        self.stream = stream  # CUDA: the stream the forward ran on; the adjoint runs there too
 
 
 class _Func:
@@ -48,7 +49,8 @@ class Tape:
             stack.pop()
 
     # -- recording ---------------------------------------------------------------------------
-    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None):
+    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None, stream=None):
+        """Record one launch.  ``stream``: the CUDA stream it ran on (the adjoint runs there too)."""
         reads, writes = set(), set()
         for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
             if isinstance(t, ArrayType) and isinstance(p, array):
@@ -64,7 +66,7 @@ class Tape:
                     if config.verify_autograd_array_access:
                         p._tape_reads = True
         self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
-                                     len(params) if n_inputs is None else n_inputs, native))
+                                     len(params) if n_inputs is None else n_inputs, native, stream))
 
     def record_func(self, backward, arrays):
         """Record a Python-side step; ``backward()`` is called during the reverse pass."""
@@ -114,7 +116,8 @@ class Tape:
                     entry, bounds, packed, _ = e.native
                     entry(ctypes.addressof(bounds), ctypes.addressof(packed))
                     continue
-                launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False)
+                launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False,
+                       stream=e.stream)
             elif isinstance(e, _Func):
                 e.backward()
         for e in self.launches:
@@ -214,7 +217,17 @@ def record_copy(dest, src):
 
     def backward():
         if dest.grad is not None and src.grad is not None:
-            src.grad._buf += dest.grad._buf  # numpy or CuPy buffer: stays on its device
+            g, dev = dest.grad, src.grad.device
+            if g.device != dev:  # host<->device or across GPUs: bring the adjoint over first
+                g = array(shape=src.grad.shape, dtype=src.grad.dtype, device=dev)
+                _raw_copy(g, dest.grad)
+            if dev.is_cpu:
+                src.grad._buf += g._buf
+            else:
+                from .interop.cuda_mem import device_context
+
+                with device_context(dev):
+                    src.grad._buf += g._buf  # CuPy buffers, both on src's device
 
     tape.launches.append(_Func(backward, [src, dest], "copy"))
     if config.verify_autograd_array_access:

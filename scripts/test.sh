@@ -8,4 +8,9 @@ python3 -m pip install -q -e ".[test]"
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0 || echo "torch unavailable: torch interop tests will skip"
 export KERNELCORE_CACHE_DIR="${KERNELCORE_CACHE_DIR:-$PWD/.kernel_cache}"
 export RENDER_REQUIRE_GL=1  # the viewer tests must run, not skip, on CI
+if nvidia-smi -L >/dev/null 2>&1; then  # a GPU: CuPy too, and the GPU tests must run, not skip
+    python3 -m pip install -q -e ".[test,cuda]"
+    export KERNELCORE_REQUIRE_CUDA=1
+fi
+export KERNELCORE_REQUIRE_NVRTC=1  # NVRTC comes with the [test] extra: the CUDA compile checks must run, not skip
 python3 -m pytest -q -p no:cacheprovider "$@"

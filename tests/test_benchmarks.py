@@ -3,15 +3,21 @@ import json
 import os
 import sys
 
+import pytest
+
+import kernelcore as kc
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
-def test_bandwidth_benchmark_reports_ratios(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.cuda, pytest.mark.skipif(not kc.is_cuda_available(), reason="no CUDA GPU here")])])
+def test_bandwidth_benchmark_reports_ratios(tmp_path, device):
     import bench_bandwidth
 
     out = tmp_path / "bw.json"
-    bench_bandwidth.main(["--device", "cpu", "--n", "4096", "--repeats", "2", "--out", str(out)])
+    bench_bandwidth.main(["--device", device, "--n", "4096", "--repeats", "2", "--out", str(out)])
     d = json.loads(out.read_text())
     for name in ("saxpy", "integrate"):
         r = d["results"][name]

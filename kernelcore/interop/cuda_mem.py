@@ -145,5 +145,25 @@ def stream_handle(stream, device) -> int:
 
 
 def new_stream(device):
+    """A new CUDA stream on ``device`` that is *blocking*: ordered after the legacy default stream.
+
+    kernelcore allocates, fills, assigns and copies device arrays with CuPy on its current
+    stream, which is the legacy default stream unless the caller chose another; a blocking
+    stream waits for work queued there before, so a kernel on a kc.Stream sees its inputs
+    fully written.  (A ``non_blocking=True`` stream would race them.)
+    """
     with device_context(device):
-        return cupy().cuda.Stream(non_blocking=True)
+        return cupy().cuda.Stream(non_blocking=False)
+
+
+def stream_device_ordinal(stream):
+    """The device ordinal a stream object belongs to, or None when it cannot be told (raw handles)."""
+    dev = getattr(stream, "device", None)
+    ordinal = getattr(dev, "ordinal", None)  # kc.Stream
+    if isinstance(ordinal, int):
+        return ordinal
+    for attr in ("device_id", "device_index"):  # cupy.cuda.Stream, torch.cuda.Stream
+        o = getattr(stream, attr, None)
+        if isinstance(o, int):
+            return o if o >= 0 else None  # CuPy's null stream says -1: whichever device is current
+    return None

@@ -34,9 +34,13 @@ typedef float float32;
 typedef double float64;
 
 // Half precision is stored as bits; arithmetic goes through float32 (portable on CPU and
-// NVRTC without cuda_fp16.h).
+// NVRTC without cuda_fp16.h).  The defaulted default constructor keeps it trivial (a POD
+// that launch packing copies as bytes; `half()` and `= {}` are zero); the explicit
+// converting constructor lets generic code write `T(0)`, `T(0.5)` for T = half as well.
 struct half {
     uint16 bits;
+    half() = default;
+    template <typename U> KC_FUNC explicit half(U v);
 };
 
 KC_FUNC float half_to_float(half h) {
@@ -104,6 +108,8 @@ KC_FUNC half float_to_half(float f) {
     }
     return h;
 }
+
+template <typename U> KC_FUNC half::half(U v) : bits(float_to_half((float)v).bits) {}
 
 // Conversions used by casts in kernels (`float(x)`, `kc.float16(x)`, ...).
 template <typename To, typename From> struct caster {

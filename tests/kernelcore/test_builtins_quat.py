@@ -1,4 +1,4 @@
-"""Quaternion, transform and spatial-vector builtins against numpy (float32 and float64).
+"""Quaternion, transform and spatial-vector builtins against numpy (float16, float32 and float64).
 
 Quaternions are (x, y, z, w).  References below are written from the textbook
 definitions (Hamilton product, rotation matrix of a unit quaternion), independently of
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from _builtin_harness import kernel_source, load_module, result_type, run, tolerance
+from _builtin_harness import kernel_source, load_module, reference_inputs, result_type, run, tolerance
 
-FLOATS = (kc.float32, kc.float64)
+FLOATS = (kc.float16, kc.float32, kc.float64)
 N = 129
 
 
@@ -144,7 +144,8 @@ def _cases():
         q, v3, tf, m33, m44, v6 = (kc.quaternion(dt), kc.vector(3, dt), kc.transformation(dt), kc.matrix((3, 3), dt),
                                    kc.matrix((4, 4), dt), kc.vector(6, dt))
         U, UT = unit_quat, unit_transform
-        QN, TN = ("quat", "transform") if dt is kc.float32 else ("quatd", "transformd")
+        # kc exports no float16 transform type name, so the two transform constructor cases skip float16
+        QN, TN = {kc.float16: ("quath", None), kc.float32: ("quat", "transform"), kc.float64: ("quatd", "transformd")}[dt]
         add(f"q_add_{s}", [q, q], "{0} + {1}", np.add)
         add(f"q_sub_{s}", [q, q], "{0} - {1}", np.subtract)
         add(f"q_neg_{s}", [q], "-{0}", np.negative)
@@ -184,8 +185,9 @@ def _cases():
         add(f"q_eq_{s}", [q, q], f"kc.where({{0}} == {{0}}, kc.{s}(1.0), kc.{s}(0.0)) + kc.where({{0}} != {{1}}, kc.{s}(2.0), kc.{s}(0.0))",
             lambda a, b: np.full(len(a), 3.0), out_type=dt)
         # transforms
-        add(f"t_ctor_{s}", [v3, q], f"kc.{TN}({{0}}, {{1}})",
-            lambda p, r: np.concatenate([p, r], -1), out_type=tf)
+        if TN:
+            add(f"t_ctor_{s}", [v3, q], f"kc.{TN}({{0}}, {{1}})",
+                lambda p, r: np.concatenate([p, r], -1), out_type=tf)
         add(f"t_get_p_{s}", [tf], "kc.transform_get_translation({0})", lambda t: t[:, :3])
         add(f"t_get_q_{s}", [tf], "kc.transform_get_rotation({0})", lambda t: t[:, 3:])
         add(f"t_attr_p_{s}", [tf], "{0}.p", lambda t: t[:, :3], out_type=v3)
@@ -206,8 +208,9 @@ def _cases():
         add(f"t_add_{s}", [tf, tf], "{0} + {1}", np.add)
         add(f"t_sub_{s}", [tf, tf], "{0} - {1}", np.subtract)
         add(f"t_scale_{s}", [tf, dt], "{0} * {1}", lambda a, b: a * b[:, None])
-        add(f"t_identity_{s}", [tf, v3], f"kc.transform_point(kc.{TN}(kc.vector(0.0, 0.0, 0.0, dtype=kc.{s}), kc.{QN}(0.0, 0.0, 0.0, 1.0)) * {{0}}, {{1}})",
-            lambda t, x: t[:, :3] + qrot(t[:, 3:], x), [UT, normal], out_type=v3)
+        if TN:
+            add(f"t_identity_{s}", [tf, v3], f"kc.transform_point(kc.{TN}(kc.vector(0.0, 0.0, 0.0, dtype=kc.{s}), kc.{QN}(0.0, 0.0, 0.0, 1.0)) * {{0}}, {{1}})",
+                lambda t, x: t[:, :3] + qrot(t[:, 3:], x), [UT, normal], out_type=v3)
         # spatial vectors
         add(f"sp_top_{s}", [v6], "kc.spatial_top({0})", lambda a: a[:, :3])
         add(f"sp_bottom_{s}", [v6], "kc.spatial_bottom({0})", lambda a: a[:, 3:])
@@ -255,14 +258,17 @@ def test_quat_builtin_matches_numpy(kernels, case):
     rng = np.random.default_rng(zlib.crc32(cid.encode()))
     inputs = [s(rng, N, t) for s, t in zip(samplers, types)]
     got = run(getattr(kernels, "k_" + cid), types, OUT[cid], inputs)
-    want = np.asarray(ref(*[x.astype(np.float64) for x in inputs]))
+    dt = getattr(OUT[cid], "_dtype", OUT[cid])
+    if dt is kc.float16:  # compared with numpy in float32
+        want = np.asarray(ref(*reference_inputs(inputs, dt)))
+    else:
+        want = np.asarray(ref(*[x.astype(np.float64) for x in inputs]))
     if cid.startswith("q_from_matrix_sign"):
         # q and -q are the same rotation: align signs before comparing
         want = want * np.sign(np.sum(want * got, -1, keepdims=True))
-    dt = getattr(OUT[cid], "_dtype", OUT[cid])
     rtol, atol = tolerance(dt)
-    if dt is kc.float32:
-        rtol, atol = rtol * 5, atol * 5   # chains of several float32 products
+    if dt in (kc.float16, kc.float32):
+        rtol, atol = rtol * 5, atol * 5   # chains of several float32 (or float16) products
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 

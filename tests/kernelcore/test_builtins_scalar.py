@@ -1,4 +1,4 @@
-"""Scalar builtins (operators and the math library) against numpy, float32/float64 and ints."""
+"""Scalar builtins (operators and the math library) against numpy, float16/32/64 and ints."""
 from __future__ import annotations
 
 import zlib
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from _builtin_harness import call_expr, kernel_source, load_module, result_type, run, tolerance
+from _builtin_harness import call_expr, kernel_source, load_module, reference_inputs, result_type, run, tolerance
 
-FLOATS = (kc.float32, kc.float64)
+FLOATS = (kc.float16, kc.float32, kc.float64)
 INTS = (kc.int32, kc.int64)
 N = 257
 
@@ -164,7 +164,7 @@ def test_scalar_builtin_matches_numpy(kernels, cid, name, dt, ref, samplers, exp
     inputs = [s(rng, N, dt) for s in samplers]
     got = run(getattr(kernels, "k_" + cid), [dt] * len(inputs), _out_type(cid, dt), inputs)
     with np.errstate(all="ignore"):
-        want = ref(*inputs)
+        want = ref(*reference_inputs(inputs, dt))
     if cid.startswith(("b_", "i_")):
         np.testing.assert_array_equal(got, want)
     else:

@@ -1,4 +1,4 @@
-"""Vector and matrix builtins against numpy, for float32 and float64 (and a few int vectors)."""
+"""Vector and matrix builtins against numpy, for float16, float32 and float64 (and a few int vectors)."""
 from __future__ import annotations
 
 import zlib
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from _builtin_harness import kernel_source, load_module, result_type, run, tolerance
+from _builtin_harness import kernel_source, load_module, reference_inputs, result_type, run, tolerance
 
-FLOATS = (kc.float32, kc.float64)
+FLOATS = (kc.float16, kc.float32, kc.float64)
 N = 129
 
 
@@ -202,9 +202,12 @@ def test_vector_builtin_matches_numpy(kernels, cid, types, expr, ref, samplers):
     rng = np.random.default_rng(zlib.crc32(cid.encode()))
     inputs = [s(rng, N, t) for s, t in zip(samplers, types)]
     got = run(getattr(kernels, "k_" + cid), types, OUT_TYPES[cid], inputs)
-    want = np.asarray(ref(*[x.astype(np.float64) if x.dtype.kind == "f" else x for x in inputs]))
     dt = OUT_TYPES[cid]
     dt = getattr(dt, "_dtype", dt)
+    if dt is kc.float16:  # compared with numpy in float32
+        want = np.asarray(ref(*reference_inputs(inputs, dt)))
+    else:
+        want = np.asarray(ref(*[x.astype(np.float64) if x.dtype.kind == "f" else x for x in inputs]))
     if not dt._is_float:
         np.testing.assert_array_equal(got, want)
         return

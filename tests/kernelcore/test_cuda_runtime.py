@@ -10,6 +10,7 @@ With a GPU (``pytest.mark.cuda``, skipped otherwise): the same kernels on the de
 checked against the CPU.
 """
 import ctypes
+import os
 import types
 
 import numpy as np
@@ -21,7 +22,15 @@ from kernelcore.device import Device, get_runtime
 from kernelcore.interop import cuda_mem
 
 HAS_CUDA = kc.is_cuda_available()
-needs_gpu = [pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU here (needs CuPy, a driver and a GPU)")]
+# scripts/test.sh sets this where nvidia-smi sees a GPU: the GPU tests must then run, not skip
+REQUIRE_CUDA = os.environ.get("KERNELCORE_REQUIRE_CUDA") == "1"
+needs_gpu = [pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA and not REQUIRE_CUDA,
+                                                  reason="no CUDA GPU here (needs CuPy, a driver and a GPU)")]
+
+
+@pytest.mark.skipif(not REQUIRE_CUDA, reason="KERNELCORE_REQUIRE_CUDA is not set")
+def test_required_cuda_is_available():
+    assert HAS_CUDA, "KERNELCORE_REQUIRE_CUDA=1 but kc.is_cuda_available() is False (is CuPy installed?)"
 
 
 @kc.kernel
@@ -126,7 +135,10 @@ def test_struct_elements_as_device_bytes():
 
 # -- the CUDA path through a stand-in CuPy -----------------------------------------------------------
 class _DeviceMemory(np.ndarray):
-    """Host memory posing as a CuPy array (.get() copies, .data.ptr, .device)."""
+    """Host memory posing as a CuPy array (.get() copies, .data.ptr, .device).
+
+    Like CuPy, arithmetic that mixes it with host (numpy) arrays is a TypeError: device
+    memory never meets host memory without an explicit copy."""
 
     def get(self):
         return np.array(self, copy=True)
@@ -137,36 +149,70 @@ class _DeviceMemory(np.ndarray):
 
     @property
     def device(self):
-        return _FakeGPU.Device(0)
+        return _FakeDevice(0)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.get("out", ())
+        if any(isinstance(x, np.ndarray) and not isinstance(x, _DeviceMemory) for x in inputs + tuple(out)):
+            raise TypeError(f"{ufunc.__name__}: cannot mix device (CuPy) and host (numpy) arrays")
+        host = lambda x: x.view(np.ndarray) if isinstance(x, _DeviceMemory) else x  # noqa: E731
+        if out:
+            kwargs["out"] = tuple(host(o) for o in out)
+        res = getattr(ufunc, method)(*(host(x) for x in inputs), **kwargs)
+        if out:
+            return out[0] if len(out) == 1 else out
+        return res.view(_DeviceMemory) if isinstance(res, np.ndarray) else res
+
+
+class _FakeDevice:
+    """cupy.cuda.Device: a context manager making its ordinal the current device."""
+
+    gpu = None  # the _FakeGPU in use, which tracks the current device
+
+    def __init__(self, ordinal=None):
+        cur = self.gpu.current_device if self.gpu else 0
+        self.id, self.compute_capability = (cur if ordinal is None else ordinal), "80"
+
+    def __enter__(self):
+        if self.gpu:
+            self._saved, self.gpu.current_device = self.gpu.current_device, self.id
+        return self
+
+    def __exit__(self, *exc):
+        if self.gpu:
+            self.gpu.current_device = self._saved
+        return False
 
 
 class _FakeGPU:
     """Enough of CuPy for kernelcore's CUDA path: memory is host memory, and each kernel
-    launch runs the CPU build of the same kernel on the exact bytes cuLaunchKernel gets."""
+    launch runs the CPU build of the same kernel on the exact bytes cuLaunchKernel gets.
+    ``device_count`` devices exist (1 unless a test sets more); streams remember how they
+    were created."""
+
+    Device = _FakeDevice
 
     def __init__(self):
-        self.modules, self.launches, self.kernels = {}, [], []
+        self.modules, self.launches, self.kernels, self.streams = {}, [], [], []
+        self.device_count, self.current_device = 1, 0
         cuda = types.SimpleNamespace(
-            runtime=types.SimpleNamespace(getDeviceCount=lambda: 1, free=lambda p: None,
+            runtime=types.SimpleNamespace(getDeviceCount=lambda: self.device_count, free=lambda p: None,
                                           deviceSynchronize=lambda: None, streamSynchronize=lambda s: None),
             driver=types.SimpleNamespace(moduleLoadData=self.load, moduleGetFunction=self.get_function,
                                          launchKernel=self.launch),
-            Device=self.Device, get_current_stream=lambda: types.SimpleNamespace(ptr=0),
-            Stream=lambda non_blocking: types.SimpleNamespace(ptr=0x5717, synchronize=lambda: None))
+            Device=_FakeDevice, get_current_stream=lambda: types.SimpleNamespace(ptr=0, device_id=-1),
+            Stream=self.stream)
         dev = lambda a: np.array(a).view(_DeviceMemory)  # noqa: E731
         self.cupy = types.SimpleNamespace(
             cuda=cuda, ndarray=_DeviceMemory, asarray=dev, ascontiguousarray=dev,
             zeros=lambda shape, dtype: dev(np.zeros(shape, dtype)), empty=lambda shape, dtype: dev(np.empty(shape, dtype)))
 
-    class Device:
-        def __init__(self, ordinal):
-            self.id, self.compute_capability = ordinal, "80"
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
+    def stream(self, null=False, non_blocking=False, ptds=False):
+        """cupy.cuda.Stream(...): created on the current device, with distinct handles."""
+        s = types.SimpleNamespace(ptr=0x5717 + len(self.streams), non_blocking=non_blocking, device_id=self.current_device,
+                                  synchronize=lambda: None)
+        self.streams.append(s)
+        return s
 
     def load(self, image: bytes):
         assert image.startswith(b"//") and b".target sm_80" in image  # PTX from NVRTC
@@ -196,6 +242,7 @@ def fake_gpu(monkeypatch):
     gpu = _FakeGPU()
     gpu.kernels = [saxpy, integrate, sq_sum, move_particles]
     rt = get_runtime()
+    monkeypatch.setattr(_FakeDevice, "gpu", gpu)
     monkeypatch.setattr(cuda_mem, "_cupy", gpu.cupy)
     monkeypatch.setattr(rt, "cuda_probe", None)
     monkeypatch.setattr(rt, "devices", dict(rt.devices))
@@ -270,6 +317,132 @@ def test_tape_on_device_with_stand_in_driver(fake_gpu):
     np.testing.assert_allclose(out.numpy(), [np.sum(np.sin(xs) * xs)], rtol=1e-5)
     tape.zero()
     assert not x.grad.numpy().any()
+
+
+def test_user_streams_are_blocking_and_follow_the_current_device(fake_gpu):
+    fake_gpu.device_count = 2
+    s0 = kc.Stream()
+    assert s0.device == "cuda:0"
+    made = fake_gpu.streams[-1]
+    # ordered after the legacy default stream, where arrays are allocated, filled and copied
+    assert made.non_blocking is False and made.device_id == 0 and s0.cuda_stream == made.ptr
+    with kc.ScopedDevice("cuda:1"):
+        s1 = kc.Stream()  # the current device, not cuda:0
+    assert s1.device == "cuda:1" and fake_gpu.streams[-1].device_id == 1 and fake_gpu.streams[-1].non_blocking is False
+    kc.set_device("cuda:1")
+    try:
+        assert kc.Stream().device == "cuda:1"
+    finally:
+        kc.set_device("cpu")
+    assert kc.Stream("cuda:0").device == "cuda:0"
+    with pytest.raises(ValueError, match="streams exist on CUDA devices only"):
+        kc.Stream("cpu")
+
+
+def test_stream_on_another_device_is_rejected(fake_gpu):
+    fake_gpu.device_count = 2
+    with kc.ScopedDevice("cuda:1"):
+        s1 = kc.Stream()
+    x, y = kc.zeros(8, device="cuda:0"), kc.ones(8, device="cuda:0")
+    n = len(fake_gpu.launches)
+    with pytest.raises(ValueError, match=r"stream passed to kc.launch is on device 'cuda:1' but the launch runs on 'cuda:0'"):
+        kc.launch(saxpy, dim=8, inputs=[x, y, 2.0], stream=s1)
+    cupy_stream = types.SimpleNamespace(ptr=0x99, device_id=1)  # a CuPy stream of device 1
+    with pytest.raises(ValueError, match="'cuda:1' but the launch runs on 'cuda:0'"):
+        kc.launch(saxpy, dim=8, inputs=[x, y, 2.0], stream=cupy_stream)
+    torch_stream = types.SimpleNamespace(cuda_stream=0x98, device_index=1)
+    with pytest.raises(ValueError, match="'cuda:1' but the launch runs on 'cuda:0'"):
+        kc.launch(saxpy, dim=8, inputs=[x, y, 2.0], stream=torch_stream)
+    assert len(fake_gpu.launches) == n  # nothing was launched
+    # streams of the launch device, CuPy's null stream (device -1: any) and raw handles are fine
+    for ok in (kc.Stream("cuda:0"), types.SimpleNamespace(ptr=0, device_id=-1), 0x42):
+        kc.launch(saxpy, dim=8, inputs=[x, y, 2.0], stream=ok)
+    assert [c["stream"] for c in fake_gpu.launches[-3:]] == [fake_gpu.streams[-1].ptr, 0, 0x42]
+    np.testing.assert_array_equal(y.numpy(), np.ones(8))
+
+
+def test_tape_runs_each_adjoint_on_the_stream_of_its_forward(fake_gpu):
+    xs = np.linspace(0.1, 2.0, 7).astype(np.float32)
+    x = kc.array(xs, device="cuda:0", requires_grad=True)
+    out = kc.zeros(1, device="cuda:0", requires_grad=True)
+    out2 = kc.zeros(1, device="cuda:0", requires_grad=True)
+    s = kc.Stream()
+    tape = kc.Tape()
+    with tape:
+        kc.launch(sq_sum, dim=7, inputs=[x, out], stream=s)
+        kc.launch(sq_sum, dim=7, inputs=[x, out2])  # on the current (CuPy) stream, handle 0
+    assert fake_gpu.launches[-2]["stream"] == s.cuda_stream != 0
+    tape.backward(grads={out: np.ones(1, np.float32), out2: np.ones(1, np.float32)})
+    bwd = [c for c in fake_gpu.launches if c["symbol"].endswith("_cuda_bwd")]
+    assert [c["stream"] for c in bwd] == [0, s.cuda_stream]  # reverse order, each on its forward's stream
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (np.cos(xs) * xs + np.sin(xs)), rtol=1e-5)
+
+
+def test_backward_through_host_device_copies(fake_gpu):
+    """The adjoint of a copy crosses devices the way the values did (the stand-in, like CuPy,
+    refuses arithmetic that mixes host and device buffers)."""
+    with pytest.raises(TypeError, match="cannot mix device"):
+        np.zeros(3, np.float32).__iadd__(fake_gpu.cupy.zeros(3, np.float32))
+    xs = np.linspace(0.1, 2.0, 7).astype(np.float32)
+    want = np.cos(xs) * xs + np.sin(xs)
+    # host -> device: kernel on the GPU, gradient lands in the host array
+    xh = kc.array(xs, requires_grad=True)
+    out = kc.zeros(1, device="cuda:0", requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        xd = kc.clone(xh, device="cuda:0")
+        kc.launch(sq_sum, dim=7, inputs=[xd, out])
+    tape.backward(loss=out)
+    assert xh.grad.device.is_cpu and xd.grad.device.is_cuda
+    np.testing.assert_allclose(xh.grad.numpy(), want, rtol=1e-5)
+    # device -> host via kc.copy: kernel on the CPU, gradient lands in the device array
+    xd2 = kc.array(xs, device="cuda:0", requires_grad=True)
+    xh2 = kc.zeros(7, requires_grad=True)
+    out_h = kc.zeros(1, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        kc.copy(xh2, xd2)
+        kc.launch(sq_sum, dim=7, inputs=[xh2, out_h])
+    tape.backward(loss=out_h)
+    assert xd2.grad.device.is_cuda
+    np.testing.assert_allclose(xd2.grad.numpy(), want, rtol=1e-5)
+
+
+def test_backward_through_a_host_copy():
+    """The same code path without a GPU: the adjoint of kc.copy/kc.clone on the CPU."""
+    xs = np.linspace(0.1, 2.0, 7).astype(np.float32)
+    x = kc.array(xs, requires_grad=True)
+    out = kc.zeros(1, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        y = kc.clone(x)
+        z = kc.zeros(7, requires_grad=True)
+        kc.copy(z, y)
+        kc.launch(sq_sum, dim=7, inputs=[z, out])
+    tape.backward(loss=out)
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xs) * xs + np.sin(xs), rtol=1e-5)
+
+
+def test_cuda_device_index_beyond_the_device_count(fake_gpu):
+    assert kc.get_cuda_device_count() == 1 and kc.get_device("cuda:0").is_cuda
+    for make in (lambda: kc.get_device("cuda:1"), lambda: kc.zeros(2, device="cuda:1"),
+                 lambda: kc.Stream("cuda:3"), lambda: kc.ScopedDevice("cuda:1"),
+                 lambda: kc.launch(saxpy, dim=2, inputs=[kc.zeros(2), kc.zeros(2), 1.0], device="cuda:2")):
+        with pytest.raises(ValueError, match=r"device 'cuda:\d' does not exist: 1 CUDA device\(s\) present"):
+            make()
+    fake_gpu.device_count = 2
+    assert kc.get_device("cuda:1").ordinal == 1
+
+
+def test_cuda_array_given_to_a_cpu_launch(fake_gpu):
+    xd = kc.zeros(4, device="cuda:0")
+    n = len(fake_gpu.launches)
+    with pytest.raises(ValueError, match=r"saxpy.*argument 'x'.*on device 'cuda:0' but the launch runs on 'cpu'"):
+        kc.launch(saxpy, dim=4, inputs=[xd, kc.zeros(4), 1.0], device="cpu")
+    # without device=, the first array decides: a CPU launch that meets a CUDA array
+    with pytest.raises(ValueError, match=r"saxpy.*argument 'y'.*on device 'cuda:0' but the launch runs on 'cpu'"):
+        kc.launch(saxpy, dim=4, inputs=[kc.zeros(4), xd, 1.0])
+    assert len(fake_gpu.launches) == n
 
 
 # -- on a GPU --------------------------------------------------------------------------------------
@@ -364,3 +537,13 @@ def test_gpu_external_arrays_and_debug_bounds(monkeypatch):
     monkeypatch.setattr(kc.config, "mode", "debug")
     with pytest.raises(kc.KernelRuntimeError, match="out of bounds"):
         kc.launch(saxpy, dim=17, inputs=[kc.zeros(16, device="cuda"), kc.zeros(16, device="cuda"), 1.0])
+
+
+def test_max_blocks_caps_the_cuda_grid(fake_gpu):
+    x = kc.array(np.arange(1000, dtype=np.float32), device="cuda:0")
+    y = kc.zeros(1000, device="cuda:0")
+    kc.launch(saxpy, dim=1000, inputs=[x, y, 2.0], block_dim=64)
+    assert fake_gpu.launches[-1]["grid"] == (16, 1, 1) and fake_gpu.launches[-1]["block"] == (64, 1, 1)
+    kc.launch(saxpy, dim=1000, inputs=[x, y, 2.0], block_dim=64, max_blocks=3)
+    assert fake_gpu.launches[-1]["grid"] == (3, 1, 1)   # the grid-stride loop covers the rest
+    np.testing.assert_allclose(y.numpy(), 4.0 * np.arange(1000))

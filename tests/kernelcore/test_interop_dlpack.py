@@ -17,6 +17,12 @@ def shift(v: kc.array(dtype=kc.vec3), d: kc.vec3):
     v[i] = v[i] + d
 
 
+@kc.kernel
+def scaled(x: kc.array(dtype=float), y: kc.array(dtype=float), a: float):
+    i = kc.tid()
+    y[i] = a * x[i]
+
+
 @kc.struct
 class Body:
     m: float
@@ -135,3 +141,21 @@ def test_jax_round_trip():
     assert kc.dtype_to_jax(kc.vec3) == jnp.float32
     assert kc.device_from_jax(jax.devices("cpu")[0]).is_cpu
     assert kc.device_to_jax("cpu").platform == "cpu"
+
+
+def test_from_jax_is_zero_copy_and_feeds_a_launch():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    j = (jnp.arange(8, dtype=jnp.float32) + 1.0).block_until_ready()
+    a = kc.from_jax(j)
+    assert a.shape == (8,) and a.dtype is kc.float32 and a.device.is_cpu
+    # the same buffer, not a copy: the DLPack data pointer is JAX's own buffer
+    assert a.ptr == j.unsafe_buffer_pointer()
+    assert np.shares_memory(a.numpy(), np.asarray(j))
+    y = kc.zeros(8)
+    kc.launch(scaled, dim=8, inputs=[a, y, 3.0])  # kernels read JAX memory in place (JAX arrays are immutable)
+    np.testing.assert_array_equal(y.numpy(), 3.0 * np.arange(1, 9))
+    y2 = kc.zeros(8)
+    kc.launch(scaled, dim=8, inputs=[j, y2, -1.0])  # a JAX array straight into a launch
+    np.testing.assert_array_equal(y2.numpy(), -np.arange(1, 9))
+    np.testing.assert_array_equal(np.asarray(j), np.arange(1, 9))  # untouched

@@ -145,9 +145,11 @@ def test_rosenbrock_autograd_function_gradient_and_convergence():
     torch.testing.assert_close(z.double(), ref.detach(), rtol=1e-5, atol=1e-4)
     (ref * w.double()).sum().backward()
     torch.testing.assert_close(xy.grad.double(), xd.grad, rtol=1e-4, atol=1e-3)  # not doubled by torch's accumulation
-    pts, history = ex.optimize(num_points=128, iters=400)
-    assert history[-1] < 0.02 * history[0]
+    # Adam converges to the minimum at (1, 1) (64 points, 2000 steps: about 1.5 s)
+    pts, history = ex.optimize(num_points=64, iters=2000)
     assert np.all(np.isfinite(pts))
+    assert np.max(np.abs(pts.mean(axis=0) - 1.0)) < 0.1, pts.mean(axis=0)
+    assert history[-1] < 0.05 < history[0]
 
 
 def test_adam_points_examples_converge():
