@@ -537,8 +537,14 @@ class Emitter:
                 self.indent += 1
                 self.emit_private_launch(kernel_name, kind, ir, private)
                 self.indent -= 1
+            # Chunks handed out on demand (about 16 per thread), not one fixed share each: threads
+            # whose items cost more (a query point deep inside a mesh) or a core that runs slower
+            # (a VM's second vCPU) no longer hold the others up. Results do not depend on the
+            # split: no accumulation here (private copies, above, keep the static split), plain
+            # writes, or atomics that are unordered anyway.
             self.w("    } else {")
-            self.w("        #pragma omp parallel for schedule(static) num_threads(b->nthreads)")
+            self.w("        const kc::int64 chunk = kc::launch_chunk(n, b->nthreads);")
+            self.w("        #pragma omp parallel for schedule(dynamic, chunk) num_threads(b->nthreads)")
             self.w(f"        for (kc::int64 t = 0; t < n; ++t) {kernel_name}_{kind}_thread(*b, t{call_args});")
             self.w("    }" + flush)
             self.w("}")

@@ -36,11 +36,10 @@ KC_FUNC const vec3& v_at(const void* base, kc::int64 stride, i32 k) { return *(c
 
 // Squared distance from p to the box [lo, hi] (0 inside).
 KC_FUNC f32 box_dist2(const f32* lo, const f32* hi, const vec3& p) {
+    // branch-free: which side of a box a point lies on is a coin toss in a traversal
     f32 d2 = 0.0f;
     for (int k = 0; k < 3; ++k) {
-        f32 d = 0.0f;
-        if (p.c[k] < lo[k]) d = lo[k] - p.c[k];
-        else if (p.c[k] > hi[k]) d = p.c[k] - hi[k];
+        f32 d = kc::max(kc::max(lo[k] - p.c[k], p.c[k] - hi[k]), 0.0f);
         d2 += d * d;
     }
     return d2;

@@ -55,10 +55,12 @@ KC_FUNC void mesh_adjacency(mesh_t* m) {
     for (kc::uint64 s = 0; s <= m->edge_mask; ++s) m->edge_keys[s] = GEO_EMPTY_EDGE;
     for (i32 e = 0; e < 3 * nf; ++e) m->adjacency[e] = -1;
     for (i32 e = 0; e < 3 * nf; ++e) {
-        i32 f = e / 3, k = e % 3;
-        kc::uint64 a = (kc::uint32)m->indices[3 * f + k], b = (kc::uint32)m->indices[3 * f + (k + 1) % 3];
+        i32 f = e / 3, k = e - 3 * f;
+        kc::uint64 a = (kc::uint32)m->indices[e], b = (kc::uint32)m->indices[k == 2 ? e - 2 : e + 1];
         kc::uint64 key = a < b ? (a << 32) | b : (b << 32) | a;
-        kc::uint64 slot = (key * 0x9E3779B97F4A7C15ULL >> 20) & m->edge_mask;
+        // slots follow the lower vertex id (4 per vertex): meshes list nearby vertices together,
+        // so the table is walked almost in order instead of at random
+        kc::uint64 slot = ((key >> 30) + (key & 3)) & m->edge_mask;
         while (m->edge_keys[slot] != GEO_EMPTY_EDGE && m->edge_keys[slot] != key) slot = (slot + 1) & m->edge_mask;
         if (m->edge_keys[slot] == GEO_EMPTY_EDGE) { m->edge_keys[slot] = key; m->edge_vals[slot] = e; continue; }
         i32 other = m->edge_vals[slot];

@@ -210,6 +210,11 @@ template <typename T> KC_FUNC void grad_accumulate(const array_t<T>& a, T* p, co
 // ---- private accumulation copies (CPU launches on several threads, see accumulation.py) ----
 #if !KC_CUDA
 #define KC_MAX_THREADS 256
+// Items per chunk of a dynamically scheduled launch: about 16 chunks per thread.
+inline int64 launch_chunk(int64 n, int nthreads) {
+    int64 c = n / ((int64)(nthreads > 0 ? nthreads : 1) * 16);
+    return c > 0 ? c : 1;
+}
 template <typename T> KC_FUNC int64 element_count(const array_t<T>& a) {
     int64 n = 1;
     for (int d = 0; d < a.ndim; ++d) n *= a.shape[d];
