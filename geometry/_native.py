@@ -48,7 +48,8 @@ class MeshDesc(ctypes.Structure):
                 ("num_points", _i32), ("num_faces", _i32), ("support_winding_number", _i32), ("_pad", _i32),
                 ("lowers", _p), ("uppers", _p), ("degenerate", _p), ("adjacency", _p),
                 ("edge_keys", _p), ("edge_vals", _p), ("edge_mask", ctypes.c_uint64),
-                ("vertex_normals", _p), ("edge_normals", _p), ("node_dipole", _p)]
+                ("vertex_normals", _p), ("edge_normals", _p), ("node_dipole", _p),
+                ("face_normals", _p), ("corner_angles", _p)]
 
 
 class VolumeDesc(ctypes.Structure):

@@ -81,6 +81,8 @@ class Mesh:
         self._vertex_normals = np.zeros((n, 3), dtype=np.float32)
         self._edge_normals = np.zeros((3 * nf, 3), dtype=np.float32)
         self._dipole = np.zeros(8 * max(2 * nf - 1, 1) if self.support_winding_number else 8, dtype=np.float32)
+        self._face_normals = np.zeros((nf, 3), dtype=np.float32)
+        self._corner_angles = np.zeros(3 * nf, dtype=np.float32)
         d = self._desc = _native.MeshDesc()
         d.bvh = self.bvh.id
         d.num_points, d.num_faces = n, nf
@@ -91,6 +93,7 @@ class Mesh:
         d.edge_keys, d.edge_vals, d.edge_mask = _native.ptr(self._edge_keys), _native.ptr(self._edge_vals), cap - 1
         d.vertex_normals, d.edge_normals = _native.ptr(self._vertex_normals), _native.ptr(self._edge_normals)
         d.node_dipole = _native.ptr(self._dipole)
+        d.face_normals, d.corner_angles = _native.ptr(self._face_normals), _native.ptr(self._corner_angles)
         self._bind()
         self.rebuild()
 
@@ -138,6 +141,7 @@ class Mesh:
 
     def refit(self):
         """Update face bounds, normals and the BVH after the points moved (topology kept)."""
+        self.bvh._desc.num_threads = _host_threads()
         kc.launch(_kernels.mesh_refit, dim=1, inputs=[self.id], record_tape=False)
 
     def rebuild(self):

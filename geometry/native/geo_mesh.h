@@ -27,6 +27,8 @@ struct mesh_t {
     vec3* vertex_normals;       // angle-weighted pseudo-normals
     vec3* edge_normals;         // 3 per face: sum of the unit normals of the faces on that edge
     f32* node_dipole;           // 8 per BVH node: area-weighted normal (3), area, centre (3), radius
+    vec3* face_normals;         // build scratch: unit normal of each face
+    f32* corner_angles;         // build scratch: 3 per face, the angle at each corner
 };
 
 // acos to about 2e-8 rad (Abramowitz & Stegun 4.4.46): the pseudo-normal weights of a
@@ -78,7 +80,11 @@ KC_FUNC void mesh_update(kc::uint64 id, bool rebuild) {
     mesh_t* m = (mesh_t*)id;
     const i32 nf = m->num_faces;
     if (rebuild) mesh_adjacency(m);
-    for (i32 v = 0; v < m->num_points; ++v) m->vertex_normals[v] = v3(0.0f, 0.0f, 0.0f);
+    // Per face, in parallel: bounds, the degenerate flag, the unit normal and the corner angles
+    // (the acos calls are most of the work); then the serial scatter into the vertices and the
+    // edge normals from the stored face normals.
+    const int nt = m->bvh->num_threads > 1 && nf >= 4096 ? m->bvh->num_threads : 1;
+    #pragma omp parallel for schedule(static) num_threads(nt)
     for (i32 f = 0; f < nf; ++f) {
         vec3 a, b, c;
         face_vertices(m, f, a, b, c);
@@ -88,30 +94,28 @@ KC_FUNC void mesh_update(kc::uint64 id, bool rebuild) {
         f32 e2 = kc::max(v_len2(v_sub(b, a)), kc::max(v_len2(v_sub(c, b)), v_len2(v_sub(a, c))));
         // degenerate relative to its own size: |n| = 2 * area <= 1e-6 * longest edge^2
         m->degenerate[f] = (v_len2(n) <= 1e-12f * e2 * e2 || !(e2 > 0.0f)) ? 1 : 0;
+        m->face_normals[f] = v_normalize(n);
         if (m->degenerate[f]) continue;
-        vec3 un = v_normalize(n);
         const vec3* corners[3] = {&a, &b, &c};
         for (int k = 0; k < 3; ++k) {
             vec3 e0 = v_normalize(v_sub(*corners[(k + 1) % 3], *corners[k]));
             vec3 e1 = v_normalize(v_sub(*corners[(k + 2) % 3], *corners[k]));
-            f32 angle = fast_acos(v_dot(e0, e1));
-            i32 vi = m->indices[3 * f + k];
-            m->vertex_normals[vi] = v_add(m->vertex_normals[vi], v_mul(un, angle));
+            m->corner_angles[3 * f + k] = fast_acos(v_dot(e0, e1));
         }
     }
+    for (i32 v = 0; v < m->num_points; ++v) m->vertex_normals[v] = v3(0.0f, 0.0f, 0.0f);
     for (i32 f = 0; f < nf; ++f) {
-        vec3 a, b, c;
-        face_vertices(m, f, a, b, c);
-        vec3 un = v_normalize(v_cross(v_sub(b, a), v_sub(c, a)));
+        if (m->degenerate[f]) continue;
+        for (int k = 0; k < 3; ++k) {
+            i32 vi = m->indices[3 * f + k];
+            m->vertex_normals[vi] = v_add(m->vertex_normals[vi], v_mul(m->face_normals[f], m->corner_angles[3 * f + k]));
+        }
+    }
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (i32 f = 0; f < nf; ++f) {
         for (int k = 0; k < 3; ++k) {
             i32 g = m->adjacency[3 * f + k];
-            vec3 n = un;
-            if (g >= 0) {
-                vec3 ga, gb, gc;
-                face_vertices(m, g, ga, gb, gc);
-                n = v_add(n, v_normalize(v_cross(v_sub(gb, ga), v_sub(gc, ga))));
-            }
-            m->edge_normals[3 * f + k] = n;
+            m->edge_normals[3 * f + k] = g >= 0 ? v_add(m->face_normals[f], m->face_normals[g]) : m->face_normals[f];
         }
     }
     if (rebuild) bvh_build((kc::uint64)m->bvh); else bvh_refit((kc::uint64)m->bvh);
