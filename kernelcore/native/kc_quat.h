@@ -384,4 +384,11 @@ template <typename T> KC_FUNC void adj_spatial_cross_dual(const vec_t<6, T>& a, 
     adj_a += spatial_join(awa, ava); adj_b += spatial_join(awb, avb);
 }
 
+template <typename T> struct adj_zero_t<quat_t<T>> {
+    KC_FUNC static quat_t<T> get() { quat_t<T> r; KC_FOR(i, 4) r.c[i] = adj_zero_t<T>::get(); return r; }
+};
+template <typename T> struct adj_zero_t<transform_t<T>> {
+    KC_FUNC static transform_t<T> get() { return transform_t<T>{adj_zero_t<vec_t<3, T>>::get(), adj_zero_t<quat_t<T>>::get()}; }
+};
+
 }  // namespace kc

@@ -87,21 +87,22 @@ template <int R, int C, typename T> KC_FUNC void adj_mul(T s, const mat_t<R, C, 
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> div(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = a.c[i][j] / s; return r; }
 template <int R, int C, typename T> KC_FUNC void adj_div(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, T& adj_s, const mat_t<R, C, T>& adj_ret) { KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i][j] += adj_ret.c[i][j] / s; adj_s -= adj_ret.c[i][j] * a.c[i][j] / (s * s); } }
 
-// matrix * vector, vector * matrix (row vector), matrix * matrix
+// matrix * vector, vector * matrix (row vector), matrix * matrix.  Sums here start from their
+// first term, not from zero: 0 + x is not x when x is -0.0, so the compiler keeps that add.
 template <int R, int C, typename T> KC_FUNC vec_t<R, T> mul(const mat_t<R, C, T>& m, const vec_t<C, T>& v) {
-    vec_t<R, T> r = {}; KC_FOR(i, R) KC_FOR(j, C) r.c[i] += m.c[i][j] * v.c[j]; return r;
+    vec_t<R, T> r; KC_FOR(i, R) { r.c[i] = m.c[i][0] * v.c[0]; for (int j = 1; j < C; ++j) r.c[i] += m.c[i][j] * v.c[j]; } return r;
 }
 template <int R, int C, typename T> KC_FUNC void adj_mul(const mat_t<R, C, T>& m, const vec_t<C, T>& v, mat_t<R, C, T>& adj_m, vec_t<C, T>& adj_v, const vec_t<R, T>& adj_ret) {
     KC_FOR(i, R) KC_FOR(j, C) { adj_m.c[i][j] += adj_ret.c[i] * v.c[j]; adj_v.c[j] += m.c[i][j] * adj_ret.c[i]; }
 }
 template <int R, int C, typename T> KC_FUNC vec_t<C, T> mul(const vec_t<R, T>& v, const mat_t<R, C, T>& m) {
-    vec_t<C, T> r = {}; KC_FOR(i, R) KC_FOR(j, C) r.c[j] += v.c[i] * m.c[i][j]; return r;
+    vec_t<C, T> r; KC_FOR(j, C) { r.c[j] = v.c[0] * m.c[0][j]; for (int i = 1; i < R; ++i) r.c[j] += v.c[i] * m.c[i][j]; } return r;
 }
 template <int R, int C, typename T> KC_FUNC void adj_mul(const vec_t<R, T>& v, const mat_t<R, C, T>& m, vec_t<R, T>& adj_v, mat_t<R, C, T>& adj_m, const vec_t<C, T>& adj_ret) {
     KC_FOR(i, R) KC_FOR(j, C) { adj_m.c[i][j] += v.c[i] * adj_ret.c[j]; adj_v.c[i] += m.c[i][j] * adj_ret.c[j]; }
 }
 template <int R, int K, int C, typename T> KC_FUNC mat_t<R, C, T> mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b) {
-    mat_t<R, C, T> r = {}; KC_FOR(i, R) KC_FOR(k, K) KC_FOR(j, C) r.c[i][j] += a.c[i][k] * b.c[k][j]; return r;
+    mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) { r.c[i][j] = a.c[i][0] * b.c[0][j]; for (int k = 1; k < K; ++k) r.c[i][j] += a.c[i][k] * b.c[k][j]; } return r;
 }
 template <int R, int K, int C, typename T> KC_FUNC void adj_mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b, mat_t<R, K, T>& adj_a, mat_t<K, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
     KC_FOR(i, R) KC_FOR(k, K) KC_FOR(j, C) { adj_a.c[i][k] += adj_ret.c[i][j] * b.c[k][j]; adj_b.c[k][j] += a.c[i][k] * adj_ret.c[i][j]; }
@@ -114,7 +115,7 @@ template <int N, typename T> KC_FUNC void adj_mul(const mat_t<N, N, T>& a, const
 }
 
 // ---- vector algebra -------------------------------------------------------------------
-template <int N, typename T> KC_FUNC T dot(const vec_t<N, T>& a, const vec_t<N, T>& b) { T r = T(0); KC_FOR(i, N) r += a.c[i] * b.c[i]; return r; }
+template <int N, typename T> KC_FUNC T dot(const vec_t<N, T>& a, const vec_t<N, T>& b) { T r = a.c[0] * b.c[0]; for (int i = 1; i < N; ++i) r += a.c[i] * b.c[i]; return r; }
 template <int N, typename T> KC_FUNC void adj_dot(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b, T adj_ret) { KC_FOR(i, N) { adj_a.c[i] += b.c[i] * adj_ret; adj_b.c[i] += a.c[i] * adj_ret; } }
 template <typename T> KC_FUNC vec_t<3, T> cross(const vec_t<3, T>& a, const vec_t<3, T>& b) {
     return vec_t<3, T>{{a.c[1] * b.c[2] - a.c[2] * b.c[1], a.c[2] * b.c[0] - a.c[0] * b.c[2], a.c[0] * b.c[1] - a.c[1] * b.c[0]}};
@@ -143,14 +144,14 @@ template <int R, int C, typename T> KC_FUNC void adj_outer(const vec_t<R, T>& a,
 }
 template <int R, int C, typename T> KC_FUNC mat_t<C, R, T> transpose(const mat_t<R, C, T>& m) { mat_t<C, R, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[j][i] = m.c[i][j]; return r; }
 template <int R, int C, typename T> KC_FUNC void adj_transpose(const mat_t<R, C, T>& m, mat_t<R, C, T>& adj_m, const mat_t<C, R, T>& adj_ret) { KC_FOR(i, R) KC_FOR(j, C) adj_m.c[i][j] += adj_ret.c[j][i]; }
-template <int N, typename T> KC_FUNC T trace(const mat_t<N, N, T>& m) { T r = T(0); KC_FOR(i, N) r += m.c[i][i]; return r; }
+template <int N, typename T> KC_FUNC T trace(const mat_t<N, N, T>& m) { T r = m.c[0][0]; for (int i = 1; i < N; ++i) r += m.c[i][i]; return r; }
 template <int N, typename T> KC_FUNC void adj_trace(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, T adj_ret) { KC_FOR(i, N) adj_m.c[i][i] += adj_ret; }
 template <int N, typename T> KC_FUNC mat_t<N, N, T> diag(const vec_t<N, T>& d) { mat_t<N, N, T> r = {}; KC_FOR(i, N) r.c[i][i] = d.c[i]; return r; }
 template <int N, typename T> KC_FUNC void adj_diag(const vec_t<N, T>& d, vec_t<N, T>& adj_d, const mat_t<N, N, T>& adj_ret) { KC_FOR(i, N) adj_d.c[i] += adj_ret.c[i][i]; }
 template <int N, typename T> KC_FUNC vec_t<N, T> get_diag(const mat_t<N, N, T>& m) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = m.c[i][i]; return r; }
 template <int N, typename T> KC_FUNC void adj_get_diag(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) adj_m.c[i][i] += adj_ret.c[i]; }
 // double contraction sum_ij a_ij b_ij
-template <int R, int C, typename T> KC_FUNC T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { T r = T(0); KC_FOR(i, R) KC_FOR(j, C) r += a.c[i][j] * b.c[i][j]; return r; }
+template <int R, int C, typename T> KC_FUNC T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { T r = a.c[0][0] * b.c[0][0]; KC_FOR(i, R) KC_FOR(j, C) if (i || j) r += a.c[i][j] * b.c[i][j]; return r; }
 template <int R, int C, typename T> KC_FUNC void adj_ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a, mat_t<R, C, T>& adj_b, T adj_ret) {
     KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i][j] += b.c[i][j] * adj_ret; adj_b.c[i][j] += a.c[i][j] * adj_ret; }
 }
@@ -228,5 +229,20 @@ template <int N, typename T> KC_FUNC vec_t<N, T>& operator+=(vec_t<N, T>& a, con
 template <int N, typename T> KC_FUNC vec_t<N, T>& operator-=(vec_t<N, T>& a, const vec_t<N, T>& b) { KC_FOR(i, N) a.c[i] -= b.c[i]; return a; }
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T>& operator+=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { KC_FOR(i, R) KC_FOR(j, C) a.c[i][j] += b.c[i][j]; return a; }
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T>& operator-=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { KC_FOR(i, R) KC_FOR(j, C) a.c[i][j] -= b.c[i][j]; return a; }
+
+// ---- adjoint accumulators --------------------------------------------------------------
+// Generated adjoints start at -0.0 rather than +0.0: -0.0 + x is exactly x for every x, so
+// the compiler drops the first add of each accumulation; +0.0 + x is not x when x is -0.0,
+// and those adds made up about a third of the float work of the MPM adjoint kernels.
+template <typename T> struct adj_zero_t { KC_FUNC static T get() { return T{}; } };
+template <> struct adj_zero_t<float32> { KC_FUNC static float32 get() { return -0.0f; } };
+template <> struct adj_zero_t<float64> { KC_FUNC static float64 get() { return -0.0; } };
+template <int N, typename T> struct adj_zero_t<vec_t<N, T>> {
+    KC_FUNC static vec_t<N, T> get() { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = adj_zero_t<T>::get(); return r; }
+};
+template <int R, int C, typename T> struct adj_zero_t<mat_t<R, C, T>> {
+    KC_FUNC static mat_t<R, C, T> get() { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = adj_zero_t<T>::get(); return r; }
+};
+template <typename T> KC_FUNC T adj_zero() { return adj_zero_t<T>::get(); }
 
 }  // namespace kc
