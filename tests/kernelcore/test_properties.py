@@ -130,12 +130,15 @@ def diff_kernel(draw, idx):
         body.append("            break")
     body.append(f"    for j in range({draw(st.integers(1, 3))}):")  # static, unrolled
     body.append(f"        acc = {draw(st.sampled_from(SMOOTH))}")
+    if draw(st.booleans()):  # a scatter per iteration: its value only the reverse sweep reads (sunk there)
+        body.append(f"        z[i] += ({draw(st.sampled_from(SMOOTH))}) * kc.float64(j + 1)")
     body.append(f"    w = int(0)")
     body.append(f"    while w < {draw(st.integers(0, 3))}:")
     body.append(f"        acc = {draw(st.sampled_from(SMOOTH)).replace('j', 'w')}")
     body.append("        w += 1")
     body.append("    y[i] = acc")
-    head = [f"@kc.kernel", f"def k{idx}(x: kc.array(dtype=kc.float64), n: int, y: kc.array(dtype=kc.float64)):",
+    head = [f"@kc.kernel", f"def k{idx}(x: kc.array(dtype=kc.float64), n: int, y: kc.array(dtype=kc.float64), "
+            "z: kc.array(dtype=kc.float64)):",
             "    i = kc.tid()", "    a = x[i]", "    b = x[(i + 1) % len(x)]"]
     return "\n".join(head + body)
 
@@ -150,6 +153,7 @@ def test_random_differentiable_kernels_pass_gradcheck(tmp_path, kernels):
         x0 = rng.uniform(0.3, 0.9, 4) * rng.choice([-1.0, 1.0], 4)
         x = kc.array(x0, dtype=kc.float64, requires_grad=True)
         y = kc.zeros(4, dtype=kc.float64, requires_grad=True)
-        r = kc.autograd.gradcheck(getattr(mod, f"k{k}"), dim=4, inputs=[x, 5], outputs=[y], eps=1e-6,
+        z = kc.zeros(4, dtype=kc.float64, requires_grad=True)
+        r = kc.autograd.gradcheck(getattr(mod, f"k{k}"), dim=4, inputs=[x, 5], outputs=[y, z], eps=1e-6,
                                   atol=1e-5, rtol=1e-4, raise_exception=False, show_summary=False)
         assert r, kernels[k] + "\n" + r.summary()
