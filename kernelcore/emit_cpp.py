@@ -334,7 +334,7 @@ class Emitter:
         self.lines.extend(lambdas)
         pinned = _ids(lambdas)   # ids that code staying in place reads (loop bodies run as lambdas)
         stmts = ir.block.stmts
-        replay = [self._captured(lambda s=s: self.emit_block(_one(s), "adjoint", "")) for s in stmts]
+        replay = [self._captured(lambda s=s: self.emit_block(Block([s]), "adjoint", "")) for s in stmts]
         sweep = [self._captured(lambda r=r: self.emit_reverse([r])) for r in reverse_block(ir.block)]
         first_read = {}
         for j, chunk in enumerate(sweep):
@@ -748,10 +748,6 @@ _IDENT = re.compile(r"\bv(\d+)\b")
 def _ids(lines) -> set:
     """Ids of the SSA values (C++ names v<id>) a chunk of emitted lines mentions."""
     return set(_IDENT.findall("\n".join(lines)))
-
-
-def _one(stmt) -> Block:
-    return Block([stmt])
 
 
 def _sinkable(s) -> bool:

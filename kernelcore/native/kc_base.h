@@ -15,7 +15,7 @@
 
 // Generated adjoint functions. GCC's SLP vectorizer packs the scalar chains of a reverse
 // sweep into 2-wide vectors and then spends more on shuffles than it saves: the MLS-MPM P2G
-// adjoint ran 407 us with it and 322 us without (one thread, 6400 particles), while the
+// adjoint ran 459 us with it and 322 us without (one thread, 6400 particles), while the
 // forward kernels gain from it, so it is turned off for adjoints alone.
 #if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__)
 #define KC_ADJOINT_FUNC __attribute__((optimize("no-tree-slp-vectorize"))) KC_FUNC

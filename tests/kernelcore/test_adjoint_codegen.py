@@ -19,8 +19,7 @@ def stencil(x: kc.array(dtype=kc.float64), w: kc.array(dtype=kc.float64, ndim=2)
 
 
 def _bwd_thread(source, name):
-    start = source.index(f"{name}_") + 0
-    start = source.index("_bwd_thread(", start)
+    start = source.index("_bwd_thread(", source.index(f"{name}_"))
     return source[start:source.index("\n}\n", start)]
 
 
