@@ -145,7 +145,7 @@ def _run_passes(ir: FunctionIR):
     from .passes import PASSES
 
     for name, fn in PASSES:
-        fn(ir.block)
+        fn(ir)
         if name in config.dump_ir.split(","):
             print(f"== IR of {ir.defn.name} after {name} ==\n{format_block(ir.block)}", file=sys.stderr)
 

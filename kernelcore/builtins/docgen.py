@@ -24,7 +24,7 @@ SYNTAX = {
     "store": "arr[i, ...] = v", "extract": "v[i], v.x, m[i, j], t.p", "assign_copy": "v[i] = x, v.x = x",
     "view": "arr[i] (fewer indices)", "array_len": "len(arr)", "array_shape": "arr.shape[k]",
     "atomic_add": "arr[i] += v", "atomic_sub": "arr[i] -= v", "pow": "x ** y",
-    "transform_get_translation": "t.p", "transform_get_rotation": "t.q",
+    "outer_scaled": "outer(a, b) * s (fused)", "transform_get_translation": "t.p", "transform_get_rotation": "t.q",
 }
 
 FAMILY_TITLES = {

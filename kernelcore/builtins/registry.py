@@ -244,10 +244,11 @@ class BuiltinStub:
 # Operator rows the frontend reaches through Python syntax; add/sub/mul/div/mod/neg are also
 # exported as kc.mul(...) etc. (the seeds use wp.mul for quaternion/transform products), and
 # load/store as kc.load(a, i) / kc.store(a, i, v) (the seeds' mesh example uses wp.load).
+# outer_scaled is made by a compiler pass (passes.fuse_scaled_outer), not written by users.
 _OPERATOR_NAMES = {"floordiv", "pos", "lt", "le", "gt", "ge",
                    "eq", "ne", "logical_and", "logical_or", "logical_not", "truth", "bit_and", "bit_or",
                    "bit_xor", "lshift", "rshift", "invert", "select", "view", "extract",
-                   "assign_copy", "cast", "array_len", "array_shape"}
+                   "assign_copy", "cast", "array_len", "array_shape", "outer_scaled"}
 
 
 def _export_stub(name):

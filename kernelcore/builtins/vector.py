@@ -32,6 +32,8 @@ register("length", ["vec(N,F)"], "F", doc="Euclidean length")
 register("length_sq", [V], "S", doc="squared length")
 register("normalize", ["vec(N,F)"], "vec(N,F)", doc="unit vector (zero stays zero)")
 register("outer", ["vec(R,S)", "vec(C,S)"], "mat(R,C,S)", doc="outer product a b^T")
+register("outer_scaled", ["vec(R,S)", "vec(C,S)", "S"], "mat(R,C,S)",
+         doc="outer(a, b) * s; the compiler fuses that product (passes.fuse_scaled_outer)")
 register("transpose", [M], "mat(C,R,S)")
 register("trace", ["mat(N,N,S)"], "S")
 register("diag", ["vec(N,S)"], "mat(N,N,S)", doc="diagonal matrix from a vector")

@@ -111,6 +111,8 @@ def body_lines(row, nargs):
         return ["v = " + a[0], f"v[{', '.join(a[1:-1])}] = {a[-1]}", "out[i] = v"]
     if name == "select":   # the frontend emits select() for the merge after an if
         return [f"r = {a[2]}", f"if {a[0]}:", f"    r = {a[1]}", "out[i] = r"]
+    if name == "outer_scaled":  # made by the fuse_scaled_outer pass from this product
+        return [f"out[i] = kc.outer({a[0]}, {a[1]}) * {a[2]}"]
     return [f"out[i] = kc.{name}({', '.join(a)})"]
 
 

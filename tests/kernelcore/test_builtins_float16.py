@@ -26,7 +26,8 @@ SIZES = {"N": 3, "R": 3, "C": 4, "K": 2}  # vec(N,S), mat(R,C,S), mat(R,K,S) x m
 
 # operators reached through Python syntax rather than kc.<name>(...)
 SYNTAX = {"lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}", "ge": "{0} >= {1}", "eq": "{0} == {1}",
-          "ne": "{0} != {1}", "floordiv": "{0} // {1}", "pos": "+{0}", "extract": None}
+          "ne": "{0} != {1}", "floordiv": "{0} // {1}", "pos": "+{0}", "extract": None,
+          "outer_scaled": "kc.outer({0}, {1}) * {2}"}  # made by a compiler pass from this product
 # Not walked: rows on arrays (load/store/atomics, view, len), random draws (they update their
 # state argument), integer-only and bool-only rows, and these:
 SKIPPED = {
