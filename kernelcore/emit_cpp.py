@@ -67,6 +67,7 @@ class Emitter:
         self.indent = 0
         self.filename = ""
         self.function_uses = {}
+        self.discarded_adjoints = set()  # ids of values whose adjoints nothing reads (see rev_Call)
 
     # -- output helpers --------------------------------------------------------------------
     def w(self, text=""):
@@ -388,7 +389,11 @@ class Emitter:
     def rev_Call(self, s):
         row = s.builtin
         adj_sym = _adj_symbol(row.native) + (f"<{s.template}>" if s.template else "")
-        args = [a.cname for a in s.args] + [f"adj_{a.cname}" for a in s.args]
+        unread = _unread_values(row, s.args, self.discarded_adjoints)
+        # a default value where the adjoint reads nothing: the replay can then drop (or sink)
+        # what only fed this argument, e.g. a sum's running total or a stored value
+        args = [f"{ctype(a.type)}{{}}" if k in unread else a.cname for k, a in enumerate(s.args)]
+        args += [f"adj_{a.cname}" for a in s.args]
         if s.out is not None:
             args.append(f"adj_{s.out.cname}")
         self.w(f"{adj_sym}({', '.join(args)});")
@@ -536,6 +541,7 @@ class Emitter:
         self.w(f"static KC_ADJOINT_FUNC void adj_{inst.cname}({', '.join([params] if params else [] + [])}{', ' if params else ''}{', '.join(adj_params + tail)}) {{")
         self.indent += 1
         self.declare_values(ir, adj=True)
+        self.discarded_adjoints = _constants(ir)
         seeds = []
         if rt != "void":
             if len(ir.ret_vars) == 1:
@@ -543,6 +549,7 @@ class Emitter:
             else:
                 seeds.extend(f"adj_{v.cname} += adj_ret.f{k};" for k, v in enumerate(ir.ret_vars))
         self.emit_adjoint_body(ir, seeds)
+        self.discarded_adjoints = set()
         self.indent -= 1
         self.w("}")
 
@@ -575,7 +582,10 @@ class Emitter:
         self.w(f"static KC_ADJOINT_FUNC void {kernel_name}_bwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
         self.indent += 1
         self.declare_values(ir, adj=True, adj_args_local=True)
+        # a kernel's value arguments get local adjoints that go nowhere (array gradients live in .grad)
+        self.discarded_adjoints = _constants(ir) | {v.id for v in ir.args if not isinstance(v.type, ArrayType)}
         self.emit_adjoint_body(ir)
+        self.discarded_adjoints = set()
         self.indent -= 1
         self.w("}")
 
@@ -743,6 +753,27 @@ def emit_struct(t) -> str:
 
 
 _IDENT = re.compile(r"\bv(\d+)\b")
+
+
+def _constants(ir) -> set:
+    """Ids of constants: nothing reads their adjoints."""
+    return {s.out.id for s in ir.block.walk() if isinstance(s, Const)}
+
+
+def _unread_values(row, args, discarded) -> set:
+    """Indices of ``args`` whose values the adjoint of ``row`` does not read.
+
+    Linear rows declare theirs (``adj_ignores``).  A bilinear row reads argument 0's value only
+    for argument 1's adjoint and the other way round, so when one adjoint is discarded (a
+    constant, a kernel's value argument) the other argument's value is not needed.
+    """
+    unread = set(row.adj_ignores)
+    if row.adj_bilinear and len(args) == 2:
+        if args[0].id in discarded:
+            unread.add(1)
+        if args[1].id in discarded:
+            unread.add(0)
+    return unread
 
 
 def _ids(lines) -> set:

@@ -9,9 +9,10 @@ from .registry import register
 for n in range(1, 5):
     idx = ["int32"] * n
     register("load", ["array(T)"] + idx, "T", array_access=True)
-    register("store", ["array(T)"] + idx + ["T"], None, side_effect=True, array_access=True)
+    value_unread = (n + 1,)  # the adjoints of store/atomic_add/atomic_sub only read the gradient array
+    register("store", ["array(T)"] + idx + ["T"], None, side_effect=True, array_access=True, adj_ignores=value_unread)
     for op in ("atomic_add", "atomic_sub"):
-        register(op, ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True,
+        register(op, ["array(T)"] + idx + ["T"], "T", side_effect=True, array_access=True, adj_ignores=value_unread,
                  doc=f"{op}(arr, i.., value) -> old value (composites: component by component)")
     for op in ("atomic_min", "atomic_max"):
         for t in ("S", "vec(N,S)"):

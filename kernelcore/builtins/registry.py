@@ -47,6 +47,8 @@ class Builtin:
     side_effect: bool = False     # skipped when the adjoint replays the forward
     array_access: bool = False    # arg 0 is an array indexed by the int args after it
     mutates: tuple = ()           # indices of arguments updated in place (random state, query iterators)
+    adj_ignores: tuple = ()       # indices of arguments whose values the adjoint never reads (linear ops)
+    adj_bilinear: bool = False    # two arguments; each one's adjoint reads only the other's value
     doc: str = ""
     parsed: list = field(default_factory=list, repr=False)
     module: str = ""              # Python module that registered the row (groups the generated docs)
@@ -209,14 +211,17 @@ registry = Registry()
 
 
 def register(name, args, result, native=None, differentiable=True, side_effect=False, array_access=False,
-             mutates=(), doc=""):
+             mutates=(), doc="", adj_ignores=(), adj_bilinear=False):
     """Add one overload row to the table.
 
     ``mutates``: indices of arguments the native function takes by reference and updates;
     the frontend gives each such named local a fresh SSA value before the call.
+    ``adj_ignores`` / ``adj_bilinear``: what the adjoint does not read (see emit_cpp.rev_Call):
+    the adjoint sweep then passes a default value instead, so the replay need not keep (or
+    compute) it.  A wrong entry gives wrong gradients; the builtin gradient tests check every row.
     """
     row = Builtin(name, list(args), result, native or f"kc::{name}", differentiable, side_effect,
-                  array_access, tuple(mutates), doc)
+                  array_access, tuple(mutates), adj_ignores=tuple(adj_ignores), adj_bilinear=adj_bilinear, doc=doc)
     row.module = sys._getframe(1).f_globals.get("__name__", "")
     return registry.add(row)
 

@@ -2,12 +2,14 @@
 from .registry import register
 
 # Operators: the frontend maps Python operators to these names.
-for op in ("add", "sub", "mul", "div"):
-    register(op, ["S", "S"], "S", doc=f"scalar {op}")
+for op in ("add", "sub"):
+    register(op, ["S", "S"], "S", doc=f"scalar {op}", adj_ignores=(0, 1))
+register("mul", ["S", "S"], "S", doc="scalar mul", adj_bilinear=True)
+register("div", ["S", "S"], "S", doc="scalar div")
 for op in ("mod", "floordiv"):
     register(op, ["S", "S"], "S", doc=f"Python-style {op} (sign of the divisor)")
-register("neg", ["S"], "S")
-register("pos", ["S"], "S")
+register("neg", ["S"], "S", adj_ignores=(0,))
+register("pos", ["S"], "S", adj_ignores=(0,))
 for op in ("lt", "le", "gt", "ge", "eq", "ne"):
     register(op, ["S", "S"], "bool", differentiable=False)
 register("eq", ["bool", "bool"], "bool", differentiable=False)

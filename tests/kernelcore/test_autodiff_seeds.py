@@ -498,9 +498,11 @@ def test_tape_zero_and_reset():
     tape.backward(grads={y: np.ones(3, np.float32)})
     tape.backward(grads={y: np.ones(3, np.float32)})
     np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy())  # gradients accumulate
-    assert tape.gradients[x] is x.grad
+    assert tape.gradients[x] is x.grad and tape.gradients[y] is y.grad
+    assert len(tape.gradients) == 2
     tape.zero()
     assert not x.grad.numpy().any() and not y.grad.numpy().any()
     tape.reset()
+    assert tape.gradients == {}
     with pytest.raises(RuntimeError, match="empty"):
         tape.backward(grads={y: np.ones(3, np.float32)})

@@ -374,3 +374,62 @@ def test_docs_are_generated_from_the_table(tmp_path):
     committed = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "builtins.md")
     with open(committed) as f:
         assert f.read() == text, "docs/builtins.md is stale: run `python -m kernelcore.builtins.docgen`"
+
+
+# ---- bilinear rows with a discarded adjoint ---------------------------------------------------
+# A row marked adj_bilinear gets a default value in place of argument j when the other
+# argument's adjoint goes nowhere (a kernel's value argument, a constant): emit_cpp.rev_Call.
+# The array argument's gradient must then equal the one of the all-array kernel above (which
+# the finite-difference test checks), with the same value broadcast to every thread.
+BILINEAR = [(iid, row, types) for iid, row, types in INSTANCES if row.adj_bilinear]
+
+
+def _bilinear_text(kname, row, types, fixed):
+    params = []
+    for k, t in enumerate(types):
+        params.append(f"c{k}: {type_src(t)}" if k == fixed else f"a{k}: kc.array(dtype={type_src(t)})")
+    out_type = registry.resolve(row.name, types)[1]
+    params.append(f"out: kc.array(dtype={type_src(out_type)})")
+    call = ", ".join(f"c{k}" if k == fixed else f"a{k}[i]" for k in range(len(types)))
+    return (f"\n\n@kc.kernel\ndef {kname}({', '.join(params)}):\n"
+            f"    i = kc.tid()\n    out[i] = kc.{row.name}({call})\n")
+
+
+@pytest.fixture(scope="module")
+def gen_bilinear():
+    body = "".join(_bilinear_text(f"{KERNEL_NAME[iid]}_c{fixed}", row, types, fixed)
+                   for iid, row, types in BILINEAR for fixed in (0, 1))
+    return load_module("gen_bilinear", body)
+
+
+def test_bilinear_rows_are_marked():
+    names = {row.name for _, row, _ in BILINEAR}
+    assert {"mul", "dot", "outer", "cw_mul"} <= names
+
+
+@pytest.mark.parametrize("iid,row,types", BILINEAR, ids=[i[0] for i in BILINEAR])
+def test_bilinear_adjoint_with_a_value_argument(gen, gen_bilinear, iid, row, types):
+    out_type = registry.resolve(row.name, types)[1]
+    rng = np.random.default_rng(zlib.crc32(iid.encode()) + 1)
+    n = 4
+    vals = [rng.normal(size=(n,) + shape(t)) for t in types]
+    w = rng.normal(size=(n,) + shape(out_type))
+    for fixed in (0, 1):
+        other = 1 - fixed
+        vals[fixed][:] = vals[fixed][0]   # the value argument: the same for every thread
+        # reference: both arguments arrays
+        ref = [to_kc(v, t, requires_grad=True) for v, t in zip(vals, types)]
+        out = kc.zeros(n, dtype=out_type, requires_grad=True)
+        with kc.Tape() as tape:
+            kc.launch(getattr(gen, KERNEL_NAME[iid]), dim=n, inputs=ref + [out])
+        tape.backward(grads={out: to_kc(w, out_type)})
+        # argument `fixed` passed by value: its adjoint is discarded, the other's must not change
+        a = to_kc(vals[other], types[other], requires_grad=True)
+        c = np.asarray(vals[fixed][0])
+        c = types[fixed](*c.reshape(-1)) if T.is_composite(types[fixed]) else float(c)
+        inputs = [c, a] if fixed == 0 else [a, c]
+        out = kc.zeros(n, dtype=out_type, requires_grad=True)
+        with kc.Tape() as tape:
+            kc.launch(getattr(gen_bilinear, f"{KERNEL_NAME[iid]}_c{fixed}"), dim=n, inputs=inputs + [out])
+        tape.backward(grads={out: to_kc(w, out_type)})
+        np.testing.assert_allclose(a.grad.numpy(), ref[other].grad.numpy(), rtol=1e-12, atol=1e-12)
