@@ -69,19 +69,22 @@ class Tape:
     def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None, stream=None):
         """Record one launch.  ``stream``: the CUDA stream it ran on (the adjoint runs there too)."""
         reads, writes = set(), set()
-        for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
-            if isinstance(t, ArrayType) and isinstance(p, array):
-                if config.verify_autograd_array_access and name in ir.array_writes and name in ir.array_reads:
+        verify = config.verify_autograd_array_access
+        for k, name, written, read_only in _array_roles(kernel, ir):
+            p = params[k]
+            if not isinstance(p, array):
+                continue
+            if written:
+                if verify and name in ir.array_reads:
                     warnings.warn(f"verify_autograd_array_access: kernel '{kernel.key}' argument '{name}' is read and written "
                                   "within one kernel; the adjoint will see the overwritten values", stacklevel=4)
-                if name in ir.array_writes:
-                    writes.add(id(p))
-                    if config.verify_autograd_array_access:
-                        check_write_after_read(p, f"kernel '{kernel.key}' (argument '{name}')")
-                if name in ir.array_reads and name not in ir.array_writes:
-                    reads.add(id(p))
-                    if config.verify_autograd_array_access:
-                        p._tape_reads = True
+                writes.add(id(p))
+                if verify:
+                    check_write_after_read(p, f"kernel '{kernel.key}' (argument '{name}')")
+            elif read_only:
+                reads.add(id(p))
+                if verify:
+                    p._tape_reads = True
         self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
                                      len(params) if n_inputs is None else n_inputs, native, stream))
 
@@ -248,6 +251,16 @@ def record_copy(dest, src):
     if config.verify_autograd_array_access:
         check_write_after_read(dest, "kc.copy")
         src._tape_reads = True
+
+
+def _array_roles(kernel, ir):
+    """(index, name, written, read only) of each array argument, worked out once per kernel IR."""
+    roles = getattr(ir, "tape_array_roles", None)
+    if roles is None:
+        roles = ir.tape_array_roles = [
+            (k, name, name in ir.array_writes, name in ir.array_reads and name not in ir.array_writes)
+            for k, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
+    return roles
 
 
 def check_write_after_read(a, where):
