@@ -127,6 +127,11 @@ def gradcheck(kernel, dim, inputs, outputs, eps=1e-4, atol=1e-3, rtol=1e-2, rais
             continue
         a, f = ad[key], fd[key]
         m = ~(np.isnan(a) | np.isnan(f))
+        # rows past max_outputs_per_var (columns past max_inputs_per_var) are NaN by design;
+        # a NaN adjoint where both sides were evaluated and the difference is finite is an error
+        evaluated = np.zeros(a.shape, dtype=bool)
+        evaluated[:a.shape[0] if max_outputs_per_var is None or max_outputs_per_var < 0 else max_outputs_per_var] = True
+        nan_adjoint = bool(np.any(np.isnan(a) & evaluated & np.isfinite(f)))
         diff = np.abs(a - f)[m]
         max_abs = float(diff.max()) if diff.size else 0.0
         rel = diff / np.maximum(np.abs(f[m]), 1e-12) if diff.size else np.zeros(0)
@@ -134,6 +139,8 @@ def gradcheck(kernel, dim, inputs, outputs, eps=1e-4, atol=1e-3, rtol=1e-2, rais
         rel_sig = rel[np.abs(f[m]) > atol] if diff.size else rel
         max_rel = float(rel_sig.max()) if rel_sig.size else 0.0
         ok = bool(np.all(diff <= atol + rtol * np.abs(f[m]))) if diff.size else True
+        if nan_adjoint:
+            ok, max_abs, max_rel = False, float("nan"), float("nan")
         rows.append((key[0], key[1], max_abs, max_rel, ok))
     result = GradcheckResult(kernel.key, rows)
     if show_summary:

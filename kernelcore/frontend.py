@@ -187,6 +187,7 @@ class _Builder:
         self.node = defn.fdef
         self.has_return = any(isinstance(n, ast.Return) and (n.value is not None) for n in ast.walk(defn.fdef))
         self.loop_counter = 0
+        self.hidden_counter = 0
         self.grad_params = {}
 
     # -- plumbing ------------------------------------------------------------------------
@@ -543,15 +544,40 @@ class _Builder:
             if a is b:
                 merged[name] = a
                 continue
+            if isinstance(a.type, WeakLiteral) or isinstance(b.type, WeakLiteral):
+                # an unrolled loop's counter (or a ternary side) is a literal per path: the merge
+                # needs a concrete type, so give the literals the type `select` infers for the pair
+                a, b = self._unify_branch_values(name, a, b)
             if a.type != b.type:
-                raise self.error(f"'{name}' has type {T.type_repr(a.type)} on one branch and {T.type_repr(b.type)} on the other")
+                raise self.error(self._merge_mismatch(name, a.type, b.type))
             if isinstance(a.type, ArrayType):
+                if name.startswith("__ifexp"):
+                    raise self.error("'a if c else b' cannot choose between arrays inside a kernel")
                 raise self.error(f"array variable '{name}' cannot be rebound inside a branch")
             out = Var(a.type, name)
             row, _, _ = registry.resolve("select", [T.bool_, a.type, a.type])
             self.emit(Call(out, row, [cond, a, b]))
             merged[name] = out
         self.symtab = merged
+
+    @staticmethod
+    def _merge_mismatch(name, ta, tb):
+        shown = [T.type_repr(t) if not isinstance(t, WeakLiteral) else repr(t) for t in (ta, tb)]
+        if name.startswith("__ifexp"):
+            return f"the two sides of 'a if c else b' have different types: {shown[0]} and {shown[1]}"
+        return f"'{name}' has type {shown[0]} on one branch and {shown[1]} on the other"
+
+    def _unify_branch_values(self, name, a, b):
+        """Concrete values for a branch merge where one side (or both) is a weak literal.
+        The constants are emitted after the If: they do not depend on the path taken."""
+        if isinstance(a.type, WeakLiteral) and isinstance(b.type, WeakLiteral):
+            t = T.float32 if (a.type.is_float or b.type.is_float) else T.int32
+            return self.materialize(a, t), self.materialize(b, t)
+        res = registry.resolve("select", [T.bool_, a.type, b.type])
+        if res is None:
+            raise self.error(self._merge_mismatch(name, a.type, b.type))
+        _, _, concrete = res
+        return self.materialize(a, concrete[1]), self.materialize(b, concrete[2])
 
     def stmt_Break(self, s):
         if not self.loop_stack:
@@ -903,12 +929,35 @@ class _Builder:
         return self.call("truth", [v])
 
     def expr_BoolOp(self, e):
-        vals = [self.truth(self.expr(x)) for x in e.values]
-        op = "logical_and" if isinstance(e.op, ast.And) else "logical_or"
-        acc = vals[0]
-        for v in vals[1:]:
-            acc = self.call(op, [acc, v])
-        return acc
+        return self._short_circuit(e.values, isinstance(e.op, ast.And))
+
+    def _short_circuit(self, nodes, is_and):
+        """``a and b and ...`` / ``a or b or ...`` as Python runs them: an operand is evaluated
+        only when the ones before it left the result open, so ``i < n and a[i] > 0.0`` never
+        reads a[n] and the adjoint never differentiates an operand that was not evaluated.
+        Lowered to an If (the rest of the chain in the branch) and a select of booleans."""
+        first = self.truth(self.expr(nodes[0]))
+        if len(nodes) == 1:
+            return first
+        if first.const is not None:
+            # known at compile time: `False and ...` / `True or ...` decide here
+            return first if bool(first.const) != is_and else self._short_circuit(nodes[1:], is_and)
+        name = self._hidden_name("__bool")
+        self.symtab[name] = first
+
+        def rest():
+            self.symtab[name] = self._short_circuit(nodes[1:], is_and)
+
+        if is_and:
+            self.emit_if(first, rest, None)
+        else:
+            self.emit_if(first, lambda: None, rest)
+        return self.symtab.pop(name)
+
+    def _hidden_name(self, prefix):
+        """A symbol-table name no user code can spell, for values merged across branches."""
+        self.hidden_counter += 1
+        return f"{prefix}{self.hidden_counter}"
 
     def expr_Compare(self, e):
         left = self.expr(e.left)
@@ -924,9 +973,21 @@ class _Builder:
         return acc
 
     def expr_IfExp(self, e):
+        """``a if c else b``: only the taken side is evaluated (and so differentiated), as in
+        Python; e.g. ``kc.sqrt(d) if d > 0.0 else 0.0`` has a finite gradient for d <= 0.
+        Lowered like an if statement: each side in its branch, then a select."""
         c = self.truth(self.expr(e.test))
-        a, b = self.expr(e.body), self.expr(e.orelse)
-        return self.call("where", [c, a, b])
+        if c.const is not None and self._is_static_cond(e.test):
+            return self.expr(e.body if c.const else e.orelse)
+        name = self._hidden_name("__ifexp")
+
+        def side(node):
+            def run():
+                self.symtab[name] = self.expr(node)   # a literal stays weak until the merge
+            return run
+
+        self.emit_if(c, side(e.body), side(e.orelse))
+        return self.symtab.pop(name)
 
     def expr_Tuple(self, e):
         raise self.error("tuples are only allowed in assignments and return statements")
