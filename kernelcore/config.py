@@ -7,7 +7,7 @@ mode = os.environ.get("KERNELCORE_MODE", "release")
 verbose = False
 #: static range() loops with at most this many iterations are unrolled
 max_unroll = 16
-#: per-thread checkpoints kept by the adjoint of each dynamic loop (see docs in adjoint.py)
+#: per-thread checkpoints kept by the adjoint of each dynamic loop, at least 2 (see docs in adjoint.py)
 loop_checkpoints = 64
 #: warn when an array is written after being read on a Tape (write-after-read)
 verify_autograd_array_access = False

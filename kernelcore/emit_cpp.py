@@ -101,10 +101,13 @@ class Emitter:
                 self.declare_checkpoints(loop)
 
     def declare_checkpoints(self, loop):
-        u = loop.uid
+        """The carried state of a dynamic loop and its checkpoint buffer (kc::loop_tape, kc_loop.h)."""
+        u, slots = loop.uid, config.loop_checkpoints
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 2:
+            raise ValueError(f"kc.config.loop_checkpoints must be an integer >= 2, got {slots!r}")
         fields = " ".join(f"{ctype(c.entry.type)} f{k};" for k, c in enumerate(loop.carried)) or "char unused;"
         self.w(f"struct ck_{u}_t {{ {fields} }};")
-        self.w(f"ck_{u}_t ck_{u}[{config.loop_checkpoints}]; kc::int32 ck_{u}_n = 0; kc::int64 ck_{u}_stride = 1; kc::int64 n_{u} = 0;")
+        self.w(f"kc::loop_tape<ck_{u}_t, {slots}> ck_{u};")
 
     def declare_lambdas(self, ir, mode):
         """Adjoint functions replay loop bodies several times: each body is a lambda."""
@@ -292,20 +295,18 @@ class Emitter:
             self.w(f"{c.result.cname} = {c.entry.cname};")
 
     def _replay_loop(self, s):
-        u, cap = s.uid, config.loop_checkpoints
+        """The replay of a dynamic loop before the reverse sweep: records checkpoints of the
+        carried state. The tape is reset at every entry (a nested loop is entered once per
+        iteration of the loop around it, and its reverse reads the records of that entry)."""
+        u = s.uid
+        self.w(f"ck_{u}.reset();")
         self._loop_head(s, f"cond_{u}()")
-        save = ", ".join(c.entry.cname for c in s.carried)
-        self.w(f"if (it_{u} % ck_{u}_stride == 0) {{")
-        self.indent += 1
-        self.w(f"if (ck_{u}_n == {cap}) {{ for (int k = 0; k < {cap // 2}; ++k) ck_{u}[k] = ck_{u}[2 * k]; ck_{u}_n = {cap // 2}; ck_{u}_stride *= 2; }}")
-        self.w(f"if (it_{u} % ck_{u}_stride == 0) ck_{u}[ck_{u}_n++] = ck_{u}_t{{{save}}};")
-        self.indent -= 1
-        self.w("}")
+        self.w(f"if (it_{u} == ck_{u}.next) ck_{u}.record({self._checkpoint(s)});")
         self.w(f"body_{u}();")
         self._carry_update(s)
         self.indent -= 1
         self.w("}")
-        self.w(f"n_{u} = it_{u};")
+        self.w(f"ck_{u}.count = it_{u};")
         for c in s.carried:
             self.w(f"{c.result.cname} = {c.entry.cname};")
 
@@ -448,29 +449,38 @@ class Emitter:
             self.w(f"adj_{s.value.cname} += adj_{s.out.cname}.{s.field}; adj_{s.out.cname}.{s.field} = {{}};")
         self.w(f"adj_{s.obj.cname} += adj_{s.out.cname};")
 
+    @staticmethod
+    def _checkpoint(loop):
+        """The carried state of a loop as its checkpoint struct."""
+        return f"ck_{loop.uid}_t{{{', '.join(c.entry.cname for c in loop.carried)}}}"
+
     def rev_loop(self, r):
+        """Reverse sweep of a dynamic loop: kc::reverse_loop (kc_loop.h) restores checkpoints,
+        recomputes iterations on its binomial schedule and calls the last lambda here, which
+        replays one iteration and runs its reverse statements."""
         loop, u = r.stmt, r.stmt.uid
         self.w("{")
         self.indent += 1
         diff = [(k, c) for k, c in enumerate(loop.carried) if T.is_differentiable_type(c.entry.type)]
         for k, c in diff:
             self.w(f"{ctype(c.entry.type)} g{u}_{k} = adj_{c.result.cname};")
-        self.w(f"for (kc::int64 r = n_{u} - 1; r >= 0; --r) {{")
-        self.indent += 1
-        self.w(f"kc::int64 base = r / ck_{u}_stride;")
-        restore = " ".join(f"{c.entry.cname} = ck_{u}[base].f{k};" for k, c in enumerate(loop.carried))
-        if restore:
-            self.w(restore)
+        restore = " ".join(f"{c.entry.cname} = s_{u}.f{k};" for k, c in enumerate(loop.carried))
         # a while condition may update locals in place (random state, query iterators):
         # replaying an iteration means the condition, then the body
-        step = f"cond_{u}(); body_{u}();" if loop.kind == "while" else f"body_{u}();"
-        self.w(f"for (it_{u} = base * ck_{u}_stride; it_{u} < r; ++it_{u}) {{")
+        step = f"it_{u} = at_{u}; " + (f"cond_{u}(); body_{u}();" if loop.kind == "while" else f"body_{u}();")
+        self.w(f"kc::reverse_loop(ck_{u},")
+        self.indent += 1
+        self.w(f"[&](const ck_{u}_t& s_{u}) {{ {restore} }},")
+        self.w(f"[&]() {{ return {self._checkpoint(loop)}; }},")
+        self.w(f"[&](kc::int64 at_{u}) {{")
         self.indent += 1
         self.w(step)
         self._carry_update(loop)
         self.indent -= 1
-        self.w("}")
-        self.w(f"it_{u} = r; {step}")
+        self.w("},")
+        self.w(f"[&](kc::int64 at_{u}) {{")
+        self.indent += 1
+        self.w(step)
         seen = set()
         zero = []
         for v in r.zero_vars:
@@ -485,7 +495,8 @@ class Emitter:
         for k, c in diff:
             self.w(f"g{u}_{k} = adj_{c.entry.cname};")
         self.indent -= 1
-        self.w("}")
+        self.w("});")
+        self.indent -= 1
         for k, c in diff:
             self.w(f"adj_{c.init.cname} += g{u}_{k};")
         self.indent -= 1

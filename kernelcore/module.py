@@ -21,7 +21,7 @@ from .emit_cpp import Emitter, emit_struct, tuple_struct_name
 from .ir import defined_vars
 from .errors import NativeBuildError
 
-HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_array.h", "kc_random.h"]
+HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_array.h", "kc_random.h", "kc_loop.h"]
 _build_lock = threading.RLock()
 
 
@@ -117,6 +117,7 @@ class Module:
                                    + [f.replay_ir for f in funcs if f.replay_ir is not None], funcs)
         em.w(f"// kernelcore module '{self.name}' ({target}), generated code")
         em.w('#include "kc_random.h"')
+        em.w('#include "kc_loop.h"')
         for h in registry.headers:
             em.w(f'#include "{h}"')
         for s in structs:

@@ -3,6 +3,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 import kernelcore as kc
@@ -22,3 +23,24 @@ def test_bandwidth_benchmark_reports_ratios(tmp_path, device):
     for name in ("saxpy", "integrate"):
         r = d["results"][name]
         assert r["bandwidth_GBps"] > 0 and r["speedup_vs_numpy"] > 0
+
+
+def test_autodiff_benchmark_long_loop_case(tmp_path):
+    import bench_autodiff
+
+    out = tmp_path / "autodiff.json"
+    iterations = 300   # beyond kc.config.loop_checkpoints: the recomputing reverse sweep runs
+    bench_autodiff.main(["--cases", "long_loop", "--loop-iterations", str(iterations), "--repeats", "1",
+                         "--warmup", "1", "--calls", "1", "--no-warp", "--kc-threads", "1", "--out", str(out)])
+    d = json.loads(out.read_text())
+    r = d["cases"]["long_loop"]["kc_1thread"]
+    assert r["backward_over_forward"] > 0 and d["settings"]["long_loop"]["iterations"] == iterations
+    # the benchmark's gradient against float64 numpy: d s_n / d a for s <- 0.9 sin(s) + 0.1 a, s_0 = a
+    case = bench_autodiff.KcLongLoop(iterations)
+    case.forward_backward()
+    a = case.p.numpy().astype(np.float64)
+    s, ds = a.copy(), np.ones_like(a)
+    for _ in range(iterations):
+        s, ds = 0.9 * np.sin(s) + 0.1 * a, 0.9 * np.cos(s) * ds + 0.1
+    np.testing.assert_allclose(case.loss.numpy()[0], s.sum(), rtol=1e-4)
+    np.testing.assert_allclose(case.grad, ds, rtol=1e-3, atol=1e-5)
