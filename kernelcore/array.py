@@ -322,9 +322,18 @@ def _struct_records(data, stype, np_dt):
                          f"(fields {list(np_dt.names)}): " + ("missing " + ", ".join(missing) if missing else "")
                          + ("; " if missing and extra else "") + ("unknown " + ", ".join(extra) if extra else ""))
     out = np.zeros(data.shape, dtype=np_dt)
-    for n in np_dt.names:
-        out[n] = data[n]
+    _copy_fields(out, data)
     return out
+
+
+def _copy_fields(dst, src):
+    """dst[name] = src[name] for every field, by name at every nesting level (numpy assigns
+    structured values by position)."""
+    for n in dst.dtype.names:
+        if dst.dtype.fields[n][0].names is not None and src.dtype.fields[n][0].names is not None:
+            _copy_fields(dst[n], src[n])
+        else:
+            dst[n] = src[n]
 
 
 def _struct_ctypes_value(stype, value):
