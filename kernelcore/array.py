@@ -294,6 +294,8 @@ def _to_host_storage(data, dtype):
         return data.numpy()
     np_dt, inner = T.np_dtype_of(dtype)
     if T.is_struct(dtype):
+        if isinstance(data, np.ndarray) and data.dtype.names is not None:
+            return _struct_records(data, dtype, np_dt)
         raw = b"".join(bytes(_struct_ctypes_value(dtype, v)) for v in data)
         return np.frombuffer(raw, dtype=np_dt).copy()
     if isinstance(data, (list, tuple)) and data and isinstance(data[0], T._CompositeValue):
@@ -307,6 +309,31 @@ def _to_host_storage(data, dtype):
     if a.ndim == len(inner):
         a = a.reshape((1,) + a.shape) if a.ndim else a.reshape(1)
     return a
+
+
+def _struct_records(data, stype, np_dt):
+    """A numpy structured array with the fields of ``stype`` (any layout) in kernel layout."""
+    if data.dtype == np_dt:
+        return np.array(data, copy=True)
+    missing = [n for n in np_dt.names if n not in data.dtype.names]
+    extra = [n for n in data.dtype.names if n not in np_dt.names]
+    if missing or extra:
+        raise ValueError(f"structured array with fields {list(data.dtype.names)} cannot hold {stype._name} values "
+                         f"(fields {list(np_dt.names)}): " + ("missing " + ", ".join(missing) if missing else "")
+                         + ("; " if missing and extra else "") + ("unknown " + ", ".join(extra) if extra else ""))
+    out = np.zeros(data.shape, dtype=np_dt)
+    _copy_fields(out, data)
+    return out
+
+
+def _copy_fields(dst, src):
+    """dst[name] = src[name] for every field, by name at every nesting level (numpy assigns
+    structured values by position)."""
+    for n in dst.dtype.names:
+        if dst.dtype.fields[n][0].names is not None and src.dtype.fields[n][0].names is not None:
+            _copy_fields(dst[n], src[n])
+        else:
+            dst[n] = src[n]
 
 
 def _struct_ctypes_value(stype, value):

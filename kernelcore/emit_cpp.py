@@ -148,6 +148,10 @@ class Emitter:
         if self.debug and row.array_access:
             idx = ", ".join(a.cname for a in s.args[1:1 + self._nidx(s)])
             self.w(f"if (!kc::bounds_check({s.args[0].cname}, __LINE__, {self._nidx(s)}, {idx})) return {ret};")
+        if self.debug and row.name == "wrap_index":
+            self.w(f"if (!kc::component_check({s.args[0].cname}, {s.args[1].cname}, __LINE__)) return {ret};")
+        if self.debug and row.name in _DIVISIONS and _is_integer(s.args[1].type):
+            self.w(f"if (!kc::divisor_check({s.args[1].cname}, __LINE__)) return {ret};")
         sym = row.native + (f"<{s.template}>" if s.template else "")
         call = f"{sym}({', '.join(a.cname for a in s.args)})"
         self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
@@ -584,6 +588,8 @@ class Emitter:
                          else f", {ctype(v.type)} {v.cname}" for v in ir.args)
         self.w(f"static KC_FUNC void {kernel_name}_fwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
         self.indent += 1
+        if self.debug:
+            self.w("kc::set_debug_thread(__tid);  // named by debug-mode errors")
         self.declare_values(ir)
         self.emit_block(ir.block, "fwd", "")
         self.indent -= 1
@@ -592,6 +598,8 @@ class Emitter:
             return
         self.w(f"static KC_ADJOINT_FUNC void {kernel_name}_bwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
         self.indent += 1
+        if self.debug:
+            self.w("kc::set_debug_thread(__tid);")
         self.declare_values(ir, adj=True, adj_args_local=True)
         # a kernel's value arguments get local adjoints that go nowhere (array gradients live in .grad)
         self.discarded_adjoints = _constants(ir) | {v.id for v in ir.args if not isinstance(v.type, ArrayType)}
@@ -663,6 +671,14 @@ class Emitter:
         self.indent -= 1
         self.w("}")
         self.indent -= 1
+
+
+_DIVISIONS = ("div", "mod", "floordiv", "cw_div")  # argument 1 is the divisor
+
+
+def _is_integer(t) -> bool:
+    """An integer scalar, or a vector/matrix of integers (their division by zero is checked)."""
+    return T.is_int(t) or (T.is_composite(t) and T.is_int(t._dtype))
 
 
 _SPECULATE_MAX = 8

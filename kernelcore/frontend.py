@@ -32,6 +32,17 @@ _PY_BUILTIN_FUNCS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.ma
                      pybuiltins.round: "round", pybuiltins.pow: "pow"}
 
 
+# a[i] on a vector/matrix with a non-constant i: negative i counts from the end (not in the
+# public builtin table: the frontend alone emits it)
+_WRAP_INDEX = Builtin("wrap_index", ["int32", "int32"], T.int32, "kc::wrap_index", differentiable=False)
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Integer quotient rounded toward zero (C's a / b)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 class FuncDef:
     """Parsed source of one Python function decorated as a kernel or kernel function."""
 
@@ -53,9 +64,14 @@ class FuncDef:
         if not isinstance(self.fdef, ast.FunctionDef):
             raise KernelCompileError("expected a function definition", self.name, self.file, first)
         self.arg_names = [a.arg for a in self.fdef.args.args]
+        fargs = self.fdef.args
+        if fargs.vararg or fargs.kwarg or fargs.kwonlyargs or fargs.posonlyargs:
+            raise self.error("kernels and kernel functions take plain named arguments only (no *args, **kwargs, "
+                             "keyword-only or positional-only arguments)", self.fdef)
+        # default values (Python objects, turned into kernel constants at each call that omits them)
+        defaults = pyfunc.__defaults__ or ()
+        self.defaults = dict(zip(self.arg_names[len(self.arg_names) - len(defaults):], defaults))
         self.globals = pyfunc.__globals__
-        closure = inspect.getclosurevars(pyfunc)
-        self.nonlocals = dict(closure.nonlocals)
         ann = dict(getattr(pyfunc, "__annotations__", {}))
         self.arg_types = {}
         for a in self.fdef.args.args:
@@ -68,6 +84,22 @@ class FuncDef:
         if "return" in ann and ann["return"] is not None:
             r = self._eval_annotation(ann["return"], self.fdef)
             self.return_type = tuple(T.type_from_annotation(x) for x in r) if isinstance(r, tuple) else (T.type_from_annotation(r),)
+
+    @property
+    def nonlocals(self) -> dict:
+        """Names the function captures from enclosing functions, read when the function is
+        compiled (not when it is decorated), so a local @kc.func may call one defined after it."""
+        cells = self.pyfunc.__closure__ or ()
+        out = {}
+        for name, cell in zip(self.pyfunc.__code__.co_freevars, cells):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:   # assigned later in the enclosing function (not yet, or never)
+                pass
+        return out
+
+    def unassigned_free_name(self, name) -> bool:
+        return name in self.pyfunc.__code__.co_freevars and name not in self.nonlocals
 
     def _eval_annotation(self, a, node):
         if isinstance(a, str):
@@ -260,8 +292,11 @@ class _Builder:
         if not all(isinstance(a.type, WeakLiteral) and not a.type.is_float for a in args):
             return None
         vals = [a.const for a in args]
+        if name in ("floordiv", "mod") and vals[1] == 0:
+            raise self.error("integer division or modulo by zero")
+        # % truncates (the sign of the dividend) and // rounds down, as at run time (kc_scalar.h)
         r = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-             "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "neg": lambda a: -a}[name](*vals)
+             "floordiv": lambda a, b: a // b, "mod": lambda a, b: a - b * _trunc_div(a, b), "neg": lambda a: -a}[name](*vals)
         return Var(WEAK_INT, const=r)
 
     def _note_array_access(self, row, arr):
@@ -383,6 +418,8 @@ class _Builder:
     def _assign_tuple(self, target, value_node):
         n = len(target.elts)
         if self._is_tid_call(value_node):
+            if self.kind != "kernel":
+                raise self.error("kc.tid() is only available in a @kc.kernel; pass the thread indices to the function as arguments")
             self.ir.tid_arity = n
             for k, t in enumerate(target.elts):
                 out = Var(T.int32)
@@ -440,6 +477,7 @@ class _Builder:
             if not isinstance(target.value, ast.Name):
                 raise self.error("only named local vectors/matrices can be updated in place")
             dtype = bt._dtype
+            idx = self._component_indices(bt, idx)
             if T.is_matrix(bt) and len(idx) == 1:
                 v = self._convert(v, T.vector(bt._shape[1], dtype))
             else:
@@ -447,6 +485,27 @@ class _Builder:
             self.assign(target.value.id, self.call("assign_copy", [base] + idx + [v]))
         else:
             raise self.error(f"cannot assign into a value of type {T.type_repr(bt)}")
+
+    def _component_indices(self, bt, idx):
+        """Indices into a vector/matrix/quaternion/transform, as Warp takes them: a negative
+        index counts from the end. A constant one out of range is an error here; others are
+        wrapped at run time (and checked in debug mode, see emit_cpp)."""
+        lengths = bt._shape[:len(idx)]
+        if len(idx) > len(bt._shape):
+            raise self.error(f"too many indices ({len(idx)}) for a {T.type_repr(bt)}")
+        out = []
+        for k, (i, n) in enumerate(zip(idx, lengths)):
+            if i.const is not None:
+                c = int(i.const)
+                if not -n <= c < n:
+                    what = f"index {c}" if len(idx) == 1 else f"index {c} (dimension {k})"
+                    raise self.error(f"{what} out of range for a {T.type_repr(bt)} ({n} components along it)")
+                out.append(self.const(c % n, T.int32) if c < 0 else i)
+            else:
+                r = Var(T.int32)
+                self.emit(Call(r, _WRAP_INDEX, [i, self.const(n, T.int32)]))
+                out.append(r)
+        return out
 
     def _array_view_for(self, base, idx, node):
         if len(idx) > base.type.ndim:
@@ -819,7 +878,11 @@ class _Builder:
                     return scope[node.id]
             if default is not KeyError:
                 return default
-            raise self.error(f"unknown name '{node.id}'", node)
+            if self.defn.unassigned_free_name(node.id):
+                raise self.error(f"'{node.id}' is not assigned yet in the function that encloses '{self.defn.name}': "
+                                 f"assign it before the first launch", node)
+            raise self.error(f"unknown name '{node.id}': a kernel sees its arguments, its locals and the names of its "
+                             "module and enclosing functions (pass other values as arguments)", node)
         if isinstance(node, ast.Attribute):
             base = self._static_value(node.value, default)
             if base is default and default is not KeyError:
@@ -884,7 +947,7 @@ class _Builder:
                 raise self.error(f"a {bt.ndim}-d array needs {bt.ndim} indices (or exactly 1 for a view), got {len(idx)}")
             return self.call("load", [base] + idx)
         if T.is_composite(bt):
-            return self.call("extract", [base] + idx)
+            return self.call("extract", [base] + self._component_indices(bt, idx))
         if isinstance(bt, T.Tuple):
             k = idx[0].const
             if k is None:
@@ -1004,10 +1067,14 @@ class _Builder:
 
         if isinstance(e.func, ast.Name) and e.func.id in self.symtab:
             raise self.error(f"'{e.func.id}' is a value, not a function")
+        if isinstance(e.func, ast.Attribute):
+            self._reject_method_call(e.func)
         fn = self._static_value(e.func)
         if fn is kernel_api.tid:
             if e.args:
                 raise self.error("kc.tid() takes no arguments")
+            if self.kind != "kernel":
+                raise self.error("kc.tid() is only available in a @kc.kernel; pass the thread index to the function as an argument")
             self.ir.tid_arity = max(self.ir.tid_arity, 1)
             out = Var(T.int32)
             self.emit(Tid(out, -1))
@@ -1063,11 +1130,33 @@ class _Builder:
         fname = ast.unparse(e.func)
         raise self.error(f"cannot call '{fname}' inside a kernel: it is not a kernelcore builtin or a @kc.func")
 
+    def _reject_method_call(self, func):
+        """obj.method(...) where obj is a value (an array, a vector, ...): kernels have no methods."""
+        from .array import array as host_array
+
+        base = func.value
+        if isinstance(base, ast.Name) and base.id in self.symtab:
+            t = self.symtab[base.id].type
+        else:
+            value = self._static_value(base, default=None)
+            if not isinstance(value, host_array):
+                return
+            t = ArrayType(value.dtype, value.ndim)
+        call = f"{ast.unparse(func)}()"
+        if isinstance(t, ArrayType):
+            raise self.error(f"{call}: arrays have no methods inside kernels; call array methods such as fill_(), "
+                             f"zero_() or numpy() from Python before or after kc.launch, or write elements here (a[i] = ...)")
+        raise self.error(f"{call}: a {T.type_repr(t)} value has no methods inside kernels; use the kc.{func.attr}(...) "
+                         "builtin form if there is one")
+
     def _call_function(self, fn, e):
-        if e.keywords:
-            raise self.error("keyword arguments are not supported for kernel functions")
-        args = [self.expr(a) for a in e.args]
-        inst, concrete = fn.resolve([a.type for a in args], self.error)
+        pos = [self.expr(a) for a in e.args]
+        kw = {}
+        for k in e.keywords:
+            if k.arg is None:
+                raise self.error(f"'**' arguments are not supported in calls to kernel function '{fn.name}'")
+            kw[k.arg] = self.expr(k.value)
+        args, inst, concrete = self._bind_call(fn, pos, kw)
         args = [self.materialize(a, t) for a, t in zip(args, concrete)]
         if inst not in self.ir.funcs:
             self.ir.funcs.append(inst)
@@ -1081,6 +1170,47 @@ class _Builder:
                 if flags[1]:
                     self.ir.array_writes.add(a.label)
         return out
+
+    def _bind_call(self, fn, pos, kw):
+        """Match positional, keyword and default arguments to an overload of ``fn``:
+        (argument values in parameter order, FuncInstance, concrete types)."""
+        problems = []
+        for defn in reversed(fn.overloads):
+            names = defn.arg_names
+            if len(pos) > len(names):
+                problems.append(f"{fn.name}() takes {len(names)} arguments, got {len(pos)} positional")
+                continue
+            bound = dict(zip(names, pos))
+            bad = [k for k in kw if k not in names or k in bound]
+            if bad:
+                k = bad[0]
+                problems.append(f"{fn.name}() got an unexpected keyword argument '{k}'" if k not in names
+                                else f"{fn.name}() got argument '{k}' twice")
+                continue
+            bound.update(kw)
+            missing = [n for n in names if n not in bound and n not in defn.defaults]
+            if missing:
+                problems.append(f"{fn.name}() is missing argument '{missing[0]}'")
+                continue
+            for n in names:
+                if n not in bound:
+                    bound[n] = self._default_value(fn, defn, n)
+            args = [bound[n] for n in names]
+            found = fn.match(defn, [a.type for a in args], self.error)
+            if found is not None:
+                return (args,) + found
+        if problems and len(problems) == len(fn.overloads):
+            raise self.error(problems[0] if len(set(problems)) == 1 else "; ".join(dict.fromkeys(problems)))
+        inst, concrete = fn.resolve([a.type for a in pos], self.error, keywords=list(kw))
+        return pos, inst, concrete
+
+    def _default_value(self, fn, defn, name):
+        value = defn.defaults[name]
+        try:
+            return self._value_to_var(value, self.node)
+        except KernelCompileError:
+            raise self.error(f"the default value {value!r} of argument '{name}' of '{fn.name}' is not a kernel value "
+                             "(numbers, booleans, kc.constant and vector/matrix values are)") from None
 
     def _convert(self, v, t, explicit=False, what="value"):
         """Coerce v to type t: literals adapt; explicit casts convert scalars and composites."""
@@ -1174,7 +1304,10 @@ class _Builder:
             if isinstance(a, ast.Constant) and isinstance(a.value, str):
                 items.append(a.value)
             else:
-                items.append(self.materialize(self.expr(a)))
+                v = self.materialize(self.expr(a))
+                if not (T.is_scalar(v.type) or T.is_composite(v.type) or isinstance(v.type, ArrayType)):
+                    raise self.error(f"print() cannot show a {T.type_repr(v.type)} value; print its fields or components")
+                items.append(v)
         items.append("\n")
         self.emit(Print(items))
         self.ir.has_print = True

@@ -10,6 +10,7 @@ from .builtins.registry import WeakLiteral
 from .frontend import FuncDef, build_ir
 
 _functions: dict = {}   # (module, qualname) -> Function: redefinition with a new signature adds an overload
+_building: dict = {}    # specialisations whose IR is being built (a second request is recursion)
 
 
 class Function:
@@ -34,27 +35,40 @@ class Function:
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"kernel function '{self.name}' can only be called inside kernels or other kernel functions")
 
-    def resolve(self, arg_types, error):
+    def resolve(self, arg_types, error, keywords=()):
         """Pick the overload for these argument types and return (FuncInstance, concrete types)."""
         for defn in reversed(self.overloads):
-            if len(defn.arg_names) != len(arg_types):
-                continue
-            concrete = []
-            for name, a in zip(defn.arg_names, arg_types):
-                c = _match_param(defn.arg_types[name], a)
-                if c is None:
-                    break
-                concrete.append(c)
-            else:
-                key = (id(defn), tuple(T.type_key(c) for c in concrete))
-                inst = self.instances.get(key)
-                if inst is None:
-                    inst = FuncInstance(self, defn, concrete)
-                    self.instances[key] = inst
-                return inst, concrete
+            found = self.match(defn, arg_types, error)
+            if found is not None:
+                return found
         shown = ", ".join(repr(a) if isinstance(a, WeakLiteral) else T.type_repr(a) for a in arg_types)
+        shown += "".join(f", {k}=..." for k in keywords)
         sigs = "; ".join(f"{self.name}(" + ", ".join(T.type_repr(d.arg_types[n]) for n in d.arg_names) + ")" for d in self.overloads)
         raise error(f"no overload of function '{self.name}' accepts ({shown}); candidates: {sigs}")
+
+    def match(self, defn, arg_types, error=None):
+        """(FuncInstance, concrete types) of overload ``defn`` for these argument types, or None."""
+        if len(defn.arg_names) != len(arg_types):
+            return None
+        concrete = []
+        for name, a in zip(defn.arg_names, arg_types):
+            c = _match_param(defn.arg_types[name], a)
+            if c is None:
+                return None
+            concrete.append(c)
+        key = (id(defn), tuple(T.type_key(c) for c in concrete))
+        inst = self.instances.get(key)
+        if inst is None:
+            if key in _building:
+                raise (error or defn.error)(f"'{self.name}' calls itself (directly or through other functions): kernel "
+                                            "functions cannot recurse; rewrite the recursion as a loop")
+            _building[key] = None
+            try:
+                inst = FuncInstance(self, defn, concrete)
+            finally:
+                del _building[key]
+            self.instances[key] = inst
+        return inst, concrete
 
 
 def _match_param(p, a):

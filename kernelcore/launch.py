@@ -22,7 +22,8 @@ class launch_bounds_ctypes(ctypes.Structure):
 class error_state_ctypes(ctypes.Structure):
     """Mirror of kc::error_state_t."""
     _fields_ = [("flag", ctypes.c_int32), ("line", ctypes.c_int32), ("ndim", ctypes.c_int32), ("nidx", ctypes.c_int32),
-                ("index", ctypes.c_int32 * 4), ("shape", ctypes.c_int32 * 4)]
+                ("index", ctypes.c_int32 * 4), ("shape", ctypes.c_int32 * 4), ("kind", ctypes.c_int32),
+                ("_pad", ctypes.c_int32), ("thread", ctypes.c_int64)]
 
 
 def _arg_error(kernel, name, msg, exc=TypeError):
@@ -80,7 +81,11 @@ def pack_struct(stype, value):
         raise TypeError(f"expected a {stype._name} struct value, got {type(value).__name__}")
     ct = stype._ctypes()
     for name, ft in stype._fields.items():
-        setattr(ct, name, pack_value(ft, getattr(value, name), name))
+        v = getattr(value, name)
+        if isinstance(ft, ArrayType) and v is not None:
+            v = as_kc_array(v, ft)
+            T._check_array_field(value, name, ft, v)
+        setattr(ct, name, pack_value(ft, v, name))
     return ct
 
 
@@ -132,9 +137,12 @@ def _launch_device(device, params):
     return get_device(None)
 
 
+_MAX_DIM = 2**31 - 1
+
+
 def _bounds(dim, nthreads):
     """(launch_bounds_ctypes, dims); ``nthreads`` is called for the thread count of big launches."""
-    if type(dim) is int and dim >= 0:  # the common case, without the general path's loops
+    if type(dim) is int and 0 <= dim <= _MAX_DIM:  # the common case, without the general path's loops
         b = launch_bounds_ctypes()
         b.shape[0] = b.size = dim
         b.ndim = 1
@@ -150,6 +158,10 @@ def _bounds(dim, nthreads):
     for k, d in enumerate(dim):
         if d < 0:
             raise ValueError(f"negative launch dimension in {dim}")
+        if d > _MAX_DIM:
+            # launch bounds and kc.tid() are 32-bit per dimension: a larger one would wrap
+            raise ValueError(f"launch dimension {k} is {d}, more than the {_MAX_DIM} (2**31 - 1) threads per dimension "
+                             f"kernelcore supports; split the launch or use a multi-dimensional dim")
         b.shape[k] = d
         size *= d
     b.ndim = len(dim)
@@ -201,6 +213,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     bounds, dims = _bounds(dim, num_threads)
     if ir.tid_arity > 1 and ir.tid_arity != len(dims):
         raise ValueError(f"kernel '{kernel.key}' unpacks kc.tid() into {ir.tid_arity} indices but was launched with dim={dims}")
+    if ir.tid_arity == 1 and bounds.size > _MAX_DIM:
+        raise ValueError(f"kernel '{kernel.key}' reads the flat kc.tid() (int32) but dim={dims} launches {bounds.size} "
+                         f"threads, more than 2**31 - 1; unpack kc.tid() into one index per dimension")
     if bounds.size == 0:
         return
     if dev.is_cuda:
@@ -336,7 +351,12 @@ def _check_error_state(kernel, st):
         return
     idx = tuple(st.index[d] for d in range(st.nidx))
     shape = tuple(st.shape[d] for d in range(st.ndim))
-    line = st.line
+    line, kind, thread = st.line, st.kind, st.thread
     st.flag = 0
-    raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx} out of bounds for array of shape {shape} "
-                             f"at {kernel.defn.file}:{line}")
+    where = f"at {kernel.defn.file}:{line} (thread {thread})"
+    if kind == 1:
+        raise KernelRuntimeError(f"kernel '{kernel.key}': component index {idx[0]} out of range for a value of "
+                                 f"{shape[0]} components {where}")
+    if kind == 2:
+        raise KernelRuntimeError(f"kernel '{kernel.key}': integer division or modulo by zero {where}")
+    raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx} out of bounds for array of shape {shape} {where}")

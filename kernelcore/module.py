@@ -57,6 +57,7 @@ class Module:
         self.name = name
         self.kernels = []
         self.loaded: dict = {}   # (target, options) -> {kernel: LoadedKernel}
+        self.failed: dict = {}   # (target, options) -> {kernel: NativeBuildError of its own build}
         self.cnames = set()
 
     def register(self, kernel):
@@ -78,27 +79,43 @@ class Module:
             lk = table.get(kernel)
             if lk is not None:
                 return lk
-            pending = [k for k in self.kernels if k not in table]
+            # A kernel that failed to build keeps failing with its own error and never joins
+            # another kernel's chunk: one broken kernel must not poison its module.
+            failed = self.failed.setdefault((target, options_key()), {})
+            if kernel in failed:
+                raise failed[kernel]
+            pending = [k for k in self.kernels if k not in table and k not in failed]
             if kernel not in pending:
                 pending.append(kernel)
-            # a kernel whose code fails to compile must not block the others: build it alone
+            kernel.ir()   # the requested kernel's own frontend error goes to the caller
             good = []
             for k in pending:
-                if k is kernel:
-                    good.append(k)
-                    continue
                 try:
                     k.ir()
                     good.append(k)
                 except Exception:
-                    pass
-            if target == "cuda":
-                from .cuda_backend import build_cuda_chunk
-
-                table.update(build_cuda_chunk(self, good, device))
-            else:
-                table.update(self._build_cpu_chunk(good))
+                    pass   # reported when that kernel itself is launched
+            try:
+                table.update(self._build_chunk(good, target, device))
+            except NativeBuildError:
+                if len(good) == 1:
+                    failed[kernel] = sys.exc_info()[1]
+                    raise
+                # which kernel broke the chunk is unknown: build the requested one alone;
+                # the others are retried (alone, if need be) when they are launched
+                try:
+                    table.update(self._build_chunk([kernel], target, device))
+                except NativeBuildError as e:
+                    failed[kernel] = e
+                    raise
             return table[kernel]
+
+    def _build_chunk(self, kernels, target, device):
+        if target == "cuda":
+            from .cuda_backend import build_cuda_chunk
+
+            return build_cuda_chunk(self, kernels, device)
+        return self._build_cpu_chunk(kernels)
 
     # -- source generation -----------------------------------------------------------------
     def generate(self, kernels, target="cpu"):

@@ -265,6 +265,25 @@ class StructInstance:
     def __repr__(self):
         return f"{self._name}(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields) + ")"
 
+    def __setattr__(self, name, value):
+        t = self._fields.get(name)
+        if t is None:
+            raise AttributeError(f"struct {self._name} has no field '{name}' (fields: {', '.join(self._fields)})")
+        _check_array_field(self, name, t, value)
+        object.__setattr__(self, name, value)
+
+
+def _check_array_field(struct_value, name, t, value):
+    """A kc array stored in an array field must have the field's dtype and ndim (else the
+    kernel would read its bytes as another type)."""
+    from .array import ArrayType, array
+
+    if isinstance(t, ArrayType) and isinstance(value, array):
+        same = value.dtype is t.dtype or (is_struct(value.dtype) and value.dtype._ctype == getattr(t.dtype, "_ctype", None))
+        if not same or value.ndim != t.ndim:
+            raise TypeError(f"struct {struct_value._name} field '{name}' is {t!r}; got an array of "
+                            f"{type_repr(value.dtype)} with {value.ndim} dimension(s)")
+
 
 def struct(cls):
     """Decorator turning an annotated class into a kernel struct type."""
@@ -289,7 +308,7 @@ def struct(cls):
     new = _TypeMeta(cls.__name__, (StructInstance,), attrs)
     try:
         new._source_file = inspect.getsourcefile(cls)
-    except TypeError:
+    except (TypeError, OSError):   # classes made in a REPL or `python -c` have no source file
         new._source_file = None
     return new
 
@@ -413,8 +432,31 @@ def np_dtype_of(t) -> tuple[np.dtype, tuple]:
     if is_composite(t):
         return np.dtype(t._dtype._np), t._shape
     if is_struct(t):
-        return np.dtype((np.void, t._size)), ()
+        return struct_np_dtype(t), ()
     raise TypeError(f"type {type_repr(t)} cannot be stored in an array")
+
+
+def struct_np_dtype(t) -> np.dtype:
+    """numpy structured dtype with the C layout of struct type t: one named field per struct
+    field (vectors and matrices as sub-arrays, nested structs as nested records, array
+    fields as opaque bytes), so ``array.numpy()`` of a struct array reads and writes fields."""
+    dt = t.__dict__.get("_np_dtype")
+    if dt is not None:
+        return dt
+    from .array import ArrayType
+
+    names, formats, offsets = [], [], []
+    for name, ft in t._fields.items():
+        names.append(name)
+        offsets.append(getattr(t._ctypes, name).offset)
+        if isinstance(ft, ArrayType):
+            formats.append(np.dtype((np.void, ctypes.sizeof(ctypes_of(ft)))))
+        else:
+            base, inner = np_dtype_of(ft)
+            formats.append(np.dtype((base, inner)) if inner else base)
+    dt = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": t._size})
+    t._np_dtype = dt
+    return dt
 
 
 def size_of(t) -> int:

@@ -47,13 +47,26 @@ KC_FUNC int32 tid_dim(const launch_bounds_t& b, int64 t, int k) {
 }
 
 // ---- element addressing -----------------------------------------------------------------
+// A negative index counts from the end of its dimension (a[-1] is the last element), as in
+// Python and Warp; one compare and add per index (a conditional move, no branch).
+KC_FUNC int64 wrap(int32 i, int32 n) { return i < 0 ? (int64)i + n : (int64)i; }
 template <typename T> KC_FUNC T* elem(T* base, const array_t<T>& a, int64 off) { return (T*)((char*)base + off); }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i) { return i * a.strides[0]; }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j) { return i * a.strides[0] + j * a.strides[1]; }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2]; }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k, int32 l) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i) { return wrap(i, a.shape[0]) * a.strides[0]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j) { return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k) {
+    return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1] + wrap(k, a.shape[2]) * a.strides[2];
+}
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k, int32 l) {
+    return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1] + wrap(k, a.shape[2]) * a.strides[2] + wrap(l, a.shape[3]) * a.strides[3];
+}
+// Index into a vector/matrix row of length n (the frontend emits it for non-constant indices).
+KC_FUNC int32 wrap_index(int32 i, int32 n) { return i < 0 ? i + n : i; }
+KC_FUNC void adj_wrap_index(int32, int32, int32&, int32&, int32) {}
 
-// ---- debug-mode bounds checks: the first failure is recorded for Python to raise --------
+// ---- debug-mode checks: the first failure is recorded for Python to raise ------------------
+// Mirrored by launch.py (error_state_ctypes). kind: what failed (KC_ERR_*); thread: the
+// flat launch index of the thread that failed.
+enum { KC_ERR_BOUNDS = 0, KC_ERR_COMPONENT = 1, KC_ERR_DIV_ZERO = 2 };
 struct error_state_t {
     int32 flag;
     int32 line;
@@ -61,27 +74,63 @@ struct error_state_t {
     int32 nidx;
     int32 index[4];
     int32 shape[4];
+    int32 kind;
+    int32 _pad;
+    int64 thread;
 };
 #if KC_CUDA
 __device__ error_state_t g_error;
+// (the first pass of the grid-stride loop: exact unless the grid was capped by max_blocks)
+KC_FUNC int64 debug_thread() { return (int64)blockIdx.x * blockDim.x + threadIdx.x; }
+KC_FUNC void set_debug_thread(int64) {}
 #else
 inline error_state_t g_error;
+inline int64& debug_thread_ref() { static thread_local int64 t = 0; return t; }
+KC_FUNC int64 debug_thread() { return debug_thread_ref(); }
+KC_FUNC void set_debug_thread(int64 t) { debug_thread_ref() = t; }
 #endif
+KC_FUNC bool claim_error() {
+#if KC_CUDA
+    return atomicCAS(&g_error.flag, 0, 1) == 0;
+#else
+    int32 expected = 0;
+    return __atomic_compare_exchange_n(&g_error.flag, &expected, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+#endif
+}
 template <typename T> KC_FUNC bool bounds_check(const array_t<T>& a, int32 line, int nidx, int32 i0, int32 i1 = 0, int32 i2 = 0, int32 i3 = 0) {
     int32 idx[4] = {i0, i1, i2, i3};
     bool ok = nidx <= a.ndim;
-    for (int d = 0; d < nidx && ok; ++d) ok = idx[d] >= 0 && idx[d] < a.shape[d];
+    for (int d = 0; d < nidx && ok; ++d) ok = idx[d] >= -a.shape[d] && idx[d] < a.shape[d];
     if (ok) return true;
-#if KC_CUDA
-    if (atomicCAS(&g_error.flag, 0, 1) == 0) {
-#else
-    int32 expected = 0;
-    if (__atomic_compare_exchange_n(&g_error.flag, &expected, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-#endif
-        g_error.line = line; g_error.ndim = a.ndim; g_error.nidx = nidx;
+    if (claim_error()) {
+        g_error.line = line; g_error.ndim = a.ndim; g_error.nidx = nidx; g_error.kind = KC_ERR_BOUNDS;
+        g_error.thread = debug_thread();
         for (int d = 0; d < 4; ++d) { g_error.index[d] = idx[d]; g_error.shape[d] = a.shape[d]; }
     }
     return false;
+}
+// A component index of a vector/matrix/quaternion/transform: -n <= i < n.
+KC_FUNC bool component_check(int32 i, int32 n, int32 line) {
+    if (i >= -n && i < n) return true;
+    if (claim_error()) {
+        g_error.line = line; g_error.ndim = 1; g_error.nidx = 1; g_error.kind = KC_ERR_COMPONENT;
+        g_error.thread = debug_thread(); g_error.index[0] = i; g_error.shape[0] = n;
+    }
+    return false;
+}
+// The divisor of an integer /, // or %: zero is an error in debug mode.
+template <typename T> KC_FUNC bool divisor_check(T b, int32 line) {
+    if (b != T(0)) return true;
+    if (claim_error()) { g_error.line = line; g_error.kind = KC_ERR_DIV_ZERO; g_error.thread = debug_thread(); g_error.nidx = 0; g_error.ndim = 0; }
+    return false;
+}
+template <int N, typename T> KC_FUNC bool divisor_check(const vec_t<N, T>& b, int32 line) {
+    KC_FOR(i, N) if (!divisor_check(b.c[i], line)) return false;
+    return true;
+}
+template <int R, int C, typename T> KC_FUNC bool divisor_check(const mat_t<R, C, T>& b, int32 line) {
+    KC_FOR(i, R) KC_FOR(j, C) if (!divisor_check(b.c[i][j], line)) return false;
+    return true;
 }
 
 // ---- atomics ------------------------------------------------------------------------------
@@ -289,8 +338,8 @@ KC_ARRAY_OPS(4)
 // a[i] on a multi-dimensional array is a view of one fewer dimension.
 template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     array_t<T> r;
-    r.data = elem(a.data, a, i * a.strides[0]);
-    r.grad = a.grad ? elem(a.grad, a, i * a.strides[0]) : (T*)0;
+    r.data = elem(a.data, a, offset(a, i));
+    r.grad = a.grad ? elem(a.grad, a, offset(a, i)) : (T*)0;
     r.ndim = a.ndim - 1; r.serial = a.serial;
     for (int d = 0; d < 3; ++d) { r.shape[d] = a.shape[d + 1]; r.strides[d] = a.strides[d + 1]; }
     r.shape[3] = 0; r.strides[3] = 0;
@@ -320,6 +369,12 @@ template <int N, typename T> KC_FUNC void print_value(const vec_t<N, T>& v) {
 }
 template <int R, int C, typename T> KC_FUNC void print_value(const mat_t<R, C, T>& m) {
     printf("["); KC_FOR(i, R) { if (i) printf("\n "); printf("["); KC_FOR(j, C) { if (j) printf(" "); print_value(m.c[i][j]); } printf("]"); } printf("]");
+}
+template <typename T> KC_FUNC void print_value(const quat_t<T>& q) {
+    printf("["); KC_FOR(i, 4) { if (i) printf(" "); print_value(q.c[i]); } printf("]");
+}
+template <typename T> KC_FUNC void print_value(const transform_t<T>& t) {
+    printf("("); print_value(t.p); printf(", "); print_value(t.q); printf(")");
 }
 template <typename T> KC_FUNC void print_value(const array_t<T>& a) { printf("array(ndim=%d, shape[0]=%d)", a.ndim, a.shape[0]); }
 

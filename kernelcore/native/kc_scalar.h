@@ -61,23 +61,34 @@ template <typename T> KC_FUNC void adj_neg(T a, T& adj_a, T adj_ret) { adj_a -= 
 template <typename T> KC_FUNC T pos(T a) { return a; }
 template <typename T> KC_FUNC void adj_pos(T a, T& adj_a, T adj_ret) { adj_a += adj_ret; }
 
-// Python semantics for % and // on floats (result takes the sign of the divisor) ...
-template <typename T> KC_FUNC T mod(T a, T b) { T r = fmod_raw(a, b); if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b; return r; }
+// % and // follow Warp (docs/warp_compat.md): % truncates like C (the result takes the sign
+// of the dividend: -7.5 % 2.0 == -1.5), // rounds down (-7.5 // 2.0 == -4.0).
+template <typename T> KC_FUNC T mod(T a, T b) { return fmod_raw(a, b); }
 template <typename T> KC_FUNC void adj_mod(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
-    adj_a += adj_ret; adj_b -= adj_ret * floor(a / b);
+    adj_a += adj_ret; adj_b -= adj_ret * trunc(a / b);
 }
 template <typename T> KC_FUNC T floordiv(T a, T b) { return floor(a / b); }
 template <typename T> KC_FUNC void adj_floordiv(T a, T b, T& adj_a, T& adj_b, T adj_ret) {}
-// ... and on integers too, like Python (C truncates toward zero).
-#define KC_INT_DIVMOD(T) \
-    KC_FUNC T mod(T a, T b) { T r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; } \
-    KC_FUNC T floordiv(T a, T b) { T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) --q; return q; } \
+// Integers: / and % truncate (C), // rounds down (-7 // 2 == -4, -7 % 2 == -1, as in Warp).
+// A zero divisor would raise SIGFPE, and so would INT_MIN / -1: the results are defined
+// instead (x / 0 == x // 0 == x % 0 == 0; INT_MIN / -1 wraps to INT_MIN, as in two's
+// complement); debug mode reports a zero divisor as an error (emit_cpp, divisor_check).
+#define KC_INT_DIVMOD(T, U) \
+    KC_FUNC T div(T a, T b) { return b == T(0) ? T(0) : b == T(-1) ? T(U(0) - U(a)) : T(a / b); } \
+    KC_FUNC T mod(T a, T b) { return (b == T(0) || b == T(-1)) ? T(0) : T(a % b); } \
+    KC_FUNC T floordiv(T a, T b) { \
+        if (b == T(0)) return T(0); \
+        if (b == T(-1)) return T(U(0) - U(a)); \
+        T q = T(a / b); if ((a % b != 0) && ((a < 0) != (b < 0))) --q; return q; } \
+    KC_FUNC void adj_div(T, T, T&, T&, T) {} \
     KC_FUNC void adj_mod(T, T, T&, T&, T) {} \
     KC_FUNC void adj_floordiv(T, T, T&, T&, T) {}
-KC_INT_DIVMOD(int8) KC_INT_DIVMOD(int16) KC_INT_DIVMOD(int32) KC_INT_DIVMOD(int64)
+KC_INT_DIVMOD(int8, uint8) KC_INT_DIVMOD(int16, uint16) KC_INT_DIVMOD(int32, uint32) KC_INT_DIVMOD(int64, uint64)
 #define KC_UINT_DIVMOD(T) \
-    KC_FUNC T mod(T a, T b) { return a % b; } \
-    KC_FUNC T floordiv(T a, T b) { return a / b; } \
+    KC_FUNC T div(T a, T b) { return b == T(0) ? T(0) : T(a / b); } \
+    KC_FUNC T mod(T a, T b) { return b == T(0) ? T(0) : T(a % b); } \
+    KC_FUNC T floordiv(T a, T b) { return b == T(0) ? T(0) : T(a / b); } \
+    KC_FUNC void adj_div(T, T, T&, T&, T) {} \
     KC_FUNC void adj_mod(T, T, T&, T&, T) {} \
     KC_FUNC void adj_floordiv(T, T, T&, T&, T) {}
 KC_UINT_DIVMOD(uint8) KC_UINT_DIVMOD(uint16) KC_UINT_DIVMOD(uint32) KC_UINT_DIVMOD(uint64)

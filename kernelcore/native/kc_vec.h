@@ -53,7 +53,7 @@ template <int R, int C, typename T> KC_FUNC void adj_assign_copy(const mat_t<R, 
 KC_VEC_BINOP(add, x + y)
 KC_VEC_BINOP(sub, x - y)
 KC_VEC_BINOP(cw_mul, x * y)
-KC_VEC_BINOP(cw_div, x / y)
+KC_VEC_BINOP(cw_div, div(x, y))  // kc::div: integer vectors get the defined x / 0 (kc_scalar.h)
 
 template <int N, typename T> KC_FUNC void adj_add(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) { adj_a.c[i] += adj_ret.c[i]; adj_b.c[i] += adj_ret.c[i]; } }
 template <int N, typename T> KC_FUNC void adj_sub(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) { adj_a.c[i] += adj_ret.c[i]; adj_b.c[i] -= adj_ret.c[i]; } }
@@ -76,15 +76,15 @@ template <int N, typename T> KC_FUNC vec_t<N, T> mul(const vec_t<N, T>& a, T s) 
 template <int N, typename T> KC_FUNC void adj_mul(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) { adj_a.c[i] += s * adj_ret.c[i]; adj_s += a.c[i] * adj_ret.c[i]; } }
 template <int N, typename T> KC_FUNC vec_t<N, T> mul(T s, const vec_t<N, T>& a) { return mul(a, s); }
 template <int N, typename T> KC_FUNC void adj_mul(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) { adj_mul(a, s, adj_a, adj_s, adj_ret); }
-template <int N, typename T> KC_FUNC vec_t<N, T> div(const vec_t<N, T>& a, T s) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = a.c[i] / s; return r; }
+template <int N, typename T> KC_FUNC vec_t<N, T> div(const vec_t<N, T>& a, T s) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = div(a.c[i], s); return r; }
 template <int N, typename T> KC_FUNC void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) { adj_a.c[i] += adj_ret.c[i] / s; adj_s -= adj_ret.c[i] * a.c[i] / (s * s); } }
-template <int N, typename T> KC_FUNC vec_t<N, T> div(T s, const vec_t<N, T>& a) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = s / a.c[i]; return r; }
+template <int N, typename T> KC_FUNC vec_t<N, T> div(T s, const vec_t<N, T>& a) { vec_t<N, T> r; KC_FOR(i, N) r.c[i] = div(s, a.c[i]); return r; }
 template <int N, typename T> KC_FUNC void adj_div(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) { KC_FOR(i, N) { adj_s += adj_ret.c[i] / a.c[i]; adj_a.c[i] -= adj_ret.c[i] * s / (a.c[i] * a.c[i]); } }
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> mul(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = a.c[i][j] * s; return r; }
 template <int R, int C, typename T> KC_FUNC void adj_mul(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, T& adj_s, const mat_t<R, C, T>& adj_ret) { KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i][j] += s * adj_ret.c[i][j]; adj_s += a.c[i][j] * adj_ret.c[i][j]; } }
 template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> mul(T s, const mat_t<R, C, T>& a) { return mul(a, s); }
 template <int R, int C, typename T> KC_FUNC void adj_mul(T s, const mat_t<R, C, T>& a, T& adj_s, mat_t<R, C, T>& adj_a, const mat_t<R, C, T>& adj_ret) { adj_mul(a, s, adj_a, adj_s, adj_ret); }
-template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> div(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = a.c[i][j] / s; return r; }
+template <int R, int C, typename T> KC_FUNC mat_t<R, C, T> div(const mat_t<R, C, T>& a, T s) { mat_t<R, C, T> r; KC_FOR(i, R) KC_FOR(j, C) r.c[i][j] = div(a.c[i][j], s); return r; }
 template <int R, int C, typename T> KC_FUNC void adj_div(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, T& adj_s, const mat_t<R, C, T>& adj_ret) { KC_FOR(i, R) KC_FOR(j, C) { adj_a.c[i][j] += adj_ret.c[i][j] / s; adj_s -= adj_ret.c[i][j] * a.c[i][j] / (s * s); } }
 
 // matrix * vector, vector * matrix (row vector), matrix * matrix.  Sums here start from their

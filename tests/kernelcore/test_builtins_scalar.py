@@ -40,9 +40,8 @@ def py_round(x):
 
 
 def py_mod(a, b):
-    r = np.fmod(a, b)
-    fix = (r != 0) & ((r < 0) != (b < 0))
-    return np.where(fix, r + b, r).astype(a.dtype)
+    """% as in Warp: truncated (the sign of the dividend), C's fmod."""
+    return np.fmod(a, b).astype(a.dtype)
 
 
 def smoothstep(e0, e1, x):
@@ -116,7 +115,7 @@ INT_CASES = {
     "op_add": (np.add, [I(-1000, 1000), I(-1000, 1000)], "{0} + {1}"),
     "op_sub": (np.subtract, [I(-1000, 1000), I(-1000, 1000)], "{0} - {1}"),
     "op_mul": (np.multiply, [I(-1000, 1000), I(-1000, 1000)], "{0} * {1}"),
-    "op_mod": (np.mod, [I(-100, 100), Inz(-9, 9)], "{0} % {1}"),            # Python semantics
+    "op_mod": (np.fmod, [I(-100, 100), Inz(-9, 9)], "{0} % {1}"),           # truncated, as in Warp
     "op_floordiv": (np.floor_divide, [I(-100, 100), Inz(-9, 9)], "{0} // {1}"),
     "op_neg": (np.negative, [I(-100, 100)], "-{0}"),
     "abs": (np.abs, [I(-100, 100)]), "sign": (lambda x: np.where(x < 0, -1, 1).astype(x.dtype), [I(-100, 100)]),
