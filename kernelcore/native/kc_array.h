@@ -1,6 +1,7 @@
 // Arrays, atomics, launch bounds, debug bounds checks and printing.
 #pragma once
 #include "kc_quat.h"
+#include "kc_linalg.h"
 #if !KC_CUDA
 #include <type_traits>
 #include <vector>

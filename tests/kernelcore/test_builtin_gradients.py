@@ -34,6 +34,9 @@ FIXED_INT = 1
 
 # rows deliberately not checked, with the reason
 UNREACHABLE = {"pos": "unary + is the identity in the frontend; kc.pos is not exported"}
+# rows declared for float32 and float64 separately (svd3, eig3, ...): the float64 row is checked
+# here, the float32 one against it in test_builtins_linalg.py
+FLOAT32_TWIN = "float32 twin of a float64 row (checked in float64)"
 
 
 def _leaves(node):
@@ -54,7 +57,10 @@ def instantiate(row):
     leaves = {l for p in row.parsed for l in _leaves(p)}
     if "array" in leaves:
         return "array argument"
-    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "bool", "N", "R", "C", "K") and not l.isdigit()]
+    if "float32" in leaves and "float64" not in leaves:
+        return FLOAT32_TWIN
+    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "bool", "N", "R", "C", "K", "float64")
+           and not l.isdigit()]
     if bad:
         return f"argument kinds {bad} are not differentiable inputs"
     out, seen = [], set()
@@ -116,11 +122,22 @@ def body_lines(row, nargs):
     return [f"out[i] = kc.{name}({', '.join(a)})"]
 
 
+def out_types_of(out_type):
+    """The output arrays of a generated kernel: one per result (several for tuple results)."""
+    return list(out_type.types) if isinstance(out_type, T.Tuple) else [out_type]
+
+
 def kernel_text(kname, row, types, out_type):
     params = [f"a{k}: kc.array(dtype={type_src(t)})" for k, t in enumerate(types)]
-    params.append(f"out: kc.array(dtype={type_src(out_type)})")
+    if isinstance(out_type, T.Tuple):   # r = f(...); out0[i] = r[0]; out1[i] = r[1]; ...
+        params += [f"out{k}: kc.array(dtype={type_src(t)})" for k, t in enumerate(out_type.types)]
+        body = [l.replace("out[i] =", "r =") for l in body_lines(row, len(types))]
+        body += [f"out{k}[i] = r[{k}]" for k in range(len(out_type.types))]
+    else:
+        params.append(f"out: kc.array(dtype={type_src(out_type)})")
+        body = body_lines(row, len(types))
     lines = ["@kc.kernel", f"def {kname}({', '.join(params)}):", "    i = kc.tid()"]
-    lines += ["    " + l for l in body_lines(row, len(types))]
+    lines += ["    " + l for l in body]
     return "\n\n" + "\n".join(lines) + "\n"
 
 
@@ -263,20 +280,23 @@ def fd_and_adjoint(kernel, types, out_type, base_args, w):
                             break
                         off += sz
     M = B * (1 + 2 * D)
+    outs_t = out_types_of(out_type)
+    ws = w if isinstance(out_type, T.Tuple) else [w]    # one output adjoint per result
     arrays = [to_kc(np.stack(col), t) for col, t in zip(batch, types)]
-    out = kc.zeros(M, dtype=out_type)
-    kc.launch(kernel, dim=M, inputs=arrays + [out])
-    f = out.numpy().reshape(B, 1 + 2 * D, -1)
-    wf = w.reshape(B, 1, -1)
-    loss = np.sum(f * wf, axis=-1)                       # (B, 1 + 2D)
+    outs = [kc.zeros(M, dtype=t) for t in outs_t]
+    kc.launch(kernel, dim=M, inputs=arrays + outs)
+    loss = 0.0
+    for out, wk in zip(outs, ws):
+        f = out.numpy().reshape(B, 1 + 2 * D, -1)
+        loss = loss + np.sum(f * wk.reshape(B, 1, -1), axis=-1)   # (B, 1 + 2D)
     fd = (loss[:, 1:1 + D] - loss[:, 1 + D:]) / (2 * EPS)
     # adjoint through the tape on the base points only
     arrays = [to_kc(np.stack([a[k] for a in base_args]), t, requires_grad=(k in fl)) for k, t in enumerate(types)]
-    out = kc.zeros(B, dtype=out_type, requires_grad=True)
+    outs = [kc.zeros(B, dtype=t, requires_grad=True) for t in outs_t]
     tape = kc.Tape()
     with tape:
-        kc.launch(kernel, dim=B, inputs=arrays + [out])
-    tape.backward(grads={out: to_kc(w, out_type)})
+        kc.launch(kernel, dim=B, inputs=arrays + outs)
+    tape.backward(grads={out: to_kc(wk, t) for out, wk, t in zip(outs, ws, outs_t)})
     adj = np.concatenate([arrays[k].grad.numpy().reshape(B, -1) for k in fl], axis=1)
     return adj, fd
 
@@ -298,19 +318,23 @@ def test_builtin_adjoint_matches_finite_differences(gen, iid, row, types):
     rng = np.random.default_rng(zlib.crc32(iid.encode()))
     npts = POINTS.get(row.name, BASE_POINTS)
     base = [sample_args(row.name, types, rng, k) for k in range(npts)]
-    w = rng.normal(size=(npts,) + shape(out_type))
+    if isinstance(out_type, T.Tuple):
+        w = [rng.normal(size=(npts,) + shape(t)) for t in out_type.types]
+    else:
+        w = rng.normal(size=(npts,) + shape(out_type))
     adj, fd = fd_and_adjoint(kernel, types, out_type, base, w)
     assert_gradients_match(adj, fd, f"{row.name}({', '.join(T.type_repr(t) for t in types)})")
 
 
 def test_every_differentiable_row_is_checked():
     """New rows are picked up automatically; a row that cannot be instantiated must say why."""
-    allowed = {"array argument"} | set(UNREACHABLE.values())
+    allowed = {"array argument", FLOAT32_TWIN} | set(UNREACHABLE.values())
     assert {r for r in SKIPPED.values()} <= allowed, {k: v for k, v in SKIPPED.items() if v not in allowed}
     checked = {row.name for _, row, _ in INSTANCES}
     for name in ("sin", "pow", "smoothstep", "inverse", "determinant", "normalize", "quat_rotate", "quat_slerp",
                  "quat_from_matrix", "transform_inverse", "transform_point", "mul", "select", "where", "extract",
-                 "assign_copy", "spatial_cross"):
+                 "assign_copy", "spatial_cross", "svd3", "eig3", "qr3", "polar", "matrix_from_rows",
+                 "matrix_from_cols"):
         assert name in checked, name
     assert len(INSTANCES) > 150
 
