@@ -24,9 +24,9 @@ register("extract", [Q, "int32"], "F", doc="component i (x, y, z, w)")
 register("assign_copy", [Q, "int32", "F"], Q)
 
 register("dot", [Q, Q], "F", doc="4D dot product")
-register("length", [Q], "F", doc="4D Euclidean length")
+register("length", [Q], "F", doc="4D Euclidean length; adjoint 0 at zero")
 register("length_sq", [Q], "F", doc="squared 4D length")
-register("normalize", [Q], Q, doc="unit quaternion (zero stays zero)")
+register("normalize", [Q], Q, doc="unit quaternion (zero stays zero, with adjoint 0)")
 register("lerp", [Q, Q, "F"], Q, doc="component-wise a + (b - a) t (not normalised)")
 
 # ---- rotations ----------------------------------------------------------------------------

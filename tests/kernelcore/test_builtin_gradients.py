@@ -339,6 +339,49 @@ def test_every_differentiable_row_is_checked():
     assert len(INSTANCES) > 150
 
 
+# ---- edges: points where the forward is finite but the derivative is not -------------------------
+# Per builtin name: (arguments, expected adjoint of each float argument for an output adjoint of
+# ones).  The adjoint must be finite and equal the value documented in the table (docs/builtins.md):
+# the subgradient 0, or the derivative where one exists.  A callable gets the argument types.
+def _zeros_of(types):
+    return ([np.zeros(shape(types[0]))], [np.zeros(shape(types[0]))])
+
+
+EDGES = {
+    "acos": [([1.0], [0.0]), ([-1.0], [0.0]), ([1.0 + 1e-12], [0.0]), ([-1.0 - 1e-7], [0.0])],
+    "asin": [([1.0], [0.0]), ([-1.0], [0.0]), ([1.0 + 1e-12], [0.0]), ([-1.0 - 1e-7], [0.0])],
+    "atan2": [([0.0, 0.0], [0.0, 0.0])],
+    "sqrt": [([0.0], [0.0])],
+    "cbrt": [([0.0], [0.0])],
+    "pow": [([0.0, 0.5], [0.0, 0.0]), ([0.0, 0.0], [0.0, 0.0]), ([0.0, 1.0], [1.0, 0.0]),
+            ([0.0, 2.0], [0.0, 0.0]), ([2.0, 0.0], [0.0, np.log(2.0)]), ([-2.0, 3.0], [12.0, 0.0])],
+    "length": [_zeros_of], "normalize": [_zeros_of],
+}
+EDGE_INSTANCES = [(iid, row, types) for iid, row, types in INSTANCES if row.name in EDGES]
+
+
+@pytest.mark.parametrize("iid,row,types", EDGE_INSTANCES, ids=[i[0] for i in EDGE_INSTANCES])
+def test_builtin_adjoint_at_edges(gen, iid, row, types):
+    kernel = getattr(gen, KERNEL_NAME[iid])
+    out_type = registry.resolve(row.name, types)[1]
+    for edge in EDGES[row.name]:
+        args, expected = edge(types) if callable(edge) else edge
+        arrays = [to_kc(np.asarray(a, dtype=np.float64)[None], t, requires_grad=True) for a, t in zip(args, types)]
+        out = kc.zeros(1, dtype=out_type, requires_grad=True)
+        with kc.Tape() as tape:
+            kc.launch(kernel, dim=1, inputs=arrays + [out])
+        assert np.all(np.isfinite(out.numpy())), f"{row.name}{tuple(args)}: the forward is not finite here"
+        tape.backward(grads={out: to_kc(np.ones((1,) + shape(out_type)), out_type)})
+        for k, (a, e) in enumerate(zip(arrays, expected)):
+            g = a.grad.numpy()[0]
+            assert np.all(np.isfinite(g)), f"{row.name}{tuple(args)}: adjoint of argument {k} is {g}"
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12, err_msg=f"{row.name}{tuple(args)}, argument {k}")
+
+
+def test_every_edge_is_checked():
+    assert {row.name for _, row, _ in EDGE_INSTANCES} == set(EDGES)
+
+
 # ---- the checker itself must catch a wrong adjoint ----------------------------------------------
 @kc.func
 def cube_with_wrong_grad(x: kc.float64):
