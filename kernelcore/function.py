@@ -50,7 +50,13 @@ class Function:
                 inst = self.instances.get(key)
                 if inst is None:
                     inst = FuncInstance(self, defn, concrete)
+                    # cached before its custom grad/replay are built: they may call this function
                     self.instances[key] = inst
+                    try:
+                        inst.build_custom()
+                    except BaseException:
+                        del self.instances[key]
+                        raise
                 return inst, concrete
         shown = ", ".join(repr(a) if isinstance(a, WeakLiteral) else T.type_repr(a) for a in arg_types)
         sigs = "; ".join(f"{self.name}(" + ", ".join(T.type_repr(d.arg_types[n]) for n in d.arg_names) + ")" for d in self.overloads)
@@ -91,6 +97,13 @@ class FuncInstance:
         self.ir = build_ir(defn, self.arg_types, "func")
         rts = self.ir.ret_types
         self.result_type = None if not rts else (rts[0] if len(rts) == 1 else T.Tuple(rts))
+
+    def build_custom(self):
+        """IR of the custom replay and grad (after the instance is cached: a custom grad may call
+        its own forward function, e.g. d softplus = 1 - exp(-softplus(x)))."""
+        function, rts = self.function, (self.ir.ret_types if self.ir is not None else None)
+        if self.native is not None:
+            return
         if function.custom_replay is not None:
             self.replay_ir = build_ir(function.custom_replay, self.arg_types, "replay", ret_hint=rts)
         if function.custom_grad is not None:

@@ -48,6 +48,6 @@ for fn in ("min", "max"):
 register("clamp", ["S", "S", "S"], "S", doc="clamp(x, lo, hi)")
 register("lerp", ["F", "F", "F"], "F", doc="a + (b - a) * t")
 register("smoothstep", ["F", "F", "F"], "F", doc="smoothstep(edge0, edge1, x): cubic Hermite ramp")
-register("step", ["F"], "F", differentiable=False, doc="1 if x < 0 else 0")
+register("step", ["F"], "F", doc="1 if x < 0 else 0 (zero adjoint)")
 for fn in ("isnan", "isinf", "isfinite"):
     register(fn, ["F"], "bool", differentiable=False)
