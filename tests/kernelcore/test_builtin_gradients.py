@@ -500,3 +500,97 @@ def test_bilinear_adjoint_with_a_value_argument(gen, gen_bilinear, iid, row, typ
             kc.launch(getattr(gen_bilinear, f"{KERNEL_NAME[iid]}_c{fixed}"), dim=n, inputs=inputs + [out])
         tape.backward(grads={out: to_kc(w, out_type)})
         np.testing.assert_allclose(a.grad.numpy(), ref[other].grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ---- rows on arrays: load, store, atomic_add/sub/min/max -----------------------------------------
+# The elementwise check above cannot express them (their first argument is an array), so each
+# (row, number of indices, element type) gets a kernel of its own here, and its Tape gradient is
+# compared with central differences over every component of the differentiable inputs.
+ARRAY_ROWS = ("load", "store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max")
+ARRAY_DTYPES = [T.float64, kc.vec3d]
+ARRAY_SHAPE = (3, 2, 2, 2)   # the array a builtin reads or updates (first ndim axes)
+
+
+def _array_kernel_text(kname, name, ndim, dt):
+    ts = type_src(dt)
+    idx = ", ".join(["i"] + ["1"] * (ndim - 1))
+    if name == "load":   # out[i] = a[i, 1, ..]
+        return (f"\n\n@kc.kernel\ndef {kname}(a: kc.array(dtype={ts}, ndim={ndim}), out: kc.array(dtype={ts})):\n"
+                f"    i = kc.tid()\n    out[i] = a[{idx}]\n")
+    if name == "store":  # b[i, 1, ..] = x[i]
+        return (f"\n\n@kc.kernel\ndef {kname}(x: kc.array(dtype={ts}), b: kc.array(dtype={ts}, ndim={ndim})):\n"
+                f"    i = kc.tid()\n    b[{idx}] = x[i]\n")
+    # atomics: threads i and i + 1 (i // 2 after rounding) share an element, so updates collide
+    shared = ", ".join(["i // 2"] + ["1"] * (ndim - 1))
+    return (f"\n\n@kc.kernel\ndef {kname}(x: kc.array(dtype={ts}), b: kc.array(dtype={ts}, ndim={ndim})):\n"
+            f"    i = kc.tid()\n    kc.{name}(b, {shared}, x[i])\n")
+
+
+ARRAY_CASES = []
+for _name in ARRAY_ROWS:
+    for _rows in [registry.rows[_name]]:
+        for _ndim in range(1, 5):
+            for _dt in ARRAY_DTYPES:
+                ARRAY_CASES.append((f"{_name}_{_ndim}d_{T.type_repr(_dt)}", _name, _ndim, _dt))
+
+
+@pytest.fixture(scope="module")
+def gen_arrays():
+    body = "".join(_array_kernel_text(f"ga_{cid}", name, ndim, dt) for cid, name, ndim, dt in ARRAY_CASES)
+    return load_module("gen_array_rows", body)
+
+
+def _array_inputs(rng, name, ndim, dt):
+    """(differentiable input arrays as numpy, names of those checked by differences)."""
+    comp = shape(dt)
+    a = rng.normal(size=ARRAY_SHAPE[:ndim] + comp)
+    if name == "load":
+        return {"a": a}, ["a"]
+    x = rng.normal(size=((ARRAY_SHAPE[0] if name == "store" else 4),) + comp)   # store: one element per thread
+    # store: the stored elements' old values are overwritten (the seeds' rule: their gradient is
+    # not defined by the tape), so only x is differentiated; min/max: the same for the element
+    # values that lose; add/sub: both
+    return {"x": x, "b": a}, (["x", "b"] if name in ("atomic_add", "atomic_sub") else ["x"])
+
+
+def _run_array_kernel(kernel, name, dt, vals, grads=None, w=None):
+    arrays = {k: kc.array(v, dtype=dt, requires_grad=grads is not None) for k, v in vals.items()}
+    if name == "load":
+        out = kc.zeros(len(vals["a"]), dtype=dt, requires_grad=grads is not None)
+        args, result = [arrays["a"], out], out
+    else:
+        args, result = [arrays["x"], arrays["b"]], arrays["b"]
+    n = len(vals["a"]) if name == "load" else len(vals["x"])
+    if grads is None:
+        kc.launch(kernel, dim=n, inputs=args)
+        return result.numpy()
+    with kc.Tape() as tape:
+        kc.launch(kernel, dim=n, inputs=args)
+    tape.backward(grads={result: to_kc(w, dt)})
+    return {k: arrays[k].grad.numpy() for k in grads}
+
+
+@pytest.mark.parametrize("cid,name,ndim,dt", ARRAY_CASES, ids=[c[0] for c in ARRAY_CASES])
+def test_array_row_adjoint_matches_finite_differences(gen_arrays, cid, name, ndim, dt):
+    kernel = getattr(gen_arrays, f"ga_{cid}")
+    rng = np.random.default_rng(zlib.crc32(cid.encode()))
+    vals, checked = _array_inputs(rng, name, ndim, dt)
+    out_shape = _run_array_kernel(kernel, name, dt, vals).shape
+    w = rng.normal(size=out_shape)
+    adj = _run_array_kernel(kernel, name, dt, vals, grads=checked, w=w)
+    for k in checked:
+        fd = np.zeros(vals[k].size)
+        for c in range(vals[k].size):
+            f = []
+            for sgn in (1.0, -1.0):
+                pert = {kk: v.copy() for kk, v in vals.items()}
+                pert[k].reshape(-1)[c] += sgn * EPS
+                f.append(np.sum(_run_array_kernel(kernel, name, dt, pert) * w))
+            fd[c] = (f[0] - f[1]) / (2 * EPS)
+        np.testing.assert_allclose(adj[k].reshape(-1), fd, rtol=RTOL, atol=1e-6, err_msg=f"{cid}: gradient of {k}")
+
+
+def test_every_differentiable_array_row_is_checked():
+    differentiable = {row.name for rows in registry.rows.values() for row in rows
+                      if row.differentiable and row.module.startswith("kernelcore.") and any("array" in a for a in row.args)}
+    assert differentiable == set(ARRAY_ROWS)
