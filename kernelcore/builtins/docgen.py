@@ -34,6 +34,7 @@ FAMILY_TITLES = {
     "kernelcore.builtins.linalg": "3x3 decompositions and matrices from vectors",
     "kernelcore.builtins.atomics": "Arrays and atomics",
     "kernelcore.builtins.random": "Random numbers",
+    "kernelcore.builtins.noise": "Noise",
 }
 
 LEGEND = """\

@@ -31,6 +31,7 @@ BASE_POINTS = 3
 SIZES = [{"N": 3, "R": 2, "C": 3, "K": 4}, {"N": 4, "R": 3, "C": 2, "K": 3}]
 T_CHOICES = [T.float64, kc.vec3d, kc.quatd, kc.transformd, kc.mat22d]   # for select/where(bool, T, T)
 FIXED_INT = 1
+FIXED_STATE = 2654435761
 
 # rows deliberately not checked, with the reason
 UNREACHABLE = {"pos": "unary + is the identity in the frontend; kc.pos is not exported"}
@@ -59,7 +60,7 @@ def instantiate(row):
         return "array argument"
     if "float32" in leaves and "float64" not in leaves:
         return FLOAT32_TWIN
-    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "bool", "N", "R", "C", "K", "float64")
+    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "uint32", "bool", "N", "R", "C", "K", "float64")
            and not l.isdigit()]
     if bad:
         return f"argument kinds {bad} are not differentiable inputs"
@@ -228,6 +229,23 @@ def _slerp_args(rng, types, k):
     return [a, b, np.array(rng.uniform(0.0, 1.0))]
 
 
+def _noise_args(rng, types, k):
+    """noise/pnoise/curlnoise: a field state, coordinates spanning several cells, periods 2-5,
+    3 octaves, lacunarity and gain around 2 and 0.5 (arguments 3, 4 of curlnoise)."""
+    vals = []
+    for j, t in enumerate(types):
+        if t is T.uint32:
+            vals.append(np.array(FIXED_STATE + k, np.uint32))
+        elif t is T.int32:
+            vals.append(np.array(rng.integers(2, 6), np.int32))
+        elif j >= 3:
+            vals.append(np.array(rng.uniform(1.5, 2.5) if j == 3 else rng.uniform(0.3, 0.7)))
+        else:
+            vals.append(rng.uniform(-4.0, 4.0, size=shape(t)))
+    return vals
+
+
+DOMAINS.update({"noise": _noise_args, "pnoise": _noise_args, "curlnoise": _noise_args})
 DOMAINS.update({"mod": _mod_args, "floordiv": _mod_args, "quat_from_matrix": _quat_from_matrix_args,
                 "quat_slerp": _slerp_args})
 POINTS = {"quat_from_matrix": 4, "quat_slerp": 4}
@@ -241,6 +259,8 @@ def sample_args(name, types, rng, k):
     for j, t in enumerate(types):
         if t is T.int32:
             vals.append(np.array(FIXED_INT, np.int32))
+        elif t is T.uint32:   # a random state / noise field selector
+            vals.append(np.array(FIXED_STATE, np.uint32))
         elif t is T.bool_:
             vals.append(np.array(k % 2 == 0))
         else:
@@ -334,7 +354,7 @@ def test_every_differentiable_row_is_checked():
     for name in ("sin", "pow", "smoothstep", "inverse", "determinant", "normalize", "quat_rotate", "quat_slerp",
                  "quat_from_matrix", "transform_inverse", "transform_point", "mul", "select", "where", "extract",
                  "assign_copy", "spatial_cross", "svd3", "eig3", "qr3", "polar", "matrix_from_rows",
-                 "matrix_from_cols"):
+                 "matrix_from_cols", "noise", "pnoise", "curlnoise", "quat_to_axis_angle"):
         assert name in checked, name
     assert len(INSTANCES) > 150
 
