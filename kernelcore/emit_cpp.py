@@ -153,6 +153,11 @@ class Emitter:
         if self.debug and row.name in _DIVISIONS and _is_integer(s.args[1].type):
             self.w(f"if (!kc::divisor_check({s.args[1].cname}, __LINE__)) return {ret};")
         sym = row.native + (f"<{s.template}>" if s.template else "")
+        if s.out is not None and isinstance(s.out.type, T.Tuple):
+            # several results (e.g. svd3): the native function writes the tuple's fields
+            fields = [f"{s.out.cname}.f{k}" for k in range(len(s.out.type.types))]
+            self.w(f"{sym}({', '.join([a.cname for a in s.args] + fields)});")
+            return
         call = f"{sym}({', '.join(a.cname for a in s.args)})"
         self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
 
@@ -398,6 +403,13 @@ class Emitter:
         # a default value where the adjoint reads nothing: the replay can then drop (or sink)
         # what only fed this argument, e.g. a sum's running total or a stored value
         args = [f"{ctype(a.type)}{{}}" if k in unread else a.cname for k, a in enumerate(s.args)]
+        if s.out is not None and isinstance(s.out.type, T.Tuple):
+            # tuple results: adj_f(args..., results..., adj_args..., adj_results...)
+            n = len(s.out.type.types)
+            args += [f"{s.out.cname}.f{k}" for k in range(n)] + [f"adj_{a.cname}" for a in s.args]
+            args += [f"adj_{s.out.cname}.f{k}" for k in range(n)]
+            self.w(f"{adj_sym}({', '.join(args)});")
+            return
         args += [f"adj_{a.cname}" for a in s.args]
         if s.out is not None:
             args.append(f"adj_{s.out.cname}")

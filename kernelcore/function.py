@@ -67,7 +67,13 @@ class Function:
                 inst = FuncInstance(self, defn, concrete)
             finally:
                 del _building[key]
+            # cached before its custom grad/replay are built: they may call this function
             self.instances[key] = inst
+            try:
+                inst.build_custom()
+            except BaseException:
+                del self.instances[key]
+                raise
         return inst, concrete
 
 
@@ -105,6 +111,13 @@ class FuncInstance:
         self.ir = build_ir(defn, self.arg_types, "func")
         rts = self.ir.ret_types
         self.result_type = None if not rts else (rts[0] if len(rts) == 1 else T.Tuple(rts))
+
+    def build_custom(self):
+        """IR of the custom replay and grad (after the instance is cached: a custom grad may call
+        its own forward function, e.g. d softplus = 1 - exp(-softplus(x)))."""
+        function, rts = self.function, (self.ir.ret_types if self.ir is not None else None)
+        if self.native is not None:
+            return
         if function.custom_replay is not None:
             self.replay_ir = build_ir(function.custom_replay, self.arg_types, "replay", ret_hint=rts)
         if function.custom_grad is not None:

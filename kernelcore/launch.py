@@ -8,6 +8,7 @@ import numpy as np
 from . import config
 from . import types as T
 from .accumulation import plan as accumulation_plan
+from .adjoint_check import check_backward
 from .array import ArrayType, array, array_ctypes
 from .device import get_device, get_runtime, num_threads
 from .errors import KernelRuntimeError
@@ -210,6 +211,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         else:
             values.append(pack_value(t, v, name, kernel))
     ir = kernel.ir()
+    if adjoint:
+        check_backward(kernel, ir, params, adj_params)
     bounds, dims = _bounds(dim, num_threads)
     if ir.tid_arity > 1 and ir.tid_arity != len(dims):
         raise ValueError(f"kernel '{kernel.key}' unpacks kc.tid() into {ir.tid_arity} indices but was launched with dim={dims}")

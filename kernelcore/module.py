@@ -21,7 +21,8 @@ from .emit_cpp import Emitter, emit_struct, tuple_struct_name
 from .ir import defined_vars
 from .errors import NativeBuildError
 
-HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_array.h", "kc_random.h", "kc_loop.h"]
+HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_linalg.h", "kc_array.h", "kc_random.h", "kc_noise.h",
+           "kc_loop.h"]
 _build_lock = threading.RLock()
 
 

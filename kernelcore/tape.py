@@ -101,6 +101,7 @@ class Tape:
     # -- reverse -----------------------------------------------------------------------------
     def backward(self, loss=None, grads=None):
         """Propagate adjoints from ``loss`` (a 1-element float array) or from ``grads={array: adjoint}``."""
+        from .adjoint_check import check_backward
         from .launch import launch
 
         if not any(isinstance(e, (_Launch, _Func)) for e in self.launches):
@@ -131,6 +132,7 @@ class Tape:
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
                     continue  # declared non-differentiable (e.g. building an acceleration structure)
+                check_backward(e.kernel, e.kernel.ir(), e.params)   # a needed adjoint that does not exist
                 if e.native is not None and _grads_unchanged(e.native[3]):
                     # the arguments were packed at record time: call the adjoint directly
                     entry, bounds, packed, _ = e.native

@@ -147,16 +147,39 @@ class _CompositeValue(metaclass=_TypeMeta):
     def __radd__(self, o): return self._wrap(np.asarray(o) + self._v)
     def __sub__(self, o): return self._wrap(self._v - np.asarray(o))
     def __rsub__(self, o): return self._wrap(np.asarray(o) - self._v)
-    def __mul__(self, o): return self._wrap(self._v * np.asarray(o))
+    def __mul__(self, o):
+        # products with a matrix, quaternion or transform mean what they mean in kernels
+        # (matrix product, Hamilton product, composition): run the kernel's own "mul"
+        # (vector * vector stays component-wise here; kernels reject it as ambiguous)
+        if isinstance(o, _CompositeValue) and not (self._kind == "vector" and o._kind == "vector"):
+            return _native_mul(self, o)
+        return self._wrap(self._v * np.asarray(o))
+
     def __rmul__(self, o): return self._wrap(np.asarray(o) * self._v)
+
+    def __matmul__(self, o):
+        if not isinstance(o, _CompositeValue):
+            return NotImplemented
+        return _native_mul(self, o)
     def __truediv__(self, o): return self._wrap(self._v / np.asarray(o))
     def __neg__(self): return self._wrap(-self._v)
 
     def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
         idx = "xyzw".find(name) if len(name) == 1 else -1
         if idx >= 0 and self._kind in ("vector", "quat") and idx < self._shape[0]:
             return self._v[idx].item()
+        if self._kind == "transform" and name in ("p", "q"):   # translation and rotation, as in kernels
+            return vector(3, self._dtype)(self._v[:3]) if name == "p" else quaternion(self._dtype)(self._v[3:])
         raise AttributeError(name)
+
+
+def _native_mul(a, b):
+    """a * b (or a @ b) on host values, computed by the kernel builtin (kernelcore.host_call)."""
+    from .host_call import call_builtin
+
+    return call_builtin("mul", (a, b))
 
 
 def _scalar_value(x):

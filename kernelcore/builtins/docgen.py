@@ -31,8 +31,10 @@ FAMILY_TITLES = {
     "kernelcore.builtins.scalar": "Scalars: operators and math",
     "kernelcore.builtins.vector": "Vectors and matrices",
     "kernelcore.builtins.quaternion": "Quaternions, transforms and spatial vectors",
+    "kernelcore.builtins.linalg": "3x3 decompositions and matrices from vectors",
     "kernelcore.builtins.atomics": "Arrays and atomics",
     "kernelcore.builtins.random": "Random numbers",
+    "kernelcore.builtins.noise": "Noise",
 }
 
 LEGEND = """\
@@ -51,7 +53,7 @@ def _result_text(row: Builtin) -> str:
     if row.result is None:
         return "None"
     if callable(row.result):
-        return "(depends on the arguments)"
+        return getattr(row.result, "doc", "(depends on the arguments)")
     return str(row.result)
 
 

@@ -4,6 +4,7 @@ Quaternions are stored (x, y, z, w); a transform is a translation p (vec3) and a
 rotation q (quat).  ``kc.transform(p, q)`` / ``kc.quat(x, y, z, w)`` inside a kernel are
 type constructors handled by the frontend (they are not table rows).
 """
+from .. import types as T
 from .registry import register
 
 Q, X = "quat(F)", "transform(F)"
@@ -24,9 +25,9 @@ register("extract", [Q, "int32"], "F", doc="component i (x, y, z, w)")
 register("assign_copy", [Q, "int32", "F"], Q)
 
 register("dot", [Q, Q], "F", doc="4D dot product")
-register("length", [Q], "F", doc="4D Euclidean length")
+register("length", [Q], "F", doc="4D Euclidean length; adjoint 0 at zero")
 register("length_sq", [Q], "F", doc="squared 4D length")
-register("normalize", [Q], Q, doc="unit quaternion (zero stays zero)")
+register("normalize", [Q], Q, doc="unit quaternion (zero stays zero, with adjoint 0)")
 register("lerp", [Q, Q, "F"], Q, doc="component-wise a + (b - a) t (not normalised)")
 
 # ---- rotations ----------------------------------------------------------------------------
@@ -34,7 +35,18 @@ register("quat_identity", [], "quat(float32)", differentiable=False,
          doc="(0, 0, 0, 1) as float32; for float64 write kc.quatd(0.0, 0.0, 0.0, 1.0)")
 register("quat_from_axis_angle", [V3, "F"], Q, doc="rotation of angle radians about axis (the axis is normalised)")
 register("quat_to_axis_angle", [Q, V3, "F"], None, differentiable=False, mutates=(1, 2),
-         doc="writes the rotation axis (unit) and angle in [0, 2 pi) of q into the local variables axis, angle")
+         doc="writes the rotation axis (unit) and angle in [0, 2 pi) of q into the local variables axis, angle; "
+             "no adjoint (a Tape backward through it raises): use `axis, angle = kc.quat_to_axis_angle(q)`")
+
+
+def _axis_angle_result(args, b):
+    return T.Tuple((T.vector(3, args[0]._dtype), args[0]._dtype))
+
+
+_axis_angle_result.doc = "(vec(3,F), F)"
+register("quat_to_axis_angle", [Q], _axis_angle_result,
+         doc="axis, angle = quat_to_axis_angle(q): unit rotation axis (x for the identity) and angle 2 atan2(|v|, w) "
+             "in [0, 2 pi) of q = (v, w); differentiable, adjoint 0 at v = 0 (no rotation)")
 register("quat_rpy", ["F", "F", "F"], Q,
          doc="from roll (about x), pitch (about y), yaw (about z) in radians: q_z(yaw) q_y(pitch) q_x(roll)")
 register("quat_inverse", [Q], Q, doc="conjugate (-x, -y, -z, w): the inverse of a unit quaternion")

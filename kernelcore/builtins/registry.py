@@ -233,14 +233,19 @@ def add_native_header(path: str):
 
 
 class BuiltinStub:
-    """``kc.<name>`` for a builtin: resolvable inside kernels; not callable in Python scope."""
+    """``kc.<name>`` for a builtin: resolved by the frontend inside kernels; in Python scope it
+    runs the same compiled native function on host values (kernelcore.host_call)."""
 
     def __init__(self, name):
         self.__name__ = name
         self.name = name
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"kc.{self.name}() can only be called inside a @kc.kernel or @kc.func")
+        if kwargs:
+            raise TypeError(f"kc.{self.name}() takes no keyword arguments")
+        from ..host_call import call_builtin
+
+        return call_builtin(self.name, args)
 
     def __repr__(self):
         return f"<kernelcore builtin {self.name}>"

@@ -26,7 +26,10 @@ register("where", ["bool", "T", "T"], "T", doc="where(cond, a, b) = a if cond el
 
 # Math library: one argument float functions.
 _MATH_DOCS = {
-    "asin": "asin(x), argument clamped to [-1, 1]", "acos": "acos(x), argument clamped to [-1, 1]",
+    "asin": "asin(x), argument clamped to [-1, 1]; adjoint 0 at |x| >= 1 (infinite slope / clamped)",
+    "acos": "acos(x), argument clamped to [-1, 1]; adjoint 0 at |x| >= 1 (infinite slope / clamped), "
+            "e.g. the angle between parallel unit vectors",
+    "sqrt": "sqrt(x); adjoint 0 at x = 0 (infinite slope)", "cbrt": "cbrt(x); adjoint 0 at x = 0 (infinite slope)",
     "round": "nearest integer, halves away from zero (C round; zero adjoint)",
     "rint": "nearest integer, halves to even (like numpy.round; zero adjoint)",
     "floor": "floor(x) (zero adjoint)", "ceil": "ceil(x) (zero adjoint)", "trunc": "round toward zero (zero adjoint)",
@@ -35,8 +38,9 @@ _MATH_DOCS = {
 for fn in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "log", "log2",
            "log10", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "rint", "degrees", "radians"):
     register(fn, ["F"], "F", doc=_MATH_DOCS.get(fn, f"{fn}(x) on float scalars"))
-register("atan2", ["F", "F"], "F", doc="atan2(y, x)")
-register("pow", ["F", "F"], "F", doc="x ** y")
+register("atan2", ["F", "F"], "F", doc="atan2(y, x); adjoint 0 at (0, 0)")
+register("pow", ["F", "F"], "F", doc="x ** y; adjoint w.r.t. x: 0 when y = 0 and at x = 0 for y < 1 (infinite slope); "
+         "w.r.t. y: x**y log(x) for x > 0, else 0 (its limit at x -> 0+)")
 register("abs", ["S"], "S", doc="absolute value")
 register("sign", ["S"], "S", doc="-1 if x < 0 else 1 (sign(0) is 1; zero adjoint)")
 for fn in ("min", "max"):
@@ -44,6 +48,6 @@ for fn in ("min", "max"):
 register("clamp", ["S", "S", "S"], "S", doc="clamp(x, lo, hi)")
 register("lerp", ["F", "F", "F"], "F", doc="a + (b - a) * t")
 register("smoothstep", ["F", "F", "F"], "F", doc="smoothstep(edge0, edge1, x): cubic Hermite ramp")
-register("step", ["F"], "F", differentiable=False, doc="1 if x < 0 else 0")
+register("step", ["F"], "F", doc="1 if x < 0 else 0 (zero adjoint)")
 for fn in ("isnan", "isinf", "isfinite"):
     register(fn, ["F"], "bool", differentiable=False)

@@ -31,9 +31,9 @@ for op in ("eq", "ne"):
 
 register("dot", [V, V], "S", doc="dot product", **BILINEAR)
 register("cross", ["vec(3,S)", "vec(3,S)"], "vec(3,S)", doc="cross product")
-register("length", ["vec(N,F)"], "F", doc="Euclidean length")
+register("length", ["vec(N,F)"], "F", doc="Euclidean length; adjoint 0 at the zero vector")
 register("length_sq", [V], "S", doc="squared length")
-register("normalize", ["vec(N,F)"], "vec(N,F)", doc="unit vector (zero stays zero)")
+register("normalize", ["vec(N,F)"], "vec(N,F)", doc="unit vector (zero stays zero, with adjoint 0)")
 register("outer", ["vec(R,S)", "vec(C,S)"], "mat(R,C,S)", doc="outer product a b^T", **BILINEAR)
 register("outer_scaled", ["vec(R,S)", "vec(C,S)", "S"], "mat(R,C,S)",
          doc="outer(a, b) * s; the compiler fuses that product (passes.fuse_scaled_outer)")

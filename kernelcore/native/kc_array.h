@@ -1,6 +1,7 @@
 // Arrays, atomics, launch bounds, debug bounds checks and printing.
 #pragma once
 #include "kc_quat.h"
+#include "kc_linalg.h"
 #if !KC_CUDA
 #include <type_traits>
 #include <vector>
@@ -306,6 +307,15 @@ template <typename S> inline void private_reduce(S** copies, int team, int64 cou
 #define KC_ADJ_IDX_3 int32&, int32&, int32&
 #define KC_ADJ_IDX_4 int32&, int32&, int32&, int32&
 
+// Adjoint of atomic_min/max: the value gets the element's gradient where it won, component by
+// component for vectors (a vector min mixes components of several values).
+template <typename T> KC_FUNC void adj_extremum_winner(const T& final_value, const T& v, const T& grad, T& adj_v) {
+    if (final_value == v) adj_v += grad;
+}
+template <int N, typename T> KC_FUNC void adj_extremum_winner(const vec_t<N, T>& final_value, const vec_t<N, T>& v, const vec_t<N, T>& grad,
+                                                              vec_t<N, T>& adj_v) {
+    KC_FOR(k, N) if (final_value.c[k] == v.c[k]) adj_v.c[k] += grad.c[k];
+}
 #define KC_ARRAY_OPS(n) \
 template <typename T> KC_FUNC T* address(const array_t<T>& a, KC_IDX_PARAMS_##n) { return elem(a.data, a, offset(a, KC_IDX_ARGS_##n)); } \
 template <typename T> KC_FUNC T load(const array_t<T>& a, KC_IDX_PARAMS_##n) { return *address(a, KC_IDX_ARGS_##n); } \
@@ -322,10 +332,10 @@ template <typename T> KC_FUNC void adj_atomic_sub(const array_t<T>& a, KC_IDX_PA
     if (a.grad) adj_v -= *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
 template <typename T> KC_FUNC T atomic_min(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_min_raw(address(a, KC_IDX_ARGS_##n), v); } \
 template <typename T> KC_FUNC void adj_atomic_min(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
-    if (a.grad && eq(*address(a, KC_IDX_ARGS_##n), v)) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+    if (a.grad) adj_extremum_winner(*address(a, KC_IDX_ARGS_##n), v, *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_v); } \
 template <typename T> KC_FUNC T atomic_max(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_max_raw(address(a, KC_IDX_ARGS_##n), v); } \
 template <typename T> KC_FUNC void adj_atomic_max(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
-    if (a.grad && eq(*address(a, KC_IDX_ARGS_##n), v)) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+    if (a.grad) adj_extremum_winner(*address(a, KC_IDX_ARGS_##n), v, *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_v); } \
 template <typename T> KC_FUNC T atomic_cas(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& cmp, const T& v) { return atomic_cas_raw(address(a, KC_IDX_ARGS_##n), cmp, v); } \
 template <typename T> KC_FUNC T atomic_exch(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return atomic_exch_raw(address(a, KC_IDX_ARGS_##n), v); }
 

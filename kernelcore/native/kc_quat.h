@@ -127,6 +127,19 @@ template <typename T> KC_FUNC void quat_to_axis_angle(const quat_t<T>& q, vec_t<
     angle = T(2) * atan2(s, q.c[3]);
     axis = s > T(0) ? div(u, s) : vec_t<3, T>{{T(1), T(0), T(0)}};
 }
+// Adjoint of the tuple form `axis, angle = quat_to_axis_angle(q)` (the out-argument form has none).
+// angle = 2 atan2(s, w), s = |imag q|: d/ds = 2 w / (s^2 + w^2), d/dw = -2 s / (s^2 + w^2);
+// axis = imag q / s.  At s = 0 (no rotation) both depend on the direction of approach: adjoint 0.
+template <typename T> KC_FUNC void adj_quat_to_axis_angle(const quat_t<T>& q, const vec_t<3, T>& axis, const T& angle, quat_t<T>& adj_q,
+                                                          const vec_t<3, T>& adj_axis, const T& adj_angle) {
+    vec_t<3, T> u = quat_imag(q); T s = length(u), w = q.c[3];
+    if (!(s > T(0))) return;
+    T r2 = s * s + w * w;
+    vec_t<3, T> gu = {}; adj_normalize(u, gu, adj_axis);
+    T ds = T(2) * w / r2 * adj_angle;
+    KC_FOR(i, 3) adj_q.c[i] += gu.c[i] + ds * u.c[i] / s;
+    adj_q.c[3] -= T(2) * s / r2 * adj_angle;
+}
 
 // roll about x, then pitch about y, then yaw about z: q = q_z(yaw) q_y(pitch) q_x(roll)
 template <typename T> KC_FUNC quat_t<T> quat_rpy_eval(T cr, T sr, T cp, T sp, T cy, T sy) {

@@ -54,3 +54,5 @@ KC_FUNC uint32 poisson(uint32& state, float32 lam) {
 }
 
 }  // namespace kc
+
+#include "kc_noise.h"

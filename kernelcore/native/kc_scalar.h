@@ -162,11 +162,17 @@ template <typename T> KC_FUNC void adj_where(bool c, T a, T b, bool& adj_c, T& a
 template <typename T> KC_FUNC void adj_sin(T x, T& adj_x, T adj_ret) { adj_x += cos(x) * adj_ret; }
 template <typename T> KC_FUNC void adj_cos(T x, T& adj_x, T adj_ret) { adj_x -= sin(x) * adj_ret; }
 template <typename T> KC_FUNC void adj_tan(T x, T& adj_x, T adj_ret) { T c = cos(x); adj_x += adj_ret / (c * c); }
-template <typename T> KC_FUNC void adj_asin(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / sqrt(T(1) - x * x); }
-template <typename T> KC_FUNC void adj_acos(T x, T& adj_x, T adj_ret) { adj_x -= adj_ret / sqrt(T(1) - x * x); }
+// Edges (issue #23): where the forward is finite but the derivative is not, the adjoint is the
+// subgradient 0, documented per builtin in the table (docs/builtins.md) and checked by the
+// "edges" of tests/kernelcore/test_builtin_gradients.py.
+// asin/acos clamp x to [-1, 1]: at |x| >= 1 (the angle between parallel unit vectors) the
+// derivative is infinite or that of the clamp, and the adjoint is 0.
+template <typename T> KC_FUNC void adj_asin(T x, T& adj_x, T adj_ret) { T d = T(1) - x * x; if (d > T(0)) adj_x += adj_ret / sqrt(d); }
+template <typename T> KC_FUNC void adj_acos(T x, T& adj_x, T adj_ret) { T d = T(1) - x * x; if (d > T(0)) adj_x -= adj_ret / sqrt(d); }
 template <typename T> KC_FUNC void adj_atan(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (T(1) + x * x); }
 template <typename T> KC_FUNC void adj_atan2(T y, T x, T& adj_y, T& adj_x, T adj_ret) {
-    T d = x * x + y * y; adj_y += x / d * adj_ret; adj_x -= y / d * adj_ret;
+    T d = x * x + y * y; if (!(d > T(0))) return;   // atan2(0, 0): adjoint 0
+    adj_y += x / d * adj_ret; adj_x -= y / d * adj_ret;
 }
 template <typename T> KC_FUNC void adj_sinh(T x, T& adj_x, T adj_ret) { adj_x += cosh(x) * adj_ret; }
 template <typename T> KC_FUNC void adj_cosh(T x, T& adj_x, T adj_ret) { adj_x += sinh(x) * adj_ret; }
@@ -175,11 +181,12 @@ template <typename T> KC_FUNC void adj_exp(T x, T& adj_x, T adj_ret) { adj_x += 
 template <typename T> KC_FUNC void adj_log(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / x; }
 template <typename T> KC_FUNC void adj_log2(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (x * T(0.6931471805599453)); }
 template <typename T> KC_FUNC void adj_log10(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (x * T(2.302585092994046)); }
-template <typename T> KC_FUNC void adj_sqrt(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (T(2) * sqrt(x)); }
-template <typename T> KC_FUNC void adj_cbrt(T x, T& adj_x, T adj_ret) { T c = cbrt(x); adj_x += adj_ret / (T(3) * c * c); }
+template <typename T> KC_FUNC void adj_sqrt(T x, T& adj_x, T adj_ret) { if (x > T(0)) adj_x += adj_ret / (T(2) * sqrt(x)); }   // 0 at x = 0
+template <typename T> KC_FUNC void adj_cbrt(T x, T& adj_x, T adj_ret) { T c = cbrt(x); if (c != T(0)) adj_x += adj_ret / (T(3) * c * c); }   // 0 at x = 0
 template <typename T> KC_FUNC void adj_pow(T x, T y, T& adj_x, T& adj_y, T adj_ret) {
-    adj_x += y * pow(x, y - T(1)) * adj_ret;
-    if (x > T(0)) adj_y += pow(x, y) * log(x) * adj_ret;
+    // d/dx = y x^(y-1): 0 when y = 0 (x^0 = 1) and at x = 0 for y < 1 (infinite slope)
+    if (y != T(0) && (x != T(0) || y >= T(1))) adj_x += y * pow(x, y - T(1)) * adj_ret;
+    if (x > T(0)) adj_y += pow(x, y) * log(x) * adj_ret;   // d/dy = x^y log x; 0 for x <= 0 (limit at x -> 0+)
 }
 // Rounding functions have zero derivative almost everywhere.
 template <typename T> KC_FUNC void adj_floor(T x, T& adj_x, T adj_ret) {}

@@ -31,9 +31,13 @@ BASE_POINTS = 3
 SIZES = [{"N": 3, "R": 2, "C": 3, "K": 4}, {"N": 4, "R": 3, "C": 2, "K": 3}]
 T_CHOICES = [T.float64, kc.vec3d, kc.quatd, kc.transformd, kc.mat22d]   # for select/where(bool, T, T)
 FIXED_INT = 1
+FIXED_STATE = 2654435761
 
 # rows deliberately not checked, with the reason
 UNREACHABLE = {"pos": "unary + is the identity in the frontend; kc.pos is not exported"}
+# rows declared for float32 and float64 separately (svd3, eig3, ...): the float64 row is checked
+# here, the float32 one against it in test_builtins_linalg.py
+FLOAT32_TWIN = "float32 twin of a float64 row (checked in float64)"
 
 
 def _leaves(node):
@@ -54,7 +58,10 @@ def instantiate(row):
     leaves = {l for p in row.parsed for l in _leaves(p)}
     if "array" in leaves:
         return "array argument"
-    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "bool", "N", "R", "C", "K") and not l.isdigit()]
+    if "float32" in leaves and "float64" not in leaves:
+        return FLOAT32_TWIN
+    bad = [l for l in leaves if l not in ("F", "S", "T", "int32", "uint32", "bool", "N", "R", "C", "K", "float64")
+           and not l.isdigit()]
     if bad:
         return f"argument kinds {bad} are not differentiable inputs"
     out, seen = [], set()
@@ -116,11 +123,22 @@ def body_lines(row, nargs):
     return [f"out[i] = kc.{name}({', '.join(a)})"]
 
 
+def out_types_of(out_type):
+    """The output arrays of a generated kernel: one per result (several for tuple results)."""
+    return list(out_type.types) if isinstance(out_type, T.Tuple) else [out_type]
+
+
 def kernel_text(kname, row, types, out_type):
     params = [f"a{k}: kc.array(dtype={type_src(t)})" for k, t in enumerate(types)]
-    params.append(f"out: kc.array(dtype={type_src(out_type)})")
+    if isinstance(out_type, T.Tuple):   # r = f(...); out0[i] = r[0]; out1[i] = r[1]; ...
+        params += [f"out{k}: kc.array(dtype={type_src(t)})" for k, t in enumerate(out_type.types)]
+        body = [l.replace("out[i] =", "r =") for l in body_lines(row, len(types))]
+        body += [f"out{k}[i] = r[{k}]" for k in range(len(out_type.types))]
+    else:
+        params.append(f"out: kc.array(dtype={type_src(out_type)})")
+        body = body_lines(row, len(types))
     lines = ["@kc.kernel", f"def {kname}({', '.join(params)}):", "    i = kc.tid()"]
-    lines += ["    " + l for l in body_lines(row, len(types))]
+    lines += ["    " + l for l in body]
     return "\n\n" + "\n".join(lines) + "\n"
 
 
@@ -211,6 +229,23 @@ def _slerp_args(rng, types, k):
     return [a, b, np.array(rng.uniform(0.0, 1.0))]
 
 
+def _noise_args(rng, types, k):
+    """noise/pnoise/curlnoise: a field state, coordinates spanning several cells, periods 2-5,
+    3 octaves, lacunarity and gain around 2 and 0.5 (arguments 3, 4 of curlnoise)."""
+    vals = []
+    for j, t in enumerate(types):
+        if t is T.uint32:
+            vals.append(np.array(FIXED_STATE + k, np.uint32))
+        elif t is T.int32:
+            vals.append(np.array(rng.integers(2, 6), np.int32))
+        elif j >= 3:
+            vals.append(np.array(rng.uniform(1.5, 2.5) if j == 3 else rng.uniform(0.3, 0.7)))
+        else:
+            vals.append(rng.uniform(-4.0, 4.0, size=shape(t)))
+    return vals
+
+
+DOMAINS.update({"noise": _noise_args, "pnoise": _noise_args, "curlnoise": _noise_args})
 DOMAINS.update({"mod": _mod_args, "floordiv": _mod_args, "quat_from_matrix": _quat_from_matrix_args,
                 "quat_slerp": _slerp_args})
 POINTS = {"quat_from_matrix": 4, "quat_slerp": 4}
@@ -224,6 +259,8 @@ def sample_args(name, types, rng, k):
     for j, t in enumerate(types):
         if t is T.int32:
             vals.append(np.array(FIXED_INT, np.int32))
+        elif t is T.uint32:   # a random state / noise field selector
+            vals.append(np.array(FIXED_STATE, np.uint32))
         elif t is T.bool_:
             vals.append(np.array(k % 2 == 0))
         else:
@@ -263,20 +300,23 @@ def fd_and_adjoint(kernel, types, out_type, base_args, w):
                             break
                         off += sz
     M = B * (1 + 2 * D)
+    outs_t = out_types_of(out_type)
+    ws = w if isinstance(out_type, T.Tuple) else [w]    # one output adjoint per result
     arrays = [to_kc(np.stack(col), t) for col, t in zip(batch, types)]
-    out = kc.zeros(M, dtype=out_type)
-    kc.launch(kernel, dim=M, inputs=arrays + [out])
-    f = out.numpy().reshape(B, 1 + 2 * D, -1)
-    wf = w.reshape(B, 1, -1)
-    loss = np.sum(f * wf, axis=-1)                       # (B, 1 + 2D)
+    outs = [kc.zeros(M, dtype=t) for t in outs_t]
+    kc.launch(kernel, dim=M, inputs=arrays + outs)
+    loss = 0.0
+    for out, wk in zip(outs, ws):
+        f = out.numpy().reshape(B, 1 + 2 * D, -1)
+        loss = loss + np.sum(f * wk.reshape(B, 1, -1), axis=-1)   # (B, 1 + 2D)
     fd = (loss[:, 1:1 + D] - loss[:, 1 + D:]) / (2 * EPS)
     # adjoint through the tape on the base points only
     arrays = [to_kc(np.stack([a[k] for a in base_args]), t, requires_grad=(k in fl)) for k, t in enumerate(types)]
-    out = kc.zeros(B, dtype=out_type, requires_grad=True)
+    outs = [kc.zeros(B, dtype=t, requires_grad=True) for t in outs_t]
     tape = kc.Tape()
     with tape:
-        kc.launch(kernel, dim=B, inputs=arrays + [out])
-    tape.backward(grads={out: to_kc(w, out_type)})
+        kc.launch(kernel, dim=B, inputs=arrays + outs)
+    tape.backward(grads={out: to_kc(wk, t) for out, wk, t in zip(outs, ws, outs_t)})
     adj = np.concatenate([arrays[k].grad.numpy().reshape(B, -1) for k in fl], axis=1)
     return adj, fd
 
@@ -298,21 +338,68 @@ def test_builtin_adjoint_matches_finite_differences(gen, iid, row, types):
     rng = np.random.default_rng(zlib.crc32(iid.encode()))
     npts = POINTS.get(row.name, BASE_POINTS)
     base = [sample_args(row.name, types, rng, k) for k in range(npts)]
-    w = rng.normal(size=(npts,) + shape(out_type))
+    if isinstance(out_type, T.Tuple):
+        w = [rng.normal(size=(npts,) + shape(t)) for t in out_type.types]
+    else:
+        w = rng.normal(size=(npts,) + shape(out_type))
     adj, fd = fd_and_adjoint(kernel, types, out_type, base, w)
     assert_gradients_match(adj, fd, f"{row.name}({', '.join(T.type_repr(t) for t in types)})")
 
 
 def test_every_differentiable_row_is_checked():
     """New rows are picked up automatically; a row that cannot be instantiated must say why."""
-    allowed = {"array argument"} | set(UNREACHABLE.values())
+    allowed = {"array argument", FLOAT32_TWIN} | set(UNREACHABLE.values())
     assert {r for r in SKIPPED.values()} <= allowed, {k: v for k, v in SKIPPED.items() if v not in allowed}
     checked = {row.name for _, row, _ in INSTANCES}
     for name in ("sin", "pow", "smoothstep", "inverse", "determinant", "normalize", "quat_rotate", "quat_slerp",
                  "quat_from_matrix", "transform_inverse", "transform_point", "mul", "select", "where", "extract",
-                 "assign_copy", "spatial_cross"):
+                 "assign_copy", "spatial_cross", "svd3", "eig3", "qr3", "polar", "matrix_from_rows",
+                 "matrix_from_cols", "noise", "pnoise", "curlnoise", "quat_to_axis_angle"):
         assert name in checked, name
     assert len(INSTANCES) > 150
+
+
+# ---- edges: points where the forward is finite but the derivative is not -------------------------
+# Per builtin name: (arguments, expected adjoint of each float argument for an output adjoint of
+# ones).  The adjoint must be finite and equal the value documented in the table (docs/builtins.md):
+# the subgradient 0, or the derivative where one exists.  A callable gets the argument types.
+def _zeros_of(types):
+    return ([np.zeros(shape(types[0]))], [np.zeros(shape(types[0]))])
+
+
+EDGES = {
+    "acos": [([1.0], [0.0]), ([-1.0], [0.0]), ([1.0 + 1e-12], [0.0]), ([-1.0 - 1e-7], [0.0])],
+    "asin": [([1.0], [0.0]), ([-1.0], [0.0]), ([1.0 + 1e-12], [0.0]), ([-1.0 - 1e-7], [0.0])],
+    "atan2": [([0.0, 0.0], [0.0, 0.0])],
+    "sqrt": [([0.0], [0.0])],
+    "cbrt": [([0.0], [0.0])],
+    "pow": [([0.0, 0.5], [0.0, 0.0]), ([0.0, 0.0], [0.0, 0.0]), ([0.0, 1.0], [1.0, 0.0]),
+            ([0.0, 2.0], [0.0, 0.0]), ([2.0, 0.0], [0.0, np.log(2.0)]), ([-2.0, 3.0], [12.0, 0.0])],
+    "length": [_zeros_of], "normalize": [_zeros_of],
+}
+EDGE_INSTANCES = [(iid, row, types) for iid, row, types in INSTANCES if row.name in EDGES]
+
+
+@pytest.mark.parametrize("iid,row,types", EDGE_INSTANCES, ids=[i[0] for i in EDGE_INSTANCES])
+def test_builtin_adjoint_at_edges(gen, iid, row, types):
+    kernel = getattr(gen, KERNEL_NAME[iid])
+    out_type = registry.resolve(row.name, types)[1]
+    for edge in EDGES[row.name]:
+        args, expected = edge(types) if callable(edge) else edge
+        arrays = [to_kc(np.asarray(a, dtype=np.float64)[None], t, requires_grad=True) for a, t in zip(args, types)]
+        out = kc.zeros(1, dtype=out_type, requires_grad=True)
+        with kc.Tape() as tape:
+            kc.launch(kernel, dim=1, inputs=arrays + [out])
+        assert np.all(np.isfinite(out.numpy())), f"{row.name}{tuple(args)}: the forward is not finite here"
+        tape.backward(grads={out: to_kc(np.ones((1,) + shape(out_type)), out_type)})
+        for k, (a, e) in enumerate(zip(arrays, expected)):
+            g = a.grad.numpy()[0]
+            assert np.all(np.isfinite(g)), f"{row.name}{tuple(args)}: adjoint of argument {k} is {g}"
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12, err_msg=f"{row.name}{tuple(args)}, argument {k}")
+
+
+def test_every_edge_is_checked():
+    assert {row.name for _, row, _ in EDGE_INSTANCES} == set(EDGES)
 
 
 # ---- the checker itself must catch a wrong adjoint ----------------------------------------------
@@ -433,3 +520,97 @@ def test_bilinear_adjoint_with_a_value_argument(gen, gen_bilinear, iid, row, typ
             kc.launch(getattr(gen_bilinear, f"{KERNEL_NAME[iid]}_c{fixed}"), dim=n, inputs=inputs + [out])
         tape.backward(grads={out: to_kc(w, out_type)})
         np.testing.assert_allclose(a.grad.numpy(), ref[other].grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ---- rows on arrays: load, store, atomic_add/sub/min/max -----------------------------------------
+# The elementwise check above cannot express them (their first argument is an array), so each
+# (row, number of indices, element type) gets a kernel of its own here, and its Tape gradient is
+# compared with central differences over every component of the differentiable inputs.
+ARRAY_ROWS = ("load", "store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max")
+ARRAY_DTYPES = [T.float64, kc.vec3d]
+ARRAY_SHAPE = (3, 2, 2, 2)   # the array a builtin reads or updates (first ndim axes)
+
+
+def _array_kernel_text(kname, name, ndim, dt):
+    ts = type_src(dt)
+    idx = ", ".join(["i"] + ["1"] * (ndim - 1))
+    if name == "load":   # out[i] = a[i, 1, ..]
+        return (f"\n\n@kc.kernel\ndef {kname}(a: kc.array(dtype={ts}, ndim={ndim}), out: kc.array(dtype={ts})):\n"
+                f"    i = kc.tid()\n    out[i] = a[{idx}]\n")
+    if name == "store":  # b[i, 1, ..] = x[i]
+        return (f"\n\n@kc.kernel\ndef {kname}(x: kc.array(dtype={ts}), b: kc.array(dtype={ts}, ndim={ndim})):\n"
+                f"    i = kc.tid()\n    b[{idx}] = x[i]\n")
+    # atomics: threads i and i + 1 (i // 2 after rounding) share an element, so updates collide
+    shared = ", ".join(["i // 2"] + ["1"] * (ndim - 1))
+    return (f"\n\n@kc.kernel\ndef {kname}(x: kc.array(dtype={ts}), b: kc.array(dtype={ts}, ndim={ndim})):\n"
+            f"    i = kc.tid()\n    kc.{name}(b, {shared}, x[i])\n")
+
+
+ARRAY_CASES = []
+for _name in ARRAY_ROWS:
+    for _rows in [registry.rows[_name]]:
+        for _ndim in range(1, 5):
+            for _dt in ARRAY_DTYPES:
+                ARRAY_CASES.append((f"{_name}_{_ndim}d_{T.type_repr(_dt)}", _name, _ndim, _dt))
+
+
+@pytest.fixture(scope="module")
+def gen_arrays():
+    body = "".join(_array_kernel_text(f"ga_{cid}", name, ndim, dt) for cid, name, ndim, dt in ARRAY_CASES)
+    return load_module("gen_array_rows", body)
+
+
+def _array_inputs(rng, name, ndim, dt):
+    """(differentiable input arrays as numpy, names of those checked by differences)."""
+    comp = shape(dt)
+    a = rng.normal(size=ARRAY_SHAPE[:ndim] + comp)
+    if name == "load":
+        return {"a": a}, ["a"]
+    x = rng.normal(size=((ARRAY_SHAPE[0] if name == "store" else 4),) + comp)   # store: one element per thread
+    # store: the stored elements' old values are overwritten (the seeds' rule: their gradient is
+    # not defined by the tape), so only x is differentiated; min/max: the same for the element
+    # values that lose; add/sub: both
+    return {"x": x, "b": a}, (["x", "b"] if name in ("atomic_add", "atomic_sub") else ["x"])
+
+
+def _run_array_kernel(kernel, name, dt, vals, grads=None, w=None):
+    arrays = {k: kc.array(v, dtype=dt, requires_grad=grads is not None) for k, v in vals.items()}
+    if name == "load":
+        out = kc.zeros(len(vals["a"]), dtype=dt, requires_grad=grads is not None)
+        args, result = [arrays["a"], out], out
+    else:
+        args, result = [arrays["x"], arrays["b"]], arrays["b"]
+    n = len(vals["a"]) if name == "load" else len(vals["x"])
+    if grads is None:
+        kc.launch(kernel, dim=n, inputs=args)
+        return result.numpy()
+    with kc.Tape() as tape:
+        kc.launch(kernel, dim=n, inputs=args)
+    tape.backward(grads={result: to_kc(w, dt)})
+    return {k: arrays[k].grad.numpy() for k in grads}
+
+
+@pytest.mark.parametrize("cid,name,ndim,dt", ARRAY_CASES, ids=[c[0] for c in ARRAY_CASES])
+def test_array_row_adjoint_matches_finite_differences(gen_arrays, cid, name, ndim, dt):
+    kernel = getattr(gen_arrays, f"ga_{cid}")
+    rng = np.random.default_rng(zlib.crc32(cid.encode()))
+    vals, checked = _array_inputs(rng, name, ndim, dt)
+    out_shape = _run_array_kernel(kernel, name, dt, vals).shape
+    w = rng.normal(size=out_shape)
+    adj = _run_array_kernel(kernel, name, dt, vals, grads=checked, w=w)
+    for k in checked:
+        fd = np.zeros(vals[k].size)
+        for c in range(vals[k].size):
+            f = []
+            for sgn in (1.0, -1.0):
+                pert = {kk: v.copy() for kk, v in vals.items()}
+                pert[k].reshape(-1)[c] += sgn * EPS
+                f.append(np.sum(_run_array_kernel(kernel, name, dt, pert) * w))
+            fd[c] = (f[0] - f[1]) / (2 * EPS)
+        np.testing.assert_allclose(adj[k].reshape(-1), fd, rtol=RTOL, atol=1e-6, err_msg=f"{cid}: gradient of {k}")
+
+
+def test_every_differentiable_array_row_is_checked():
+    differentiable = {row.name for rows in registry.rows.values() for row in rows
+                      if row.differentiable and row.module.startswith("kernelcore.") and any("array" in a for a in row.args)}
+    assert differentiable == set(ARRAY_ROWS)

@@ -84,7 +84,12 @@ def _cases():
                 continue  # no result to compare
             expr, p16 = _expr(name, t16)
             _, p32 = _expr(name, t32)
-            cases.append((f"{name}_{k}", name, row.args, expr, p16, hit[1], p32, registry.resolve(name, t32)[1]))
+            out32 = registry.resolve(name, t32)[1]
+            if isinstance(hit[1], T.Tuple):   # several results (axis, angle = ...): one case per result
+                for j, (o16, o32) in enumerate(zip(hit[1].types, out32.types)):
+                    cases.append((f"{name}_{k}_{j}", name, row.args, f"{expr}[{j}]", p16, o16, p32, o32))
+                continue
+            cases.append((f"{name}_{k}", name, row.args, expr, p16, hit[1], p32, out32))
     return cases
 
 
