@@ -177,6 +177,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if adjoint and (adj_inputs is not None or adj_outputs is not None):
         adj_params = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
     values = []
+    scalar_arrays = False
     for k, (name, t, v) in enumerate(zip(kernel.arg_names, kernel.arg_types, params)):
         # fast paths for the common cases (a kc array that passes every check of _check_array,
         # a Python float for a float32, an in-range Python int for an int32); others go the general way
@@ -198,8 +199,15 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
                 packed.keep_grad = 1  # the caller owns this adjoint buffer: stores do not consume it
             values.append(packed)
             params[k] = a
+        elif tv is array:
+            scalar_arrays = True  # a one-element array for a value argument: its gradient is wanted
         else:
             values.append(pack_value(t, v, name, kernel))
+    if scalar_arrays:
+        from .scalar_grads import scalar_array_args, variant
+
+        return launch(variant(kernel, scalar_array_args(kernel, params)), dim, inputs, outputs, adj_inputs,
+                      adj_outputs, device, adjoint, record_tape, stream, block_dim, max_blocks)
     ir = kernel.ir()
     bounds, dims = _bounds(dim, num_threads)
     if ir.tid_arity > 1 and ir.tid_arity != len(dims):
