@@ -27,6 +27,8 @@ class array_ctypes(ctypes.Structure):
         ("ndim", ctypes.c_int32),
         ("serial", ctypes.c_int32),  # set by launch() for one-thread CPU launches
         ("strides", ctypes.c_int64 * 4),
+        ("keep_grad", ctypes.c_int32),  # 1: grad is a caller's adjoint buffer, stores do not consume it
+        ("reserved", ctypes.c_int32),
     ]
 
 

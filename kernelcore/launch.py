@@ -190,6 +190,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if adjoint and (adj_inputs is not None or adj_outputs is not None):
         adj_params = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
     values = []
+    scalar_arrays = False
     for k, (name, t, v) in enumerate(zip(kernel.arg_names, kernel.arg_types, params)):
         # fast paths for the common cases (a kc array that passes every check of _check_array,
         # a Python float for a float32, an in-range Python int for an int32); others go the general way
@@ -206,10 +207,20 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
             g = None
             if adj_params is not None and adj_params[k] is not None:
                 g = _check_array(kernel, "adj_" + name, t, adj_params[k], dev)
-            values.append(pack_array(a, g) if a is not None else array_ctypes())
+            packed = pack_array(a, g) if a is not None else array_ctypes()
+            if g is not None:
+                packed.keep_grad = 1  # the caller owns this adjoint buffer: stores do not consume it
+            values.append(packed)
             params[k] = a
+        elif tv is array:
+            scalar_arrays = True  # a one-element array for a value argument: its gradient is wanted
         else:
             values.append(pack_value(t, v, name, kernel))
+    if scalar_arrays:
+        from .scalar_grads import scalar_array_args, variant
+
+        return launch(variant(kernel, scalar_array_args(kernel, params)), dim, inputs, outputs, adj_inputs,
+                      adj_outputs, device, adjoint, record_tape, stream, block_dim, max_blocks)
     ir = kernel.ir()
     if adjoint:
         check_backward(kernel, ir, params, adj_params)
@@ -242,7 +253,21 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
             native = None
             if not dev.is_cuda and lk.bwd is not None and config.mode != "debug":
                 native = _prepare_backward(lk, bounds, ir, values, args_struct, params)
-            rt.tape_stack[-1].record_launch(kernel, dims, params, dev, ir, len(inputs), native, stream)
+            # every enclosing tape records the launch (a nested tape's work belongs to the outer ones too)
+            inner = rt.tape_stack[-1]
+            inner.record_launch(kernel, dims, params, dev, ir, len(inputs), native, stream)
+            if len(rt.tape_stack) > 1:
+                for tape in _outer_tapes(rt.tape_stack):
+                    tape.record_launch(kernel, dims, params, dev, ir, len(inputs), native, stream, verify=False)
+
+
+def _outer_tapes(stack):
+    """The tapes enclosing the innermost one, each once (a tape may be entered twice)."""
+    seen = {id(stack[-1])}
+    for tape in reversed(stack[:-1]):
+        if id(tape) not in seen:
+            seen.add(id(tape))
+            yield tape
 
 
 def _thread_policy(bounds, ir, adjoint, values):

@@ -20,6 +20,7 @@ from .device import get_runtime
 from .emit_cpp import Emitter, emit_struct, tuple_struct_name
 from .ir import defined_vars
 from .errors import NativeBuildError
+from .threads import prefer_passive_waiting
 
 HEADERS = ["kc_base.h", "kc_scalar.h", "kc_vec.h", "kc_quat.h", "kc_linalg.h", "kc_array.h", "kc_random.h", "kc_noise.h",
            "kc_loop.h"]
@@ -171,6 +172,7 @@ class Module:
         binary = cache.lookup(key, ".so")
         if binary is None:
             binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+        prefer_passive_waiting()  # before libgomp loads with the first kernel library (threads.py)
         try:
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         except OSError:

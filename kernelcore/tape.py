@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from . import config
+from .adjoint_reads import adjoint_value_reads
 from . import types as T
 from .array import ArrayType, _raw_copy, array
 from .device import get_runtime
@@ -66,25 +67,32 @@ class Tape:
             stack.pop()
 
     # -- recording ---------------------------------------------------------------------------
-    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None, stream=None):
-        """Record one launch.  ``stream``: the CUDA stream it ran on (the adjoint runs there too)."""
+    def record_launch(self, kernel, dim, params, device, ir, n_inputs=None, native=None, stream=None, verify=True):
+        """Record one launch.  ``stream``: the CUDA stream it ran on (the adjoint runs there too).
+        ``verify``: run the checks of verify_autograd_array_access (once per launch: nested tapes
+        that record the same launch pass False)."""
         reads, writes = set(), set()
-        verify = config.verify_autograd_array_access
+        check_backward = verify and not kernel.enable_backward
+        verify = verify and config.verify_autograd_array_access
         for k, name, written, read_only in _array_roles(kernel, ir):
             p = params[k]
             if not isinstance(p, array):
                 continue
+            if check_backward and p.grad is not None and (written or read_only):
+                _warn_not_differentiable(kernel, name)
+                check_backward = False
             if written:
-                if verify and name in ir.array_reads:
+                if verify and name in adjoint_value_reads(ir):
                     warnings.warn(f"verify_autograd_array_access: kernel '{kernel.key}' argument '{name}' is read and written "
-                                  "within one kernel; the adjoint will see the overwritten values", stacklevel=4)
+                                  "within one kernel and its adjoint needs the values read; it will see the overwritten "
+                                  "values", stacklevel=4)
                 writes.add(id(p))
                 if verify:
                     check_write_after_read(p, f"kernel '{kernel.key}' (argument '{name}')")
             elif read_only:
                 reads.add(id(p))
-                if verify:
-                    p._tape_reads = True
+                if verify and name in adjoint_value_reads(ir):
+                    p._tape_reads = True  # overwriting p later makes this launch's adjoint wrong
         self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
                                      len(params) if n_inputs is None else n_inputs, native, stream))
 
@@ -220,6 +228,19 @@ class Tape:
         return text
 
 
+_warned_not_differentiable = set()
+
+
+def _warn_not_differentiable(kernel, name):
+    """Once per kernel: a kernel without an adjoint was recorded touching an array that requires grad."""
+    if kernel in _warned_not_differentiable:
+        return
+    _warned_not_differentiable.add(kernel)
+    warnings.warn(f"kernel '{kernel.key}' ({kernel.defn.file}:{kernel.defn.firstline}) was built with enable_backward=False but is recorded on a "
+                  f"Tape with argument '{name}', an array that requires grad: Tape.backward() skips it, so no gradient "
+                  "flows through it", stacklevel=4)
+
+
 def _grads_unchanged(recorded):
     for a, ptr in recorded:
         g = a.grad
@@ -233,7 +254,6 @@ def record_copy(dest, src):
     rt = get_runtime()
     if not rt.tape_stack:
         return
-    tape = rt.tape_stack[-1]
 
     def backward():
         if dest.grad is not None and src.grad is not None:
@@ -248,11 +268,17 @@ def record_copy(dest, src):
 
                 with device_context(dev):
                     src.grad._buf += g._buf  # CuPy buffers, both on src's device
+            if dest.grad is not src.grad:
+                dest.grad.zero_()  # dest was overwritten: its gradient is consumed, as by a store
 
-    tape.launches.append(_Func(backward, [src, dest], "copy"))
+    entry = _Func(backward, [src, dest], "copy")
+    seen = set()
+    for tape in reversed(rt.tape_stack):  # every enclosing tape records it, as launches
+        if id(tape) not in seen:
+            seen.add(id(tape))
+            tape.launches.append(entry)
     if config.verify_autograd_array_access:
-        check_write_after_read(dest, "kc.copy")
-        src._tape_reads = True
+        check_write_after_read(dest, "kc.copy")  # a copy's adjoint needs no values: src is not marked
 
 
 def _array_roles(kernel, ir):
@@ -266,7 +292,9 @@ def _array_roles(kernel, ir):
 
 
 def check_write_after_read(a, where):
+    """Warn when ``a`` is overwritten after a recorded launch whose adjoint needs its values."""
     if getattr(a, "_tape_reads", False):
         warnings.warn(f"verify_autograd_array_access: array of shape {a.shape} is written by {where} after being read "
-                      "earlier on the tape; gradients through the earlier read will be wrong (allocate a new array)",
+                      "earlier on the tape by a kernel whose adjoint needs the values read; gradients through the "
+                      "earlier read will be wrong (allocate a new array)",
                       stacklevel=3)

@@ -20,6 +20,10 @@ template <typename T> struct array_t {
     int32 ndim;
     int32 serial;  // 1 when the launch runs on one CPU thread (launch.py): accumulation needs no atomics
     int64 strides[4];
+    // 1 when `grad` is a caller's own adjoint buffer (kc.launch(adjoint=True, adj_inputs=...)):
+    // a store's adjoint then reads it without consuming it (see adj_store)
+    int32 keep_grad;
+    int32 reserved;
     // 1-d element access for func_native snippets (arr[i]).
     KC_FUNC T& operator[](int64 i) const { return *(T*)((char*)data + i * strides[0]); }
 };
@@ -293,7 +297,11 @@ template <typename S> inline void private_reduce(S** copies, int team, int64 cou
 
 // ---- array builtins, one set per index count ----------------------------------------------
 // load/store/atomics follow the seeds' semantics: reads scatter their adjoint into
-// array.grad, writes gather it from array.grad.
+// array.grad, writes gather it from array.grad.  A store's adjoint also consumes (zeroes) the
+// gradient of the element it overwrote: what is left there belongs to the overwritten value,
+// which has no further influence, so in-place and ping-pong updates whose adjoints need no
+// overwritten values come out exact and a second backward() adds the same gradient again.
+// atomic_add/sub keep it: the old value still counts in the sum.
 #define KC_IDX_PARAMS_1 int32 i
 #define KC_IDX_PARAMS_2 int32 i, int32 j
 #define KC_IDX_PARAMS_3 int32 i, int32 j, int32 k
@@ -323,7 +331,7 @@ template <typename T> KC_FUNC void adj_load(const array_t<T>& a, KC_IDX_PARAMS_#
     if (a.grad) grad_accumulate(a, elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)), adj_ret); } \
 template <typename T> KC_FUNC void store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { *address(a, KC_IDX_ARGS_##n) = v; } \
 template <typename T> KC_FUNC void adj_store(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v) { \
-    if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
+    if (a.grad) { T* g = elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); adj_v += *g; if (!a.keep_grad) *g = T{}; } } \
 template <typename T> KC_FUNC T atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v) { return accumulate(a, address(a, KC_IDX_ARGS_##n), v); } \
 template <typename T> KC_FUNC void adj_atomic_add(const array_t<T>& a, KC_IDX_PARAMS_##n, const T& v, array_t<T>&, KC_ADJ_IDX_##n, T& adj_v, const T&) { \
     if (a.grad) adj_v += *elem(a.grad, a, offset(a, KC_IDX_ARGS_##n)); } \
@@ -350,7 +358,7 @@ template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     array_t<T> r;
     r.data = elem(a.data, a, offset(a, i));
     r.grad = a.grad ? elem(a.grad, a, offset(a, i)) : (T*)0;
-    r.ndim = a.ndim - 1; r.serial = a.serial;
+    r.ndim = a.ndim - 1; r.serial = a.serial; r.keep_grad = a.keep_grad; r.reserved = 0;
     for (int d = 0; d < 3; ++d) { r.shape[d] = a.shape[d + 1]; r.strides[d] = a.strides[d + 1]; }
     r.shape[3] = 0; r.strides[3] = 0;
     return r;
