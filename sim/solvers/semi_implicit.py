@@ -7,6 +7,7 @@ is read back to the host, so a Tape records a step and replays its adjoint.
 """
 from __future__ import annotations
 
+from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
@@ -56,6 +57,11 @@ class SolverSemiImplicit:
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         integrate_particles(model, state_in, forces, state_out, dt)
+        if model.body_count:
+            wrenches = state_out.body_f
+            zero_body_forces(wrenches)
+            eval_body_control_forces(model, control, wrenches)
+            integrate_bodies(model, state_in, wrenches, state_out, dt)
 
     def _eval_particle_contacts(self, model, state, forces, dt):
         from ..collide_particles import eval_particle_contacts, eval_particle_contacts_brute
