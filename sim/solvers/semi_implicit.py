@@ -8,6 +8,7 @@ is read back to the host, so a Tape records a step and replays its adjoint.
 from __future__ import annotations
 
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
+from ..collide_bodies import body_static_pairs, eval_body_static_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
@@ -39,6 +40,7 @@ class SolverSemiImplicit:
             from ..collide_particles import make_particle_grid
 
             self.particle_grid = make_particle_grid(model, grid_dim)
+        self.body_static_pairs = body_static_pairs(model) if model.body_count else None
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -61,6 +63,7 @@ class SolverSemiImplicit:
             wrenches = state_out.body_f
             zero_body_forces(wrenches)
             eval_body_control_forces(model, control, wrenches)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
             integrate_bodies(model, state_in, wrenches, state_out, dt)
 
     def _eval_particle_contacts(self, model, state, forces, dt):
