@@ -170,9 +170,13 @@ def eval_body_static_contacts_kernel(
             kc.atomic_add(body_f, b, spatial_wrench(f, arm))
 
 
-def body_static_pairs(model, device=None):
+def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
     """(pair_shape, pair_static) kc int arrays: every body shape with the ground (-1) and each static
-    sphere, box, capsule and plane shape (meshes are not collided with bodies)."""
+    sphere, box, capsule and plane shape (meshes are not collided with bodies).
+
+    Pairs of a shape in ``swept_shapes`` with the ground or a static shape whose type is in
+    ``swept_kinds`` are left out: time-of-impact contacts handle them (sim/toi.py).
+    """
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     body_shapes = [s for s in range(model.shape_count)
@@ -180,7 +184,12 @@ def body_static_pairs(model, device=None):
     statics = ([-1] if model.ground else []) + [
         s for s in range(model.shape_count)
         if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
-    pairs = np.array([(s, c) for s in body_shapes for c in statics], np.int32).reshape(-1, 2)
+    swept = set(int(s) for s in swept_shapes)
+
+    def penalty(s, c):
+        return s not in swept or not (c < 0 or shape_type[c] in swept_kinds)
+
+    pairs = np.array([(s, c) for s in body_shapes for c in statics if penalty(s, c)], np.int32).reshape(-1, 2)
     dev = device or model.device
     return (kc.array(np.ascontiguousarray(pairs[:, 0]), dtype=kc.int32, device=dev),
             kc.array(np.ascontiguousarray(pairs[:, 1]), dtype=kc.int32, device=dev))

@@ -58,7 +58,7 @@ def eval_particle_shape_contacts_kernel(
         shape_material: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float, toi: int,
         f: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
@@ -70,7 +70,7 @@ def eval_particle_shape_contacts_kernel(
         # no force beyond the cohesion range plus half the smoothing window (sim/contact.py)
         reach = cohesion_reach + 0.5 * dt * kc.length(v)
         fi = kc.vec3(0.0, 0.0, 0.0)
-        if ground != 0:
+        if ground != 0 and toi == 0:
             gap = kc.dot(ground_normal, x) - ground_offset - r
             if gap < reach:
                 fi = fi + mixed_contact_force(ground_normal, gap, v, w, mi, ground_material, material_ke,
@@ -80,6 +80,8 @@ def eval_particle_shape_contacts_kernel(
             t = shape_type[s]
             if shape_body[s] >= 0:
                 t = MESH  # carried by a body: skipped here (like meshes, handled elsewhere)
+            if toi != 0 and t != CAPSULE:
+                t = MESH  # swept in the integrator (sim/toi.py)
             n = kc.vec3(0.0, 1.0, 0.0)
             gap = float(1.0e30)
             if t == SPHERE:
@@ -116,10 +118,11 @@ def eval_particle_shape_contacts_kernel(
         f[i] += fi
 
 
-def eval_particle_shape_contacts(model, state, forces, dt):
+def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False):
     """Add ground and static sphere/box/capsule/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
 
     ``dt`` [s] is the step the forces will act over (it bounds static friction, see sim/contact.py).
+    ``toi``: only capsules (the others are swept by sim/toi.py).
     """
     if model.particle_count == 0 or (not model.ground and model.shape_count == len(model.mesh_shape_indices)):
         return
@@ -129,5 +132,5 @@ def eval_particle_shape_contacts(model, state, forces, dt):
                       model.ground_material, model.shape_count, model.shape_type, model.shape_body,
                       model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, *material_inputs(model),
-                      model.material_max_cohesion_distance, float(dt)],
+                      model.material_max_cohesion_distance, float(dt), int(bool(toi))],
               outputs=[forces], device=model.device)
