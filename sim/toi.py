@@ -34,6 +34,8 @@ import numpy as np
 
 import kernelcore as kc
 
+import geometry  # noqa: F401  (adds the hash_grid_* builtins)
+
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_PLANE, SHAPE_SPHERE
 
@@ -284,6 +286,8 @@ def integrate_bodies_toi_kernel(
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
+        grid: kc.uint64, pair_count: int, pair_shape_ids: kc.array(dtype=int), max_bound: float,
+        speed_bound: kc.array(dtype=float),
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     tf = body_q0[i]
@@ -309,13 +313,38 @@ def integrate_bodies_toi_kernel(
         hit = first_hit(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
                         shape_body, shape_pos, shape_rot, shape_scale, shape_material)
         s = hit[3]
+        n = kc.vec3(hit[0], hit[1], hit[2])
+        mb = int(0)
         if s <= 1.0:
             mb = first_hit_material(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+        # other swept spheres: sweep along the relative motion, keep the earliest hit
+        other = int(-1)
+        v_other = kc.vec3(0.0, 0.0, 0.0)
+        w_other = float(0.0)
+        if pair_count > 0:
+            query = kc.hash_grid_query(grid, c0, r + max_bound + 2.0 * speed_bound[0] * dt)
+            j = int(0)
+            while kc.hash_grid_query_next(query, j):
+                sj = pair_shape_ids[j]
+                bj = shape_body[sj]
+                if bj != i:
+                    if body_toi_shape[bj] == sj:
+                        c0j = kc.transform_point(body_q0[bj], shape_pos[sj])
+                        v1j = kc.spatial_top(body_qd0[bj]) + (kc.spatial_top(body_f[bj]) * inv_mass[bj] + gravity) * dt
+                        sj_hit = sweep_sphere(c0, d - v1j * dt, r, c0j, shape_scale[sj][0])
+                        if sj_hit < s:
+                            s = sj_hit
+                            n = kc.normalize(c0 + d * sj_hit - c0j - v1j * (sj_hit * dt))
+                            mb = shape_material[sj]
+                            other = bj
+                            v_other = kc.spatial_top(body_qd0[bj]) + (kc.spatial_top(body_f[bj]) * inv_mass[bj]
+                                                                      + gravity) * (sj_hit * dt)
+                            w_other = inv_mass[bj]
+        if s <= 1.0:
             ma = shape_material[sh]
             e = 0.5 * (material_restitution[ma] + material_restitution[mb])
             mu = 0.5 * (material_mu[ma] + material_mu[mb])
-            n = kc.vec3(hit[0], hit[1], hit[2])
             rest = (1.0 - s) * dt
             # the body at the time of impact (angular velocity: the step's midpoint value)
             x_hit = x0 + v1 * (s * dt)
@@ -324,17 +353,25 @@ def integrate_bodies_toi_kernel(
             arm = c_hit - n * r - x_hit
             rot = kc.quat_to_matrix(q_hit)
             inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
-            # as for particles: bounce with the velocity at impact, then the rest of the step's
-            # acceleration, stopped inelastically if it presses into the surface
             v_hit = kc.spatial_top(qd) + a * (s * dt)
-            j = impact_impulse(n, v_hit + kc.cross(wm_world, arm), arm, inv_mass[i], inv_inertia_world, e, mu,
-                               resting_speed)
-            v_end = v_hit + j * inv_mass[i] + a * rest
-            w_end = wm_world + inv_inertia_world * kc.cross(arm, j)
-            j2 = impact_impulse(n, v_end + kc.cross(w_end, arm), arm, inv_mass[i], inv_inertia_world, 0.0, mu,
-                                resting_speed)
-            v1 = v_end + j2 * inv_mass[i]
-            w1 = w_end + inv_inertia_world * kc.cross(arm, j2)
+            if other >= 0:
+                # sphere on sphere: both threads work out the same impulse (the other's spin is not
+                # seen: it acts through friction only); this body takes its share
+                jp = impact_impulse(n, v_hit + kc.cross(wm_world, arm) - v_other, arm, inv_mass[i] + w_other,
+                                    inv_inertia_world, e, mu, 0.0)
+                v1 = v_hit + jp * inv_mass[i] + a * rest
+                w1 = wm_world + inv_inertia_world * kc.cross(arm, jp)
+            else:
+                # as for particles: bounce with the velocity at impact, then the rest of the step's
+                # acceleration, stopped inelastically if it presses into the surface
+                j1 = impact_impulse(n, v_hit + kc.cross(wm_world, arm), arm, inv_mass[i], inv_inertia_world, e, mu,
+                                    resting_speed)
+                v_end = v_hit + j1 * inv_mass[i] + a * rest
+                w_end = wm_world + inv_inertia_world * kc.cross(arm, j1)
+                j2 = impact_impulse(n, v_end + kc.cross(w_end, arm), arm, inv_mass[i], inv_inertia_world, 0.0, mu,
+                                    resting_speed)
+                v1 = v_end + j2 * inv_mass[i]
+                w1 = w_end + inv_inertia_world * kc.cross(arm, j2)
             x1 = x_hit + v1 * rest
             q1 = rotate_by(q_hit, w1, rest)
     body_q1[i] = body_frame_from_com(x1, q1, com)
@@ -357,16 +394,42 @@ def body_toi_shapes(model):
 TOI_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX)
 
 
-def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes):
+@kc.kernel
+def body_speed_bound_kernel(body_qd: kc.array(dtype=kc.spatial_vector), body_f: kc.array(dtype=kc.spatial_vector),
+                            inv_mass: kc.array(dtype=float), gravity: kc.vec3, dt: float,
+                            speed_bound: kc.array(dtype=float)):
+    i = kc.tid()
+    v = kc.spatial_top(body_qd[i]) + (kc.spatial_top(body_f[i]) * inv_mass[i] + gravity) * dt
+    kc.atomic_max(speed_bound, 0, kc.length(v))
+
+
+def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes, pairs=None):
     """Newton–Euler step of the bodies (as sim.body_integrate) with time-of-impact contacts for the
-    bodies that ``toi_shapes`` (kc int (B,), from :func:`body_toi_shapes`) marks."""
+    bodies that ``toi_shapes`` (kc int (B,), from :func:`body_toi_shapes`) marks.
+
+    ``pairs``: the solver's ``sim.collide_body_pairs.BodyPairContacts`` (its hash grid must hold
+    ``state_in``'s shapes) to sweep swept spheres against each other, or None.  Its
+    ``speed_bound`` only grows (the largest body speed seen), so that the grid search
+    radius replayed in the backward pass is never smaller than the forward one.
+    """
     if model.body_count == 0:
         return
+    grid_id, pair_count, pair_ids, max_bound, speed_bound = 0, 0, toi_shapes, 0.0, None
+    if pairs is not None and pairs.active:
+        kc.launch(body_speed_bound_kernel, dim=model.body_count,
+                  inputs=[state_in.body_qd, wrenches, model.body_inv_mass, model.gravity, float(dt)],
+                  outputs=[pairs.speed_bound], device=model.device, record_tape=False)
+        grid_id, pair_count, pair_ids, max_bound = pairs.grid.id, pairs.count, pairs.shape_ids, pairs.max_bound
+        speed_bound = pairs.speed_bound
+    if speed_bound is None:
+        speed_bound = kc.zeros(1, dtype=float, device=model.device)
     kc.launch(integrate_bodies_toi_kernel, dim=model.body_count,
               inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
                       model.body_inertia, model.body_inv_inertia, toi_shapes, model.gravity, float(dt),
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt)],
+                      resting_speed(model, dt), grid_id, pair_count, pair_ids, max_bound, speed_bound],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)
+    if pair_count:
+        pairs.record_rebuild(model, state_in.body_q)

@@ -58,6 +58,7 @@ class SolverSemiImplicit:
             self.particle_grid = make_particle_grid(model, grid_dim)
         self.body_static_pairs = None
         self.body_toi_shapes = None
+        self.body_pairs = None
         if model.body_count:
             swept = []
             if self.toi:
@@ -65,6 +66,10 @@ class SolverSemiImplicit:
                 swept = [int(s) for s in shapes if s >= 0]
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
+            if model.body_count > 1:
+                from ..collide_body_pairs import BodyPairContacts
+
+                self.body_pairs = BodyPairContacts(model, skip_sphere_pairs=self.toi)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -91,8 +96,10 @@ class SolverSemiImplicit:
             zero_body_forces(wrenches)
             eval_body_control_forces(model, control, wrenches)
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
+            if self.body_pairs is not None:
+                self.body_pairs.eval(model, state_in, wrenches, dt)
             if self.toi:
-                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes)
+                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
 
