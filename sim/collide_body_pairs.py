@@ -112,73 +112,79 @@ def eval_body_pair_contacts_kernel(
     pos_a = kc.transform_point(tfa, shape_pos[sa])
     scale_a = shape_scale[sa]
     round_a = ka != BOX
-    query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound + cohesion_reach)
-    j = int(0)
-    while kc.hash_grid_query_next(query, j):
-        sb = shape_ids[j]
-        bb = shape_body[sb]
-        kb = shape_type[sb]
-        # which thread handles this pair, and with which point of shape a (radius < 0: none)
-        pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-        round_pair = int(0)
-        if bb != ba:
-            if round_a:
-                if kb != BOX:
-                    if k == 0:
-                        if i < j:
-                            if ka + kb != skip_pair_kind:  # (sphere, sphere) pairs swept by sim/toi.py
-                                round_pair = 1
-                else:
+    points = 8  # contact points of shape a: box corners; capsule ends; a sphere's centre
+    if ka == CAPSULE:
+        points = 2
+    elif ka == SPHERE:
+        points = 1
+    if k < points:
+        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound + cohesion_reach)
+        j = int(0)
+        while kc.hash_grid_query_next(query, j):
+            sb = shape_ids[j]
+            bb = shape_body[sb]
+            kb = shape_type[sb]
+            # which thread handles this pair, and with which point of shape a (radius < 0: none)
+            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+            round_pair = int(0)
+            if bb != ba:
+                if round_a:
+                    if kb != BOX:
+                        if k == 0:
+                            if i < j:
+                                if ka + kb != skip_pair_kind:  # (sphere, sphere) pairs swept by sim/toi.py
+                                    round_pair = 1
+                    else:
+                        pt = shape_point(ka, scale_a, k)
+                elif kb != SPHERE:
                     pt = shape_point(ka, scale_a, k)
-            elif kb != SPHERE:
-                pt = shape_point(ka, scale_a, k)
-        use = round_pair
-        if pt[3] >= 0.0:
-            use = 1
-        if use != 0:
-            tfb = body_q[bb]
-            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
-            pos_b = kc.transform_point(tfb, shape_pos[sb])
-            scale_b = shape_scale[sb]
-            n = kc.vec3(0.0, 1.0, 0.0)
-            gap = float(1.0e30)
-            contact = pos_a
-            if round_pair != 0:
-                ha = core_half_axis(ka, rot_a, scale_a)
-                hb = core_half_axis(kb, rot_b, scale_b)
-                st = segment_params(pos_a - ha, ha * 2.0, pos_b - hb, hb * 2.0)
-                ca = pos_a - ha + ha * (2.0 * st[0])
-                cb = pos_b - hb + hb * (2.0 * st[1])
-                sep = ca - cb
-                dist = kc.length(sep)
-                if dist > 0.0:
-                    n = sep / dist
-                gap = dist - scale_a[0] - scale_b[0]
-                contact = ca - n * scale_a[0]
-            else:
-                x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
-                nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
-                n = kc.vec3(nd[0], nd[1], nd[2])
-                gap = nd[3] - pt[3]
-                contact = x - n * pt[3]
-            qda = body_qd[ba]
-            qdb = body_qd[bb]
-            arm_a = contact - kc.transform_point(tfa, body_com[ba])
-            arm_b = contact - kc.transform_point(tfb, body_com[bb])
-            v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
-                     - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
-            if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                ra = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
-                rb = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
-                rna = kc.cross(arm_a, n)
-                rnb = kc.cross(arm_b, n)
-                w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
-                     + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
-                f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
-                                        material_damping_ratio, material_mu, material_cohesion,
-                                        material_cohesion_distance, dt)
-                kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
-                kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
+            use = round_pair
+            if pt[3] >= 0.0:
+                use = 1
+            if use != 0:
+                tfb = body_q[bb]
+                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+                pos_b = kc.transform_point(tfb, shape_pos[sb])
+                scale_b = shape_scale[sb]
+                n = kc.vec3(0.0, 1.0, 0.0)
+                gap = float(1.0e30)
+                contact = pos_a
+                if round_pair != 0:
+                    ha = core_half_axis(ka, rot_a, scale_a)
+                    hb = core_half_axis(kb, rot_b, scale_b)
+                    st = segment_params(pos_a - ha, ha * 2.0, pos_b - hb, hb * 2.0)
+                    ca = pos_a - ha + ha * (2.0 * st[0])
+                    cb = pos_b - hb + hb * (2.0 * st[1])
+                    sep = ca - cb
+                    dist = kc.length(sep)
+                    if dist > 0.0:
+                        n = sep / dist
+                    gap = dist - scale_a[0] - scale_b[0]
+                    contact = ca - n * scale_a[0]
+                else:
+                    x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
+                    nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
+                    n = kc.vec3(nd[0], nd[1], nd[2])
+                    gap = nd[3] - pt[3]
+                    contact = x - n * pt[3]
+                qda = body_qd[ba]
+                qdb = body_qd[bb]
+                arm_a = contact - kc.transform_point(tfa, body_com[ba])
+                arm_b = contact - kc.transform_point(tfb, body_com[bb])
+                v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
+                         - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                    ra = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
+                    rb = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
+                    rna = kc.cross(arm_a, n)
+                    rnb = kc.cross(arm_b, n)
+                    w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
+                         + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
+                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
+                                            material_damping_ratio, material_mu, material_cohesion,
+                                            material_cohesion_distance, dt)
+                    kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
+                    kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
 
 
 def shape_bounding_radius(kind: int, scale) -> float:
