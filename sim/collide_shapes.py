@@ -1,7 +1,8 @@
 """Particle contacts with the ground plane and static analytic shapes (kernel + launcher).
 
-Each particle tests the ground and every sphere, box and plane shape; mesh shapes are
-handled in sim/collide_mesh.py.  Per particle: a gather (no atomics between threads).
+Each particle tests the ground and every static sphere, box, capsule and plane shape;
+mesh shapes are handled in sim/collide_mesh.py.  Shapes carried by rigid bodies are not
+seen by particles (yet).  Per particle: a gather (no atomics between threads).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
 MESH = kc.constant(3)
+CAPSULE = kc.constant(4)
 
 
 @kc.func
@@ -50,12 +52,13 @@ def eval_particle_shape_contacts_kernel(
         q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
         inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
         ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
-        shape_count: int, shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+        shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float, toi: int,
         f: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
@@ -67,7 +70,7 @@ def eval_particle_shape_contacts_kernel(
         # no force beyond the cohesion range plus half the smoothing window (sim/contact.py)
         reach = cohesion_reach + 0.5 * dt * kc.length(v)
         fi = kc.vec3(0.0, 0.0, 0.0)
-        if ground != 0:
+        if ground != 0 and toi == 0:
             gap = kc.dot(ground_normal, x) - ground_offset - r
             if gap < reach:
                 fi = fi + mixed_contact_force(ground_normal, gap, v, w, mi, ground_material, material_ke,
@@ -75,6 +78,10 @@ def eval_particle_shape_contacts_kernel(
                                               material_cohesion_distance, dt)
         for s in range(shape_count):
             t = shape_type[s]
+            if shape_body[s] >= 0:
+                t = MESH  # carried by a body: skipped here (like meshes, handled elsewhere)
+            if toi != 0 and t != CAPSULE:
+                t = MESH  # swept in the integrator (sim/toi.py)
             n = kc.vec3(0.0, 1.0, 0.0)
             gap = float(1.0e30)
             if t == SPHERE:
@@ -89,6 +96,17 @@ def eval_particle_shape_contacts_kernel(
                 nd = box_closest(local, shape_scale[s])
                 n = rot * kc.vec3(nd[0], nd[1], nd[2])
                 gap = nd[3] - r
+            elif t == CAPSULE:
+                rot = shape_rot[s]
+                axis = rot * kc.vec3(0.0, 1.0, 0.0)
+                h = shape_scale[s][1]
+                rel = x - shape_pos[s]
+                along = kc.clamp(kc.dot(rel, axis), -h, h)
+                d = rel - axis * along
+                dist = kc.length(d)
+                if dist > 0.0:
+                    n = d / dist
+                gap = dist - shape_scale[s][0] - r
             elif t == PLANE:
                 rot = shape_rot[s]
                 n = rot * kc.vec3(0.0, 1.0, 0.0)
@@ -100,17 +118,19 @@ def eval_particle_shape_contacts_kernel(
         f[i] += fi
 
 
-def eval_particle_shape_contacts(model, state, forces, dt):
-    """Add ground and sphere/box/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
+def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False):
+    """Add ground and static sphere/box/capsule/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
 
     ``dt`` [s] is the step the forces will act over (it bounds static friction, see sim/contact.py).
+    ``toi``: only capsules (the others are swept by sim/toi.py).
     """
     if model.particle_count == 0 or (not model.ground and model.shape_count == len(model.mesh_shape_indices)):
         return
     kc.launch(eval_particle_shape_contacts_kernel, dim=model.particle_count,
               inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
                       model.particle_material, int(model.ground), model.ground_normal, model.ground_offset,
-                      model.ground_material, model.shape_count, model.shape_type, model.shape_pos, model.shape_rot,
+                      model.ground_material, model.shape_count, model.shape_type, model.shape_body,
+                      model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, *material_inputs(model),
-                      model.material_max_cohesion_distance, float(dt)],
+                      model.material_max_cohesion_distance, float(dt), int(bool(toi))],
               outputs=[forces], device=model.device)

@@ -18,7 +18,9 @@ SHAPE_SPHERE = 0
 SHAPE_BOX = 1
 SHAPE_PLANE = 2
 SHAPE_MESH = 3
-SHAPE_TYPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_PLANE: "plane", SHAPE_MESH: "mesh"}
+SHAPE_CAPSULE = 4
+SHAPE_TYPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_PLANE: "plane", SHAPE_MESH: "mesh",
+                    SHAPE_CAPSULE: "capsule"}
 
 
 class State:
@@ -30,12 +32,26 @@ class State:
         particle_f: kc.array(vec3), shape (particle_count,) — forces acting during the
             step that produced this state's successor [N]; solvers accumulate into the
             *output* state's array so that the input state is never written.
+        body_q: kc.array(transform), shape (body_count,) — body frames in world: position [m]
+            and rotation quaternion (x, y, z, w).
+        body_qd: kc.array(spatial_vector), shape (body_count,) — linear velocity of the
+            centre of mass in world [m/s], then angular velocity in world [rad/s].
+        body_f: kc.array(spatial_vector), shape (body_count,) — force [N] at the centre of
+            mass, then torque about it [N m], world; like particle_f, the wrench of the step
+            that produced this state's successor.
     """
 
-    def __init__(self, particle_q, particle_qd, particle_f):
+    def __init__(self, particle_q, particle_qd, particle_f, body_q=None, body_qd=None, body_f=None):
         self.particle_q = particle_q
         self.particle_qd = particle_qd
         self.particle_f = particle_f
+        self.body_q = body_q
+        self.body_qd = body_qd
+        self.body_f = body_f
+
+    @property
+    def body_count(self) -> int:
+        return 0 if self.body_q is None else self.body_q.shape[0]
 
     @property
     def particle_count(self) -> int:
@@ -43,7 +59,10 @@ class State:
 
     def arrays(self):
         """(name, array) pairs of every quantity (for NaN checks and copying)."""
-        return [("particle_q", self.particle_q), ("particle_qd", self.particle_qd), ("particle_f", self.particle_f)]
+        out = [("particle_q", self.particle_q), ("particle_qd", self.particle_qd), ("particle_f", self.particle_f)]
+        if self.body_q is not None:
+            out += [("body_q", self.body_q), ("body_qd", self.body_qd), ("body_f", self.body_f)]
+        return out
 
     def assign(self, other: "State"):
         """Copy every quantity of ``other`` into this state (differentiable, like kc.copy)."""
@@ -58,10 +77,13 @@ class Control:
     Attributes:
         particle_f_ext: kc.array(vec3), shape (particle_count,) — external forces [N]
             added to every particle each step (zero by default).
+        body_f: kc.array(spatial_vector), shape (body_count,) — external wrenches: force [N]
+            at the centre of mass, then torque [N m], world (zero by default).
     """
 
-    def __init__(self, particle_f_ext=None):
+    def __init__(self, particle_f_ext=None, body_f=None):
         self.particle_f_ext = particle_f_ext
+        self.body_f = body_f
 
 
 class Model:
@@ -89,13 +111,25 @@ class Model:
         material_cohesion_distance: float (M,) — gap over which cohesion fades [m].
         material_max_cohesion_distance: float [m] — the largest of them.
 
-    Static colliders (``K = shape_count``):
-        shape_type: int (K,) — SHAPE_SPHERE, SHAPE_BOX, SHAPE_PLANE or SHAPE_MESH.
-        shape_pos: vec3 (K,) [m]; shape_rot: mat33 (K,) — world-from-local rotation.
+    Rigid bodies (``B = body_count``, see sim/builder/bodies.py):
+        body_q: transform (B,) — initial body frames; body_qd: spatial_vector (B,) — initial
+            COM velocity [m/s] and angular velocity [rad/s], world.
+        body_mass: float (B,) [kg]; body_inv_mass: float (B,) [1/kg].
+        body_com: vec3 (B,) — centre of mass in the body frame [m].
+        body_inertia, body_inv_inertia: mat33 (B,) — inertia about the COM in the body frame
+            [kg m^2] and its inverse.
+        body_name: list of B names.
+
+    Shapes (``K = shape_count``):
+        shape_type: int (K,) — SHAPE_SPHERE, SHAPE_BOX, SHAPE_PLANE, SHAPE_MESH or SHAPE_CAPSULE.
+        shape_body: int (K,) — -1 = static collider (pos/rot in world), else the body carrying it
+            (pos/rot in the body frame).
+        shape_pos: vec3 (K,) [m]; shape_rot: mat33 (K,) — parent-from-local rotation.
         shape_quat: numpy (K, 4) — the same rotations as quaternions (x, y, z, w).
-        shape_scale: vec3 (K,) — sphere (r, 0, 0), box half extents, plane (width, length, 0)
-            (display only), mesh the scale baked into its vertices [m].
-        shape_name: list of K names; shape_body: int (K,), -1 = static (bodies come later).
+        shape_scale: vec3 (K,) — sphere (r, 0, 0), box half extents, capsule (r, half height, 0),
+            plane (width, length, 0) (display only), mesh the scale baked into its vertices [m].
+        shape_density: float (K,) [kg/m^3] (body shapes).
+        shape_name: list of K names.
         shape_mesh_points: {shape index: (points (n, 3) world [m], indices (3 m,))} of meshes.
         shape_mesh: uint64 (K,) — ``geometry.Mesh.id`` of mesh shapes, else 0.
         shape_material: int (K,).
@@ -115,6 +149,7 @@ class Model:
         self.particle_count = 0
         self.spring_count = 0
         self.shape_count = 0
+        self.body_count = 0
         self.material_count = 0
         self.gravity = kc.vec3(0.0, -9.81, 0.0)
         self.ground = False
@@ -133,12 +168,16 @@ class Model:
         rg = self.requires_grad if requires_grad is None else requires_grad
         return State(kc.clone(self.particle_q, requires_grad=rg),
                      kc.clone(self.particle_qd, requires_grad=rg),
-                     kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg))
+                     kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
+                     kc.clone(self.body_q, requires_grad=rg),
+                     kc.clone(self.body_qd, requires_grad=rg),
+                     kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
 
     def control(self, requires_grad=None) -> Control:
         """A new Control with zero external forces."""
         rg = self.requires_grad if requires_grad is None else requires_grad
-        return Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg))
+        return Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
+                       kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
 
     # -- introspection --------------------------------------------------------------------------
     def shape_types(self):
@@ -148,8 +187,8 @@ class Model:
     def summary(self) -> str:
         g = np.asarray(self.gravity, dtype=np.float64)
         lines = [f"particles: {self.particle_count}", f"springs: {self.spring_count}",
-                 f"materials: {self.material_count}",
-                 f"static shapes: {self.shape_count} {self.shape_types() if self.shape_count else ''}".rstrip(),
+                 f"materials: {self.material_count}", f"bodies: {self.body_count}",
+                 f"shapes: {self.shape_count} {self.shape_types() if self.shape_count else ''}".rstrip(),
                  f"gravity: ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2",
                  f"ground: {'yes' if self.ground else 'no'}"]
         return "\n".join(lines)

@@ -1,7 +1,7 @@
 """sim.ModelBuilder: collect a scene in Python lists, then ``finalize()`` into kc arrays.
 
 The builder is assembled from one mixin per domain (particles, springs, shapes,
-materials); rigid bodies and joints will be further mixins.  Each mixin keeps its own
+materials, bodies); joints will be a further mixin.  Each mixin keeps its own
 lists and writes its part of the Model in ``_finalize_<domain>``.
 """
 from __future__ import annotations
@@ -11,15 +11,17 @@ import numpy as np
 import kernelcore as kc
 
 from ..model import Model
+from .bodies import BodyBuilder, combine_mass_properties, shape_mass_properties
 from .materials import MaterialBuilder, damping_ratio_from_restitution, restitution_of_damping_ratio
 from .particles import ParticleBuilder
 from .shapes import ShapeBuilder, quat_to_matrix
 from .springs import SpringBuilder
 
-__all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_damping_ratio", "quat_to_matrix"]
+__all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_damping_ratio", "quat_to_matrix",
+           "shape_mass_properties", "combine_mass_properties"]
 
 
-class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, ShapeBuilder):
+class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder):
     """Build a :class:`sim.Model` step by step.
 
     Args:
@@ -38,6 +40,7 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, ShapeBuilder
         self._init_materials()
         self._init_particles()
         self._init_springs()
+        self._init_bodies()
         self._init_shapes()
 
     def finalize(self, device="cpu", requires_grad: bool = False) -> Model:
@@ -50,4 +53,5 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, ShapeBuilder
         self._finalize_particles(m, dev, requires_grad)
         self._finalize_springs(m, dev, requires_grad)
         self._finalize_shapes(m, dev, requires_grad)
+        self._finalize_bodies(m, dev, requires_grad)
         return m

@@ -1,7 +1,8 @@
-"""Static colliders and the ground plane: the ModelBuilder part for shapes.
+"""Collision shapes and the ground plane: the ModelBuilder part for shapes.
 
-Shapes are static (attached to the world) for now; ``shape_body`` is kept so that
-rigid bodies can own shapes later without changing the layout.
+A shape with ``body=-1`` is a static collider and its ``pos``/``rot`` are in world; with
+``body=b`` it moves with rigid body ``b`` (see bodies.py), ``pos``/``rot`` are in the
+body frame and its ``density`` [kg/m^3] contributes to the body's mass properties.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from ..model import SHAPE_BOX, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 
 def quat_to_matrix(q) -> np.ndarray:
@@ -39,7 +40,7 @@ def _check_vec3(v, who, what, positive=False):
 
 
 class ShapeBuilder:
-    """Mixin: static collision shapes (sphere, box, plane, triangle mesh) and the ground."""
+    """Mixin: collision shapes (sphere, box, capsule, plane, triangle mesh) and the ground."""
 
     def _init_shapes(self):
         self.shape_type = []
@@ -47,7 +48,8 @@ class ShapeBuilder:
         self.shape_quat = []
         self.shape_scale = []
         self.shape_material = []
-        self.shape_body = []          # -1: static (bodies come later)
+        self.shape_body = []          # -1: static, else the index of the body that carries it
+        self.shape_density = []       # [kg/m^3], used by body shapes only
         self.shape_mesh_data = []     # (points (n, 3) world, indices (3 m,)) for mesh shapes, else None
         self.shape_name = []
         self.ground = False
@@ -70,29 +72,65 @@ class ShapeBuilder:
         self.ground_offset = float(offset)
         self.ground_material = self._check_material(material, "set_ground_plane")
 
-    def _add_shape(self, kind, pos, rot, scale, material, name, mesh=None):
+    def _add_shape(self, kind, pos, rot, scale, material, name, mesh=None, body=-1, density=1000.0):
         who = f"add_shape_{kind}"
-        self.shape_type.append({"sphere": SHAPE_SPHERE, "box": SHAPE_BOX, "plane": SHAPE_PLANE, "mesh": SHAPE_MESH}[kind])
-        self.shape_pos.append(tuple(_check_vec3(pos, who, "pos")))
-        self.shape_quat.append(tuple(_check_quat(rot, who)))
+        body = int(body)
+        if not -1 <= body < self.body_count:
+            raise ValueError(f"{who}: body {body} does not exist ({self.body_count} bodies; -1 means static)")
+        if body >= 0 and not (np.isfinite(density) and density > 0):
+            raise ValueError(f"{who}: density must be finite and > 0, got {density!r}")
+        if body >= 0 and kind in ("plane", "mesh"):
+            raise ValueError(f"{who}: {kind} shapes can only be static (body=-1), got body={body}")
+        kinds = {"sphere": SHAPE_SPHERE, "box": SHAPE_BOX, "plane": SHAPE_PLANE, "mesh": SHAPE_MESH,
+                 "capsule": SHAPE_CAPSULE}
+        pos = tuple(_check_vec3(pos, who, "pos"))
+        quat = tuple(_check_quat(rot, who))
+        material = self._check_material(material, who)
+        self.shape_type.append(kinds[kind])
+        self.shape_pos.append(pos)
+        self.shape_quat.append(quat)
         self.shape_scale.append(tuple(scale))
-        self.shape_material.append(self._check_material(material, who))
-        self.shape_body.append(-1)
+        self.shape_material.append(material)
+        self.shape_body.append(body)
+        self.shape_density.append(float(density))
         self.shape_mesh_data.append(mesh)
         self.shape_name.append(name or f"{kind}_{self.shape_count}")
         return self.shape_count - 1
 
-    def add_shape_sphere(self, pos, radius: float, material: int = 0, name: str | None = None) -> int:
-        """Static sphere of ``radius`` [m] centred at ``pos`` [m]; returns the shape index."""
+    def add_shape_sphere(self, pos=(0.0, 0.0, 0.0), radius: float = 0.5, material: int = 0, name: str | None = None,
+                         body: int = -1, density: float = 1000.0, rot=(0.0, 0.0, 0.0, 1.0)) -> int:
+        """Sphere of ``radius`` [m] centred at ``pos`` [m]; returns the shape index.
+
+        ``body=-1``: static, ``pos`` in world; else carried by that body, ``pos``/``rot`` in
+        the body frame, ``density`` [kg/m^3] gives its mass.
+        """
         if not (np.isfinite(radius) and radius > 0):
             raise ValueError(f"add_shape_sphere: radius must be finite and > 0, got {radius!r}")
-        return self._add_shape("sphere", pos, (0, 0, 0, 1), (float(radius), 0.0, 0.0), material, name)
+        return self._add_shape("sphere", pos, rot, (float(radius), 0.0, 0.0), material, name, body=body,
+                               density=density)
 
-    def add_shape_box(self, pos, rot=(0.0, 0.0, 0.0, 1.0), half_extents=(0.5, 0.5, 0.5), material: int = 0,
-                      name: str | None = None) -> int:
-        """Static box centred at ``pos`` [m], rotated by ``rot`` (x, y, z, w), ``half_extents`` [m]."""
+    def add_shape_box(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), half_extents=(0.5, 0.5, 0.5),
+                      material: int = 0, name: str | None = None, body: int = -1, density: float = 1000.0) -> int:
+        """Box centred at ``pos`` [m], rotated by ``rot`` (x, y, z, w), ``half_extents`` [m].
+
+        ``body=-1``: static (world frame); else in the frame of that body, ``density`` [kg/m^3].
+        """
         he = _check_vec3(half_extents, "add_shape_box", "half_extents", positive=True)
-        return self._add_shape("box", pos, rot, tuple(he), material, name)
+        return self._add_shape("box", pos, rot, tuple(he), material, name, body=body, density=density)
+
+    def add_shape_capsule(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 0.05,
+                          half_height: float = 0.1, material: int = 0, name: str | None = None, body: int = -1,
+                          density: float = 1000.0) -> int:
+        """Capsule: the points within ``radius`` [m] of the segment from -``half_height`` to
+        +``half_height`` [m] along its local Y axis, centred at ``pos``, rotated by ``rot``.
+
+        ``body=-1``: static (world frame); else in the frame of that body, ``density`` [kg/m^3].
+        """
+        for what, v in (("radius", radius), ("half_height", half_height)):
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"add_shape_capsule: {what} must be finite and > 0, got {v!r}")
+        return self._add_shape("capsule", pos, rot, (float(radius), float(half_height), 0.0), material, name,
+                               body=body, density=density)
 
     def add_shape_plane(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), width: float = 0.0, length: float = 0.0,
                         material: int = 0, name: str | None = None) -> int:
@@ -135,6 +173,7 @@ class ShapeBuilder:
         m.shape_scale = kc.array(np.asarray(self.shape_scale, np.float32).reshape(k, 3), dtype=kc.vec3, device=device)
         m.shape_material = kc.array(np.asarray(self.shape_material, np.int32).reshape(k), dtype=kc.int32, device=device)
         m.shape_body = kc.array(np.asarray(self.shape_body, np.int32).reshape(k), dtype=kc.int32, device=device)
+        m.shape_density = kc.array(np.asarray(self.shape_density, np.float32).reshape(k), dtype=float, device=device)
         mesh_ids = np.zeros(k, np.uint64)
         m.shape_meshes = []
         m.shape_mesh_points = {}

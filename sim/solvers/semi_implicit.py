@@ -1,4 +1,4 @@
-"""Semi-implicit (symplectic) Euler for particles: gravity, drag, springs, contacts.
+"""Semi-implicit (symplectic) Euler for particles and rigid bodies: gravity, drag, springs, contacts.
 
 Forces of one step are evaluated at ``state_in`` and accumulated in
 ``state_out.particle_f``, then velocities and positions are advanced into
@@ -7,9 +7,14 @@ is read back to the host, so a Tape records a step and replays its adjoint.
 """
 from __future__ import annotations
 
+import kernelcore as kc
+
+from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
+from ..collide_bodies import body_static_pairs, eval_body_static_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
+from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 
 
 class SolverSemiImplicit:
@@ -23,14 +28,27 @@ class SolverSemiImplicit:
             count; the grid wraps around, so its size only affects speed).
         brute_force_contacts: find particle pairs by testing all pairs instead of a
             hash grid (O(n^2): a reference for tests and tiny scenes).
+        toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
+            against the ground and static planes, spheres and boxes, instead of penalty
+            forces: nothing tunnels, bounces have exactly the material's restitution at any
+            step, and gradients through a bounce are those of the real bounce.  Other
+            contacts (boxes and capsules on bodies, static capsules and meshes, particle
+            pairs) stay penalty contacts.
+
+    Which to pick: penalty contacts (the default) give resting contact, rolling and
+    stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
+    or thin things do not pass through each other and bounce gradients do not depend on
+    ``ke`` or ``dt`` (DiffTaichi's bouncing-ball problem), which matters for optimising
+    throws and impacts.
 
     Stability: the time step should resolve the stiffest contact or spring,
     ``dt < 0.2 * sqrt(m / ke)`` is a safe rule of thumb.
     """
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
-                 brute_force_contacts: bool = False):
+                 brute_force_contacts: bool = False, toi: bool = False):
         self.model = model
+        self.toi = bool(toi)
         self.particle_contacts = bool(particle_contacts)
         self.brute_force_contacts = bool(brute_force_contacts)
         self.particle_grid = None
@@ -38,6 +56,20 @@ class SolverSemiImplicit:
             from ..collide_particles import make_particle_grid
 
             self.particle_grid = make_particle_grid(model, grid_dim)
+        self.body_static_pairs = None
+        self.body_toi_shapes = None
+        self.body_pairs = None
+        if model.body_count:
+            swept = []
+            if self.toi:
+                shapes = body_toi_shapes(model)
+                swept = [int(s) for s in shapes if s >= 0]
+                self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
+            self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
+            if model.body_count > 1:
+                from ..collide_body_pairs import BodyPairContacts
+
+                self.body_pairs = BodyPairContacts(model, skip_sphere_pairs=self.toi)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -52,10 +84,24 @@ class SolverSemiImplicit:
         eval_springs(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
-        eval_particle_shape_contacts(model, state_in, forces, dt)
+        eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
-        integrate_particles(model, state_in, forces, state_out, dt)
+        if self.toi:
+            integrate_particles_toi(model, state_in, forces, state_out, dt)
+        else:
+            integrate_particles(model, state_in, forces, state_out, dt)
+        if model.body_count:
+            wrenches = state_out.body_f
+            zero_body_forces(wrenches)
+            eval_body_control_forces(model, control, wrenches)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
+            if self.body_pairs is not None:
+                self.body_pairs.eval(model, state_in, wrenches, dt)
+            if self.toi:
+                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs)
+            else:
+                integrate_bodies(model, state_in, wrenches, state_out, dt)
 
     def _eval_particle_contacts(self, model, state, forces, dt):
         from ..collide_particles import eval_particle_contacts, eval_particle_contacts_brute

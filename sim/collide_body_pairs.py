@@ -1,0 +1,257 @@
+"""Contacts between shapes on different bodies: broad phase on a geometry.HashGrid, penalty forces.
+
+Broad phase: the centres of all body shapes (sphere, box, capsule) are written to a
+buffer and sorted into a ``geometry.HashGrid`` every step; each shape queries the
+shapes within its bounding radius plus the largest bounding radius, so N bodies cost
+O(N) rather than O(N^2).
+
+Narrow phase, one thread per (shape, contact point k):
+
+- two round shapes (sphere, capsule): the closest points of their core segments (a
+  sphere is a segment of length 0), once per pair (the lower index does it, k = 0);
+- a round shape against a box: the sphere's centre or the capsule's two ends against
+  the box's signed distance (the round shape's thread);
+- a box against a capsule or box: its eight corners against the other's signed
+  distance (each box does its own corners; box edges against box edges are not seen).
+
+The force is the contact law of sim/contact.py on the relative velocity of the two
+surface points, with the sum of both bodies' effective inverse masses along the
+normal; the force goes to one body and its reaction to the other (``atomic_add``).
+The kernel reads only ``state_in``; on a Tape the grid is rebuilt from that state's
+``body_q`` just before the adjoint runs, so the backward pass sees the same pairs.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernelcore as kc
+import geometry  # noqa: F401  (adds the hash_grid_* builtins)
+from kernelcore.device import get_runtime
+
+from .collide_bodies import MAX_POINTS, shape_point, spatial_wrench, static_distance
+from .contact import material_inputs, mixed_contact_force
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+
+SPHERE = kc.constant(0)
+BOX = kc.constant(1)
+CAPSULE = kc.constant(4)
+
+
+@kc.func
+def segment_params(p1: kc.vec3, d1: kc.vec3, p2: kc.vec3, d2: kc.vec3) -> kc.vec2:
+    """Parameters (s, t) in [0, 1] of the closest points ``p1 + s d1`` and ``p2 + t d2`` of two segments
+    (either may have zero length)."""
+    r = p1 - p2
+    a = kc.dot(d1, d1)
+    e = kc.dot(d2, d2)
+    f = kc.dot(d2, r)
+    s = float(0.0)
+    t = float(0.0)
+    tiny = float(1.0e-12)
+    if a <= tiny:
+        if e > tiny:
+            t = kc.clamp(f / e, 0.0, 1.0)
+    else:
+        c = kc.dot(d1, r)
+        if e <= tiny:
+            s = kc.clamp(-c / a, 0.0, 1.0)
+        else:
+            b = kc.dot(d1, d2)
+            denom = a * e - b * b
+            if denom > tiny * a * e:
+                s = kc.clamp((b * f - c * e) / denom, 0.0, 1.0)
+            t = (b * s + f) / e
+            if t < 0.0:
+                t = 0.0
+                s = kc.clamp(-c / a, 0.0, 1.0)
+            elif t > 1.0:
+                t = 1.0
+                s = kc.clamp((b - c) / a, 0.0, 1.0)
+    return kc.vec2(s, t)
+
+
+@kc.func
+def core_half_axis(kind: int, rot: kc.mat33, scale: kc.vec3) -> kc.vec3:
+    """Half of a round shape's core segment in world: a capsule's axis times its half height, 0 for a sphere."""
+    h = kc.vec3(0.0, 0.0, 0.0)
+    if kind == CAPSULE:
+        h = rot * kc.vec3(0.0, scale[1], 0.0)
+    return h
+
+
+@kc.kernel
+def body_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                              shape_pos: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
+                              centers: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    s = shape_ids[i]
+    centers[i] = kc.transform_point(body_q[shape_body[s]], shape_pos[s])
+
+
+@kc.kernel
+def eval_body_pair_contacts_kernel(
+        grid: kc.uint64, shape_ids: kc.array(dtype=int), shape_bound: kc.array(dtype=float), max_bound: float,
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), skip_pair_kind: int,
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    i, k = kc.tid()
+    sa = shape_ids[i]
+    ka = shape_type[sa]
+    ba = shape_body[sa]
+    tfa = body_q[ba]
+    rot_a = kc.quat_to_matrix(kc.transform_get_rotation(tfa)) * shape_rot[sa]
+    pos_a = kc.transform_point(tfa, shape_pos[sa])
+    scale_a = shape_scale[sa]
+    round_a = ka != BOX
+    points = 8  # contact points of shape a: box corners; capsule ends; a sphere's centre
+    if ka == CAPSULE:
+        points = 2
+    elif ka == SPHERE:
+        points = 1
+    if k < points:
+        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound + cohesion_reach)
+        j = int(0)
+        while kc.hash_grid_query_next(query, j):
+            sb = shape_ids[j]
+            bb = shape_body[sb]
+            kb = shape_type[sb]
+            # which thread handles this pair, and with which point of shape a (radius < 0: none)
+            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+            round_pair = int(0)
+            if bb != ba:
+                if round_a:
+                    if kb != BOX:
+                        if k == 0:
+                            if i < j:
+                                if ka + kb != skip_pair_kind:  # (sphere, sphere) pairs swept by sim/toi.py
+                                    round_pair = 1
+                    else:
+                        pt = shape_point(ka, scale_a, k)
+                elif kb != SPHERE:
+                    pt = shape_point(ka, scale_a, k)
+            use = round_pair
+            if pt[3] >= 0.0:
+                use = 1
+            if use != 0:
+                tfb = body_q[bb]
+                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+                pos_b = kc.transform_point(tfb, shape_pos[sb])
+                scale_b = shape_scale[sb]
+                n = kc.vec3(0.0, 1.0, 0.0)
+                gap = float(1.0e30)
+                contact = pos_a
+                if round_pair != 0:
+                    ha = core_half_axis(ka, rot_a, scale_a)
+                    hb = core_half_axis(kb, rot_b, scale_b)
+                    st = segment_params(pos_a - ha, ha * 2.0, pos_b - hb, hb * 2.0)
+                    ca = pos_a - ha + ha * (2.0 * st[0])
+                    cb = pos_b - hb + hb * (2.0 * st[1])
+                    sep = ca - cb
+                    dist = kc.length(sep)
+                    if dist > 0.0:
+                        n = sep / dist
+                    gap = dist - scale_a[0] - scale_b[0]
+                    contact = ca - n * scale_a[0]
+                else:
+                    x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
+                    nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
+                    n = kc.vec3(nd[0], nd[1], nd[2])
+                    gap = nd[3] - pt[3]
+                    contact = x - n * pt[3]
+                qda = body_qd[ba]
+                qdb = body_qd[bb]
+                arm_a = contact - kc.transform_point(tfa, body_com[ba])
+                arm_b = contact - kc.transform_point(tfb, body_com[bb])
+                v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
+                         - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                    ra = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
+                    rb = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
+                    rna = kc.cross(arm_a, n)
+                    rnb = kc.cross(arm_b, n)
+                    w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
+                         + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
+                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
+                                            material_damping_ratio, material_mu, material_cohesion,
+                                            material_cohesion_distance, dt)
+                    kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
+                    kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
+
+
+def shape_bounding_radius(kind: int, scale) -> float:
+    """Radius [m] of a ball about the shape's centre that holds the shape."""
+    if kind == SHAPE_SPHERE:
+        return float(scale[0])
+    if kind == SHAPE_CAPSULE:
+        return float(scale[0] + scale[1])
+    return float(np.linalg.norm(scale))
+
+
+class BodyPairContacts:
+    """Buffers and hash grid for body-body contacts of one model (made once by the solver).
+
+    Args:
+        model: the sim.Model.
+        skip_sphere_pairs: leave sphere-sphere pairs out (the time-of-impact solver sweeps them).
+        grid_dim: hash grid cells per axis (None: from the shape count).
+    """
+
+    def __init__(self, model, skip_sphere_pairs: bool = False, grid_dim: int | None = None):
+        shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
+        shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+        scale = model.shape_scale.numpy() if model.shape_count else np.zeros((0, 3), np.float32)
+        ids = [s for s in range(model.shape_count)
+               if shape_body[s] >= 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)]
+        self.count = len(ids)
+        self.active = len(set(int(shape_body[s]) for s in ids)) > 1
+        bound = np.array([shape_bounding_radius(shape_type[s], scale[s]) for s in ids], np.float32).reshape(-1)
+        self.max_bound = float(bound.max()) if self.count else 0.0
+        dev = model.device
+        self.shape_ids = kc.array(np.asarray(ids, np.int32).reshape(-1), dtype=kc.int32, device=dev)
+        self.shape_bound = kc.array(bound, dtype=float, device=dev)
+        self.centers = kc.zeros(self.count, dtype=kc.vec3, device=dev)
+        self.speed_bound = kc.zeros(1, dtype=float, device=dev)  # largest body speed seen [m/s] (sim/toi.py)
+        # the two kinds' sum that is left out: SPHERE + SPHERE = 0; -1 never matches
+        self.skip_pair_kind = 0 if skip_sphere_pairs else -1
+        self.grid = None
+        if self.active:
+            if grid_dim is None:
+                grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * self.count ** (1 / 3)))))))
+            self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
+            self.grid.reserve(self.count)
+
+    def _rebuild(self, model, body_q):
+        kc.launch(body_shape_centers_kernel, dim=self.count,
+                  inputs=[self.shape_ids, model.shape_body, model.shape_pos, body_q], outputs=[self.centers],
+                  device=model.device, record_tape=False)
+        self.grid.build(self.centers, 2.0 * self.max_bound + model.material_max_cohesion_distance)
+
+    def eval(self, model, state, wrenches, dt: float):
+        """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,))."""
+        if not self.active:
+            return
+        self._rebuild(model, state.body_q)
+        kc.launch(eval_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
+                  inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, state.body_q,
+                          state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
+                          model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
+                          model.shape_material, self.skip_pair_kind, *material_inputs(model),
+                          model.material_max_cohesion_distance, float(dt)],
+                  outputs=[wrenches], device=model.device)
+        self.record_rebuild(model, state.body_q)
+
+    def record_rebuild(self, model, body_q):
+        """On an active Tape, rebuild the grid from ``body_q`` just before the adjoint of the last
+        recorded launch runs, so that it sees the pairs its forward saw."""
+        tapes = get_runtime().tape_stack
+        if tapes:
+            tapes[-1].record_func(lambda: self._rebuild(model, body_q), [])

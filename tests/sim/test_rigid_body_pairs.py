@@ -1,0 +1,191 @@
+"""Contacts between bodies: broad phase against all pairs, conservation, stacking, swaps, gradients."""
+import numpy as np
+import pytest
+
+import kernelcore as kc
+import sim
+from sim.builder import quat_to_matrix
+
+pytest.importorskip("geometry")
+
+
+def _two_spheres(toi, e=1.0, mu=0.0, offset=0.0, requires_grad=False, ke=1e4):
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=ke, restitution=e, mu=mu)
+    a = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)), vel=(1, 0, 0))
+    b.add_shape_sphere(radius=0.1, body=a)
+    c = b.add_body(kc.transform(kc.vec3(0.5, offset, 0), kc.quat(0, 0, 0, 1)), vel=(-1, 0, 0))
+    b.add_shape_sphere(radius=0.1, body=c)
+    m = b.finalize(requires_grad=requires_grad)
+    return m, sim.SolverSemiImplicit(m, toi=toi)
+
+
+@pytest.mark.parametrize("toi", [True, False])
+def test_equal_spheres_head_on_swap_velocities(toi):
+    m, solver = _two_spheres(toi)
+    s0, s1 = m.state(), m.state()
+    dt = 1e-2 if toi else 1e-3
+    for _ in range(int(round(0.5 / dt))):
+        solver.step(m, s0, s1, None, dt)
+        s0, s1 = s1, s0
+    qd = s0.body_qd.numpy()
+    if toi:  # exact: they meet at t = 0.15 s and x = 0.25 +- 0.1, whatever the step
+        np.testing.assert_allclose(qd[:, :3], [[-1, 0, 0], [1, 0, 0]], atol=1e-5)
+        np.testing.assert_allclose(s0.body_q.numpy()[:, 0], [0.15 - 0.35, 0.35 + 0.35], atol=1e-5)
+    else:
+        np.testing.assert_allclose(qd[:, :3], [[-1, 0, 0], [1, 0, 0]], atol=1e-2)
+
+
+def _random_scene(n=60, seed=3):
+    rng = np.random.default_rng(seed)
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=1e4, restitution=0.5, mu=0.4)
+    for i in range(n):
+        q = rng.normal(size=4)
+        body = b.add_body(kc.transform(kc.vec3(*rng.uniform(0, 1.2, 3)), kc.quat(*(q / np.linalg.norm(q)))),
+                          vel=rng.normal(size=3), ang_vel=rng.normal(size=3))
+        kind = i % 3
+        if kind == 0:
+            b.add_shape_sphere(radius=rng.uniform(0.05, 0.12), body=body)
+        elif kind == 1:
+            b.add_shape_box(half_extents=rng.uniform(0.03, 0.1, 3), body=body)
+        else:
+            b.add_shape_capsule(radius=rng.uniform(0.03, 0.07), half_height=rng.uniform(0.03, 0.1), body=body)
+    return b.finalize()
+
+
+def test_hash_grid_broad_phase_finds_the_same_contacts_as_all_pairs():
+    from sim.collide_body_pairs import BodyPairContacts
+
+    m = _random_scene()
+    state = m.state()
+    wrenches = []
+    for grid_dim in (None, 1):  # one cell: every shape is a candidate of every other (all pairs)
+        w = kc.zeros(m.body_count, dtype=kc.spatial_vector)
+        BodyPairContacts(m, grid_dim=grid_dim).eval(m, state, w, 1e-3)
+        wrenches.append(w.numpy())
+    touching = np.abs(wrenches[1]).max(axis=1) > 0
+    assert touching.sum() > 10
+    np.testing.assert_allclose(wrenches[0], wrenches[1], rtol=1e-5, atol=1e-4)
+
+
+def test_body_contacts_conserve_momentum():
+    m = _random_scene(n=30, seed=5)
+    solver = sim.SolverSemiImplicit(m)
+    s0, s1 = m.state(), m.state()
+
+    def momenta(s):
+        q, qd = s.body_q.numpy().astype(np.float64), s.body_qd.numpy().astype(np.float64)
+        mass = m.body_mass.numpy().astype(np.float64)
+        inertia = m.body_inertia.numpy().astype(np.float64)
+        com = np.array([qi[:3] + quat_to_matrix(qi[3:]) @ c for qi, c in zip(q, m.body_com.numpy())])
+        lin = (mass[:, None] * qd[:, :3]).sum(0)
+        ang = sum(np.cross(x, mi * v) + quat_to_matrix(qi[3:]) @ ii @ quat_to_matrix(qi[3:]).T @ w
+                  for x, mi, v, qi, ii, w in zip(com, mass, qd[:, :3], q, inertia, qd[:, 3:]))
+        return lin, ang
+
+    p0, l0 = momenta(s0)
+    for _ in range(200):
+        solver.step(m, s0, s1, None, 1e-3)
+        s0, s1 = s1, s0
+    p1, l1 = momenta(s0)
+    assert np.abs(s0.body_f.numpy()).max() > 0 or np.abs(s1.body_f.numpy()).max() > 0
+    np.testing.assert_allclose(p1, p0, atol=1e-3 * np.abs(p0).max())
+    np.testing.assert_allclose(l1, l0, atol=2e-3 * np.abs(l0).max())
+
+
+def test_stacked_boxes_capsules_and_spheres_rest():
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=2e5, restitution=0.0, mu=0.6)
+    b.set_ground_plane()
+    # a pyramid of boxes (each one's corners rest on the face below; equal boxes would stand
+    # corner on corner, and box edges against box edges are not collided)
+    sizes = (0.1, 0.08, 0.06)
+    heights = (0.1, 0.28, 0.42)
+    boxes = []
+    for h, y in zip(sizes, heights):
+        body = b.add_body(kc.transform(kc.vec3(0, y, 0), kc.quat(0, 0, 0, 1)))
+        b.add_shape_box(half_extents=(h, h, h), body=body)
+        boxes.append(body)
+    sphere_on_box = b.add_body(kc.transform(kc.vec3(0, 0.53, 0), kc.quat(0, 0, 0, 1)))
+    b.add_shape_sphere(radius=0.05, body=sphere_on_box)
+    lying = (0, 0, np.sin(np.pi / 4), np.cos(np.pi / 4))  # along x
+    across = (np.sin(np.pi / 4), 0, 0, np.cos(np.pi / 4))  # along z
+    lower = b.add_body(kc.transform(kc.vec3(1, 0.05, 0), kc.quat(*lying)))
+    b.add_shape_capsule(radius=0.05, half_height=0.2, body=lower)
+    upper = b.add_body(kc.transform(kc.vec3(1, 0.15, 0), kc.quat(*across)))
+    b.add_shape_capsule(radius=0.05, half_height=0.2, body=upper)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m)
+    s0, s1 = m.state(), m.state()
+    for _ in range(1500):
+        solver.step(m, s0, s1, None, 5e-4)
+        s0, s1 = s1, s0
+    q, qd = s0.body_q.numpy(), s0.body_qd.numpy()
+    expect = {boxes[0]: (0, 0.1, 0), boxes[1]: (0, 0.28, 0), boxes[2]: (0, 0.42, 0),
+              sphere_on_box: (0, 0.53, 0), lower: (1, 0.05, 0), upper: (1, 0.15, 0)}
+    for i, pos in expect.items():
+        np.testing.assert_allclose(q[i, :3], pos, atol=2e-3, err_msg=m.body_name[i])
+        assert np.linalg.norm(qd[i, :3]) < 1e-2, m.body_name[i]
+
+
+@pytest.mark.parametrize("toi", [False, True])
+def test_gradient_through_an_oblique_sphere_collision_matches_finite_differences(toi):
+    m, solver = _two_spheres(toi, e=0.8, mu=0.3, offset=0.08, requires_grad=True, ke=2e4)
+    steps, dt = 300, 1e-3
+    states = [m.state() for _ in range(steps + 1)]
+    w = np.zeros((2, 7), np.float32)
+    w[0, :3] = (1.0, 0.5, 0.0)
+    w[1, :3] = (0.3, -0.8, 0.0)
+    w[1, 3:6] = (0.0, 0.0, 0.5)
+
+    def run(v0):
+        states[0].body_qd.numpy()[0, :3] = v0
+        for k in range(steps):
+            solver.step(m, states[k], states[k + 1], None, dt)
+        return float((states[-1].body_q.numpy().astype(np.float64) * w).sum())
+
+    v0 = np.array([1.0, 0.0, 0.0])
+    tape = kc.Tape()
+    with tape:
+        run(v0)
+    tape.backward(grads={states[-1].body_q: w})
+    grad = states[0].body_qd.grad.numpy()[0, :3].astype(np.float64)
+    assert states[-1].body_qd.numpy()[1, 1] > 0.05  # the oblique hit pushed the second sphere sideways
+    eps = 1e-3
+    fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
+    assert np.abs(fd).max() > 0.1
+    np.testing.assert_allclose(grad, fd, rtol=0.03, atol=3e-3)
+
+
+def test_gradient_through_sphere_box_body_contact_matches_finite_differences():
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=2e4, restitution=0.6, mu=0.3)
+    ball = b.add_body(kc.transform(kc.vec3(-0.4, 0.05, 0.02), kc.quat(0, 0, 0, 1)), vel=(2.0, 0, 0))
+    b.add_shape_sphere(radius=0.05, body=ball)
+    box = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, np.sin(0.2), np.cos(0.2))))
+    b.add_shape_box(half_extents=(0.1, 0.1, 0.1), body=box)
+    m = b.finalize(requires_grad=True)
+    solver = sim.SolverSemiImplicit(m)
+    steps, dt = 250, 1e-3
+    states = [m.state() for _ in range(steps + 1)]
+    w = np.zeros((2, 7), np.float32)
+    w[0, :3] = (1.0, 0.5, 0.3)
+    w[1, :6] = (0.4, -0.6, 0.2, 0.3, 0.1, 0.5)
+
+    def run(v0):
+        states[0].body_qd.numpy()[ball, :3] = v0
+        for k in range(steps):
+            solver.step(m, states[k], states[k + 1], None, dt)
+        return float((states[-1].body_q.numpy().astype(np.float64) * w).sum())
+
+    v0 = np.array([2.0, 0.0, 0.0])
+    tape = kc.Tape()
+    with tape:
+        run(v0)
+    tape.backward(grads={states[-1].body_q: w})
+    grad = states[0].body_qd.grad.numpy()[ball, :3].astype(np.float64)
+    assert np.linalg.norm(states[-1].body_qd.numpy()[box, 3:]) > 0.1  # the off-centre hit spun the box
+    eps = 1e-3
+    fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
+    np.testing.assert_allclose(grad, fd, rtol=0.03, atol=3e-3)
