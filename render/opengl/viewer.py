@@ -178,6 +178,23 @@ class OpenGLViewer(RendererBase):
         if fn in self._frame_callbacks:
             self._frame_callbacks.remove(fn)
 
+    def frame_bounds(self, lower, upper, margin: float = 1.15) -> None:
+        """Aim the camera at the box [lower, upper] (world, (3,) each) so that all of it is in view,
+        keeping the current viewing direction; R (reset) returns to this view."""
+        lo, hi = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError(f"OpenGLViewer.frame_bounds: bounds must be finite, got {lo}, {hi}")
+        cam = self.camera
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-3)
+        half_fov = math.radians(cam.fov) / 2.0
+        aspect = self._fb.width / max(self._fb.height, 1)
+        half_fov = min(half_fov, math.atan(math.tan(half_fov) * aspect))  # the narrower of the two
+        cam.target = 0.5 * (lo + hi)
+        cam.distance = margin * radius / math.sin(half_fov)
+        cam.near = max(1e-4, 0.01 * radius)
+        cam.far = max(1000.0, 100.0 * cam.distance)
+        self._home = (cam.target.copy(), cam.distance, cam.yaw, cam.pitch)
+
     def reset_camera(self) -> None:
         target, dist, yaw, pitch = self._home
         self.camera.target, self.camera.distance = target.copy(), dist
@@ -389,7 +406,7 @@ class OpenGLViewer(RendererBase):
             if obj is not None:
                 obj.delete()
 
-    def _draw_points(self, name, points, radius, colors) -> None:
+    def _draw_points(self, name, points, radius, colors, velocities=None) -> None:
         self._ctx()
         n = points.shape[0]
         lod = next(i for i, (limit, _, _) in enumerate(_POINT_LODS) if limit is None or n <= limit)
@@ -473,6 +490,16 @@ class OpenGLViewer(RendererBase):
         if line is None:
             line = self._lines[name] = Lines(self.gl, self.gl.GL_LINE_STRIP)
         line.update(vertices, color)
+        line.visible = True
+
+    def _draw_line_list(self, name, vertices, indices, color) -> None:
+        self._ctx()
+        line = self._lines.get(name)
+        if line is None or line.mode != self.gl.GL_LINES:
+            if line is not None:
+                line.delete()
+            line = self._lines[name] = Lines(self.gl, self.gl.GL_LINES)
+        line.update(vertices[indices.reshape(-1)], color)
         line.visible = True
 
     def _draw_instances(self, name, prototype, positions, rotations, scales, colors) -> None:

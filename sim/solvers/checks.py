@@ -1,0 +1,21 @@
+"""Cheap checks at solver.step entry: states (and controls) must belong to the model.
+
+A state from another model has arrays of other lengths; the kernels would read and write
+past their ends (a segfault, or silently wrong numbers).  Comparing a few integers costs
+well under a microsecond per array, so it is done on every step.
+"""
+from __future__ import annotations
+
+
+def check_step_arguments(model, state_in, state_out, control=None):
+    """Raise ValueError naming the argument and both sizes when a state does not fit ``model``."""
+    n = model.particle_count
+    for arg, obj in (("state_in", state_in), ("state_out", state_out)):
+        for name, arr in obj.arrays():
+            if arr.shape[0] != n:
+                raise ValueError(f"solver.step: {arg}.{name} has {arr.shape[0]} entries but the model has "
+                                 f"{n} particles (a State of another model? use model.state())")
+    f = getattr(control, "particle_f_ext", None) if control is not None else None
+    if f is not None and f.shape[0] != n:
+        raise ValueError(f"solver.step: control.particle_f_ext has {f.shape[0]} entries but the model has "
+                         f"{n} particles")
