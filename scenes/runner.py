@@ -251,6 +251,8 @@ def _simulate(scene, model, solver, s0, s1, frames, substeps, dt, outputs, usd, 
         if usd is not None:
             usd.abort_frame()  # a frame cut short is dropped, the complete ones are kept
             saved.append(usd.save())
+            if usd.end_time_code is not None:  # the USD may hold one more frame than the other outputs
+                done = int(round(usd.end_time_code))
         raise SimulationInterrupted(done, saved) from None
     finally:
         if bar is not None:
