@@ -10,18 +10,21 @@ SCENE is a .usda/.usd file or the name of a scene in scenes/library; without it
 
 Exit status: 0 success, 2 bad input (scene file, option, output path, device, display:
 one line on stderr, never a traceback), 130 interrupted by Ctrl-C (frames simulated so
-far are saved).  Warnings about scene features kcsim does not support yet go to stderr;
+far are saved), 1 an internal error (a bug: one line; ``KCSIM_TRACEBACK=1`` shows the
+traceback).  Warnings about scene features kcsim does not support yet go to stderr;
 ``--strict`` makes them errors.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import DEFAULT_SCENE, SceneError, SimulationError, library_scenes, load, resolve
 from .runner import RunSetupError, SimulationInterrupted, run
 
 EXIT_ERROR = 2
+EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
 
 
@@ -101,6 +104,12 @@ def main(argv=None) -> int:
         return _error(e)
     except MemoryError:
         return _error("out of memory (the scene is too large for this machine)")
+    except Exception as e:  # noqa: BLE001 - a bug of ours: one line, the traceback on request
+        if os.environ.get("KCSIM_TRACEBACK"):
+            raise
+        print(f"kcsim: internal error: {type(e).__name__}: {' '.join(str(e).split())[:500]} "
+              f"(set KCSIM_TRACEBACK=1 to see the traceback, and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -310,7 +310,10 @@ class _Reader:
         """(4, 4) local-to-world matrix as numpy, row-vector convention (p_world = p @ M)."""
         self.check_static_transform(prim)
         m = self.cache.GetLocalToWorldTransform(prim)
-        return np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
+        out = np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
+        if not np.all(np.isfinite(out)):
+            raise self.err(prim, "the transform (xformOps of the prim or a parent) is not finite")
+        return out
 
     def check_static_transform(self, prim):
         """Warn when the prim's transform (or an ancestor's) is animated: kcsim uses the first sample."""
@@ -326,7 +329,7 @@ class _Reader:
 
     def decompose(self, prim):
         """(translation [m], rotation quaternion (x, y, z, w), scale (3,)) of the prim's world transform."""
-        self.check_static_transform(prim)
+        self.world(prim)  # checks: static, finite
         m = self.cache.GetLocalToWorldTransform(prim)
         xf = self.Gf.Transform(m)
         t = np.asarray(list(xf.GetTranslation()), np.float64) * self.mpu
@@ -369,8 +372,9 @@ class _Reader:
                 e = self.attr(mat, "physics:restitution")
                 if e is not None:
                     params["restitution"] = float(e)
-                if self.attr(mat, "physics:density") is not None and self.kinds.get(prim.GetPath()) == "collider":
-                    self.use(mat, "physics:density")  # a static collider has no mass: nothing to warn about
+                if self.attr(mat, "physics:density") is not None and self.kinds.get(prim.GetPath()) == "Points":
+                    self.warn(mat, "physics:density of a physics material is not used for particles (their mass "
+                                   "comes from kc:mass or kc:density)")
                 return params
             p = p.GetParent()
         return {}
@@ -422,7 +426,12 @@ class _Reader:
         self.read_physics_scene(scenes[0] if scenes else None)
         for prim in prims:
             if not prim.IsA(UsdPhysics.Scene):
-                self.read_prim(prim)
+                try:
+                    self.read_prim(prim)
+                except SceneError:
+                    raise
+                except ValueError as e:  # the builder's own checks (e.g. a non-finite transform)
+                    raise self.err(prim, str(e)) from None
         for prim in prims:  # after all bindings are known
             self.check_unused(prim)
         self.check_undefined()

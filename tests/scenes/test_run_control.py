@@ -154,3 +154,23 @@ def test_step_refuses_states_of_another_model():
     dem = sim.SolverDEM(small)
     with pytest.raises(ValueError, match="another model"):
         dem.step(small, s0, big.state(), None, 1e-3)
+
+
+def test_an_internal_error_is_one_line_without_traceback(tmp_path, capsys, monkeypatch):
+    import scenes.cli as cli
+
+    path = tmp_path / "s.usda"
+    path.write_text(SCENE)
+
+    def broken(*a, **k):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(cli, "run", broken)
+    monkeypatch.delenv("KCSIM_TRACEBACK", raising=False)
+    assert kcsim(["run", str(path), "--frames", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "kcsim: internal error: RuntimeError: boom second line (set KCSIM_TRACEBACK=1" in err
+    assert "Traceback" not in err
+    monkeypatch.setenv("KCSIM_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        kcsim(["run", str(path), "--frames", "1"])
