@@ -285,18 +285,22 @@ class _Reader:
                 if not isinstance(v, str):
                     raise TypeError
                 return str(v)
-            elif kind in ("vec3", "int3"):
-                out = np.asarray(list(v), np.float64 if kind == "vec3" else np.int64)
+            elif kind == "vec3":
+                out = np.asarray(list(v), np.float64)
+                if out.shape != (3,):
+                    raise TypeError
+            elif kind == "int3":
+                out = _integers(list(v))
                 if out.shape != (3,):
                     raise TypeError
             elif kind == "floats":
                 out = np.asarray(list(v), np.float64).reshape(-1)
             elif kind == "ints":
-                out = np.asarray(list(v), np.int64).reshape(-1)
+                out = _integers(list(v)).reshape(-1)
             elif kind == "vec3s":
                 out = np.asarray([list(x) for x in v], np.float64).reshape(-1, 3)
             elif kind == "int2s":
-                out = np.asarray([list(x) for x in v], np.int64).reshape(-1, 2)
+                out = _integers([list(x) for x in v]).reshape(-1, 2)
             else:  # pragma: no cover
                 raise ValueError(kind)
         except (TypeError, ValueError):
@@ -865,6 +869,14 @@ class _Reader:
         normal = _rotate(rot, (0.0, 1.0, 0.0))
         self.add_collider(prim, shape, f"Plane collider: normal ({normal[0]:.3g}, {normal[1]:.3g}, "
                                        f"{normal[2]:.3g}) through ({t[0]:g}, {t[1]:g}, {t[2]:g})")
+
+
+def _integers(values):
+    """int64 array of ``values``; TypeError when one is not a whole number (2.5 is not 2)."""
+    a = np.asarray(values, np.float64)
+    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        raise TypeError
+    return a.astype(np.int64)
 
 
 def _available_memory():
