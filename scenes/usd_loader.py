@@ -157,10 +157,13 @@ class Scene:
 
 
 def exact_rate(rate: float) -> Fraction:
-    """``rate`` as the nearest Fraction with denominator <= 1001 when that is within float32
-    precision (60.0000024 -> 60, 29.97003 -> 30000/1001), else the float as is."""
-    f = Fraction(rate).limit_denominator(1001)
-    return f if abs(float(f) - rate) <= 1e-6 * rate else Fraction(rate)
+    """``rate`` [1/s] as an exact film/video rate when it is one within float32 precision:
+    a whole number (60.0000024 -> 60) or an NTSC rate N*1000/1001 (29.97003 -> 30000/1001);
+    any other rate is kept as the float it is."""
+    for f in (Fraction(round(rate)), Fraction(round(rate * 1.001) * 1000, 1001)):
+        if f > 0 and abs(float(f) - rate) <= 1e-6 * rate:
+            return f
+    return Fraction(rate)
 
 
 def load_usd(path, strict: bool = False) -> Scene:

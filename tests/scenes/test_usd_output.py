@@ -169,3 +169,39 @@ def test_same_name_points_and_collider_through_the_cli(tmp_path, capsys):
     assert kcsim(["run", str(src), "--frames", "1", "--out", str(out), "--no-progress"]) == 0
     text = out.read_text()
     assert text.count('def Points "grains"') == 2 and 'def Cube "geom"' in text
+
+
+def test_exact_rates():
+    from fractions import Fraction
+
+    from scenes.usd_loader import exact_rate
+
+    f32 = np.float32
+    assert exact_rate(1 / float(f32(1 / 60))) == 60
+    assert exact_rate(1 / float(f32(1 / 24))) == 24
+    assert exact_rate(1 / float(f32(1001 / 30000))) == Fraction(30000, 1001)
+    assert exact_rate(1 / float(f32(1001 / 24000))) == Fraction(24000, 1001)
+    assert float(exact_rate(1 / 0.0123)) == 1 / 0.0123  # not a video rate: kept as it is
+
+
+def test_ntsc_rate_is_written_as_30000_over_1001(tmp_path):
+    from pxr import Usd
+
+    src = tmp_path / "ntsc.usda"
+    src.write_text(textwrap.dedent('''#usda 1.0
+    def PhysicsScene "physics"
+    {
+        float kc:timeStep = 0.033366665
+        int kc:substeps = 2
+    }
+    def Points "p"
+    {
+        point3f[] points = [(0, 1, 0)]
+        float kc:radius = 0.1
+        float kc:mass = 1
+    }
+    '''))
+    scenes.run(scenes.load(str(src)), frames=1, out=str(tmp_path / "o.usda"), progress=False)
+    stage = Usd.Stage.Open(str(tmp_path / "o.usda"))
+    assert stage.GetTimeCodesPerSecond() == 30000 / 1001
+    assert stage.GetPrimAtPath("/root/p").GetAttribute("points").GetTimeSamples() == [0.0, 1.0]
