@@ -95,6 +95,23 @@ def record_kind(path):
     return "png"
 
 
+RECORD_SIZE = (640, 480)
+
+
+def check_record_memory(path, frames):
+    """GIF and MP4 frames are kept in memory until the end: refuse a recording that cannot fit."""
+    from .usd_loader import _available_memory, _bytes
+
+    if record_kind(path) == "png":
+        return
+    need = (frames + 1) * RECORD_SIZE[0] * RECORD_SIZE[1] * 3
+    avail = _available_memory()
+    if avail is not None and need > 0.5 * avail:
+        raise RunSetupError(f"--record {path}: {frames + 1} frames of {RECORD_SIZE[0]}x{RECORD_SIZE[1]} need "
+                            f"{_bytes(need)} of memory until the file is written ({_bytes(avail)} available); "
+                            f"record into a folder of PNG frames instead")
+
+
 def open_viewer(headless, title, up_axis, size=(1280, 720)):
     import render
     from render.opengl.backend import GLUnavailableError
@@ -156,7 +173,7 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
     check_device(device)
     usd = open_usd_output(out, scene.fps, scene.up_axis) if out else None
     if record is not None:
-        record_kind(record)  # a bad target fails before the scene is built
+        check_record_memory(record, frames)  # a bad target fails before the scene is built
     names = dict(particle_groups=scene.particle_groups, shape_names=scene.shape_paths or None,
                  spring_groups=scene.spring_groups or None, colors=scene.group_colors)
     view = view_out = None
@@ -178,7 +195,7 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
             outputs.append(view_out)
         recorder = None
         if record is not None:
-            rec_view = open_viewer(True, "kcsim", scene.up_axis, size=(640, 480))
+            rec_view = open_viewer(True, "kcsim", scene.up_axis, size=RECORD_SIZE)
             closers.append(rec_view.close)
             recorder = open_recorder(rec_view, record, float(scene.fps))
             closers.insert(0, recorder.close)  # write the file before the viewer goes
