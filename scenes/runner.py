@@ -120,8 +120,10 @@ def open_viewer(headless, title, up_axis, size=(1280, 720)):
         return render.OpenGLViewer(size[0], size[1], headless=headless, title=title, up_axis=up_axis,
                                    show_hud=not headless)
     except GLUnavailableError as e:
-        hint = "" if headless else "; record frames without a display with --record out.gif|out.mp4|frames/"
-        raise RunSetupError(f"{'--record' if headless else '--viewer'}: {e}{hint}") from None
+        if headless:
+            raise RunSetupError(f"--record: {e}") from None
+        raise RunSetupError(f"--viewer needs a display ({str(e).split(': use OpenGLViewer')[0]}); record frames "
+                            f"without a display with --record out.gif|out.mp4|frames/") from None
 
 
 def open_recorder(viewer, path, fps):
@@ -194,7 +196,10 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
             view_out = ModelRenderer(view, model, **names)
             outputs.append(view_out)
         recorder = None
-        if record is not None:
+        if record is not None and view is not None:  # record what the window shows
+            recorder = open_recorder(view, record, float(scene.fps))
+            closers.insert(0, recorder.close)
+        elif record is not None:
             rec_view = open_viewer(True, "kcsim", scene.up_axis, size=RECORD_SIZE)
             closers.append(rec_view.close)
             recorder = open_recorder(rec_view, record, float(scene.fps))

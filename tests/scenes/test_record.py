@@ -36,3 +36,20 @@ def test_record_gif_and_png_folder(gl_available, tmp_path, capsys):
     first, last = iio.imread(pngs[0]), iio.imread(pngs[-1])
     assert first.shape == (480, 640, 3) and first.std() > 10  # a scene, not a blank image
     assert np.abs(first.astype(int) - last.astype(int)).sum() > 0  # the net moved
+
+
+def test_record_what_the_viewer_shows(gl_available, tmp_path):
+    from PIL import Image
+
+    import scenes
+    from render import OpenGLViewer
+
+    v = OpenGLViewer(120, 90, headless=True, show_hud=False)
+    try:
+        gif = tmp_path / "view.gif"
+        res = scenes.run(scenes.load("spring_net"), frames=2, viewer=v, record=str(gif), progress=False)
+        assert res.recorded["gif"] == str(gif)
+        with Image.open(gif) as im:
+            assert im.size == (120, 90)  # the viewer's own frames, not a second offscreen viewer
+    finally:
+        v.close()
