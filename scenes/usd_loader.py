@@ -520,6 +520,8 @@ class _Reader:
             api = str(api)
             if api in ("PhysicsCollisionAPI",) and kind in ("collider", "visual", "unsupported", "ignored"):
                 continue  # read (or reported) with the prim
+            if api == "PhysicsRigidBodyAPI" and "physics:rigidBodyEnabled" in used:
+                continue  # a disabled body: a static collider, as USD Physics defines it
             if api == "PhysicsMaterialAPI":
                 if path not in self.bound_materials:
                     self.scene.notes.append(f"{path}: physics material not bound to any prim (unused)")

@@ -241,3 +241,22 @@ def test_run_into_a_headless_viewer():
         assert pixels.shape == (72, 96, 3) and pixels.std() > 1.0  # something was drawn
     finally:
         viewer.close()
+
+
+def test_disabled_rigid_body_is_a_static_collider_without_warning(tmp_path):
+    path = _write(tmp_path, SIMPLE + '''
+def Cube "crate" (prepend apiSchemas = ["PhysicsCollisionAPI", "PhysicsRigidBodyAPI"])
+{
+    bool physics:rigidBodyEnabled = 0
+}
+''')
+    sc = scenes.load(path, strict=True)
+    assert sc.warnings == [] and "/crate" in sc.shape_paths
+    enabled = _write(tmp_path, SIMPLE + '''
+def Cube "crate" (prepend apiSchemas = ["PhysicsCollisionAPI", "PhysicsRigidBodyAPI"])
+{
+}
+''', name="enabled.usda")
+    sc = scenes.load(enabled)
+    assert "/crate" not in sc.shape_paths  # never silently a static collider
+    assert any("prim /crate: PhysicsRigidBodyAPI" in w for w in sc.warnings)
