@@ -72,10 +72,12 @@ class RendererBase:
         self._hide(name)
 
     # ------------------------------------------------------------- public API
-    def render_points(self, name: str, points, radius, colors=None) -> None:
+    def render_points(self, name: str, points, radius, colors=None, velocities=None) -> None:
         """Spheres at ``points`` (N, 3) with ``radius`` (scalar or (N,)), colours (3,) or (N, 3).
 
-        Points with non-finite coordinates are dropped (with a warning).
+        ``velocities`` (N, 3) [units/s], optional: written to USD (``velocities``, what
+        DCC tools read for motion blur); the viewer ignores them.
+        Points with non-finite coordinates (or velocities) are dropped (with a warning).
         """
         call = "render_points"
         self._check_call(call, name, "points")
@@ -83,7 +85,14 @@ class RendererBase:
         n = pts.shape[0]
         rad = V.radii(call, name, radius, n)
         col = V.colors(call, name, colors, n)
+        vel = None
+        if velocities is not None:
+            vel = V.points3(call, name, "velocities", velocities)
+            if vel.shape[0] != n:
+                raise ValueError(f"{call}({name!r}): velocities must have shape ({n}, 3), got shape {vel.shape}")
         ok = V.finite_rows(pts)
+        if vel is not None:
+            ok &= V.finite_rows(vel)
         if isinstance(rad, np.ndarray):
             ok &= np.isfinite(rad)
         elif not np.isfinite(rad):
@@ -95,11 +104,13 @@ class RendererBase:
                 f"skipped {int((~ok).sum())} of {n} points with NaN/inf values",
             )
             pts = pts[ok]
+            if vel is not None:
+                vel = vel[ok]
             if isinstance(rad, np.ndarray):
                 rad = rad[ok]
             if col is not None and col.ndim == 2:
                 col = col[ok]
-        self._draw_points(name, pts, rad, col if col is not None else V.default_color(name))
+        self._draw_points(name, pts, rad, col if col is not None else V.default_color(name), velocities=vel)
 
     def render_mesh(self, name: str, points, indices, colors=None) -> None:
         """Triangle mesh: vertices (N, 3), indices (M, 3) or (3M,), colours (3,) or per-vertex (N, 3).
@@ -171,6 +182,25 @@ class RendererBase:
             return
         self._draw_line_strip(name, verts, col if col is not None else V.default_color(name))
 
+    def render_line_list(self, name: str, vertices, indices, color=None) -> None:
+        """Separate line segments: ``vertices`` (N, 3), ``indices`` (S, 2) (or (2S,)) pairs of
+        vertex indices, one segment each (springs, edges); skipped if a used vertex is non-finite."""
+        call = "render_line_list"
+        self._check_call(call, name, "line_list")
+        verts = V.points3(call, name, "vertices", vertices)
+        idx = np.asarray(V.to_numpy(indices, np.int64))
+        if idx.size % 2 or (idx.ndim == 2 and idx.shape[1] != 2) or idx.ndim > 2:
+            raise ValueError(f"{call}({name!r}): indices must have shape (S, 2) or (2S,), got shape {idx.shape}")
+        idx = idx.reshape(-1, 2)
+        if idx.size and (idx.min() < 0 or idx.max() >= verts.shape[0]):
+            raise ValueError(f"{call}({name!r}): indices must lie in [0, {verts.shape[0]}), "
+                             f"got [{idx.min()}, {idx.max()}]")
+        col = V.colors(call, name, color, None)
+        if idx.size and not np.isfinite(verts[idx.reshape(-1)]).all():
+            self._skip(call, name, "vertices contain NaN/inf; line list skipped")
+            return
+        self._draw_line_list(name, verts, idx.astype(np.int32), col if col is not None else V.default_color(name))
+
     def render_instances(self, name: str, prototype: str, positions, rotations=None,
                          scales=None, colors=None) -> None:
         """Many copies of one unit ``prototype`` shape (one draw call / one PointInstancer).
@@ -231,7 +261,11 @@ class RendererBase:
     def _hide(self, name: str) -> None:
         """Hide ``name`` for the current frame (its data was skipped)."""
 
-    def _draw_points(self, name, points, radius, colors) -> None:
+    def _draw_points(self, name, points, radius, colors, velocities=None) -> None:
+        raise NotImplementedError
+
+    def _draw_line_list(self, name, vertices, indices, color) -> None:
+        """vertices (N, 3) float32, indices (S, 2) int32, color (3,)."""
         raise NotImplementedError
 
     def _draw_mesh(self, name, points, tris, colors) -> None:

@@ -11,10 +11,16 @@ Layout of the written stage (``defaultPrim`` = ``/root``)::
       /<shape name>             Xform           translate / orient / scale ops
         /geom                   Sphere | Cube | Capsule | Cylinder | Plane
       /<line strip name>        BasisCurves     linear, one curve
+      /<line list name>         BasisCurves     linear, one 2-vertex curve per segment
       /<instances name>         PointInstancer  positions, orientations, scales
         /prototypes/proto       unit Sphere | Cube | Cylinder | Capsule
 
 Time code = ``time * fps`` (rounded to 1e-6); ``timeCodesPerSecond`` = ``framesPerSecond`` = fps.
+A name with slashes ("World/grains") becomes a prim path under ``/root``
+(``/root/World/grains``), so a caller can mirror its own hierarchy.  Points carry
+``widths`` (diameters; constant or per point), ``displayColor`` and, when given,
+``velocities`` in scene units per second (UsdGeom's convention: DCC tools divide by
+``timeCodesPerSecond`` themselves for motion blur).
 
 Why it stays fast for thousands of frames: every prim and attribute is
 created once and cached by name; per frame the values are only compared
@@ -123,8 +129,10 @@ class UsdRenderer(RendererBase):
     Args:
         path: output file; ``.usda`` writes text, ``.usd``/``.usdc`` write the
             binary crate format.  Checked for writability immediately.
-        fps: time codes per second; a frame at ``time`` seconds is stored at
-            time code ``time * fps``.
+        fps: time codes per second (a number or a ``fractions.Fraction``, e.g.
+            ``Fraction(30000, 1001)``); a frame at ``time`` seconds is stored at
+            time code ``time * fps``.  Pass 60, not 59.99999687: the writer
+            stores what it is given.
         up_axis: ``"Y"`` or ``"Z"`` (stage ``upAxis`` metadata; data is
             written as given, not rotated).
         scaling: uniform scale applied by the ``/root`` Xform;
@@ -322,12 +330,13 @@ class UsdRenderer(RendererBase):
         self._set(obj, "extent", np.array([lo, hi], np.float32), self._vec3f)
 
     # ---------------------------------------------------------- backends
-    def _draw_points(self, name, points, radius, colors) -> None:
+    def _draw_points(self, name, points, radius, colors, velocities=None) -> None:
         obj = self._objects.get(name)
         if obj is None:
             geom = self._UsdGeom.Points.Define(self.stage, self._prim_path(name))
             obj = self._new_obj(name, "points", geom.GetPrim(), geom.GetPointsAttr())
             self._track(obj, "points", geom.CreatePointsAttr())
+            self._track(obj, "velocities", geom.CreateVelocitiesAttr())
             self._track(obj, "extent", geom.CreateExtentAttr())
             # The schema's own ``widths`` attribute (what renderers read for Points).
             obj.primvars["widths"] = _WidthsInterpolation(geom)
@@ -336,6 +345,8 @@ class UsdRenderer(RendererBase):
         self._show(obj)
         n = points.shape[0]
         self._set(obj, "points", points, self._vec3f)
+        if velocities is not None:
+            self._set(obj, "velocities", velocities, self._vec3f)
         widths = 2.0 * np.asarray(radius, np.float32)
         self._set_primvar(obj, "widths", widths, n, self._Vt.FloatArray.FromNumpy)
         r = float(np.max(radius)) if n else 0.0
@@ -439,6 +450,28 @@ class UsdRenderer(RendererBase):
         self._set_extent(obj, vertices.min(0), vertices.max(0))
         self._set_color(obj, color, vertices.shape[0])
 
+    def _draw_line_list(self, name, vertices, indices, color) -> None:
+        obj = self._objects.get(name)
+        if obj is None:
+            geom = self._UsdGeom.BasisCurves.Define(self.stage, self._prim_path(name))
+            obj = self._new_obj(name, "line_list", geom.GetPrim(), geom.GetPointsAttr())
+            geom.CreateTypeAttr(self._UsdGeom.Tokens.linear)
+            self._track(obj, "points", geom.CreatePointsAttr())
+            self._track(obj, "curveVertexCounts", geom.CreateCurveVertexCountsAttr())
+            self._track(obj, "extent", geom.CreateExtentAttr())
+            geom.CreateWidthsAttr(self._Vt.FloatArray([self.line_width]))
+            geom.SetWidthsInterpolation(self._UsdGeom.Tokens.constant)
+            self._color_primvar(obj, geom.GetPrim())
+        self._show(obj)
+        seg = vertices[indices.reshape(-1)]
+        self._set(obj, "points", seg, self._vec3f)
+        self._set(obj, "curveVertexCounts", np.full(indices.shape[0], 2, np.int32), self._Vt.IntArray.FromNumpy)
+        if seg.shape[0]:
+            self._set_extent(obj, seg.min(0), seg.max(0))
+        else:
+            self._set_extent(obj, np.zeros(3), np.zeros(3))
+        self._set_color(obj, color, seg.shape[0])
+
     #: width (scene units) written for line strips (BasisCurves ``widths``)
     line_width = 0.01
 
@@ -486,6 +519,13 @@ class UsdRenderer(RendererBase):
         else:
             self._set_extent(obj, np.zeros(3), np.zeros(3))
         self._set_color(obj, colors, n)
+
+    def abort_frame(self) -> None:
+        """Drop the frame begun by ``begin_frame`` (e.g. interrupted half-way); no-op between frames."""
+        if self._in_frame:
+            self._pending.clear()
+            self._in_frame = False
+            self.frame -= 1
 
     # ------------------------------------------------------------- output
     def save(self) -> str:

@@ -38,6 +38,9 @@ def resolve(path_or_name=None) -> str:
     return p  # the loader reports it as missing
 
 
-def load(path_or_name=None) -> Scene:
-    """Read a scene file (or library scene name; None = the default scene) into a Scene."""
-    return load_usd(resolve(path_or_name))
+def load(path_or_name=None, strict: bool = False) -> Scene:
+    """Read a scene file (or library scene name; None = the default scene) into a Scene.
+
+    ``strict``: features kcsim does not support yet are errors instead of ``Scene.warnings``.
+    """
+    return load_usd(resolve(path_or_name), strict=strict)

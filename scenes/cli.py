@@ -1,24 +1,43 @@
 """``kcsim``: run and inspect USD simulation scenes from the command line.
 
-    kcsim run [SCENE] [--frames N] [--substeps K] [--device cpu] [--out result.usd] [--viewer]
-    kcsim info SCENE
+    kcsim run [SCENE] [--frames N] [--substeps K] [--device cpu] [--out result.usd]
+              [--viewer] [--record out.mp4|out.gif|frames/] [--strict]
+    kcsim info SCENE [--strict]
     kcsim list
 
 SCENE is a .usda/.usd file or the name of a scene in scenes/library; without it
 ``run`` uses the built-in default scene.
+
+Exit status: 0 success, 2 bad input (scene file, option, output path, device, display:
+one line on stderr, never a traceback), 130 interrupted by Ctrl-C (frames simulated so
+far are saved), 1 an internal error (a bug: one line; ``KCSIM_TRACEBACK=1`` shows the
+traceback).  Warnings about scene features kcsim does not support yet go to stderr;
+``--strict`` makes them errors.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import DEFAULT_SCENE, SceneError, SimulationError, library_scenes, load, resolve
-from .runner import run
+from .runner import RunSetupError, SimulationInterrupted, run
+
+EXIT_ERROR = 2
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own usage errors: same one-line form, exit 2
+        self.print_usage(sys.stderr)
+        print(f"kcsim: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="kcsim", description="Run kernelcore simulation scenes (USD).")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="kcsim", description="Run kernelcore simulation scenes (USD).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="simulate a scene and write the result")
     r.add_argument("scene", nargs="?", default=None,
                    help=f"scene file or library name (default: the built-in '{DEFAULT_SCENE}' scene)")
@@ -27,11 +46,20 @@ def _parser():
     r.add_argument("--device", default="cpu", help="device to simulate on (default cpu)")
     r.add_argument("--out", default=None, help="write the animation to this USD file (.usd/.usda/.usdc)")
     r.add_argument("--viewer", action="store_true", help="show the simulation in an OpenGL window")
+    r.add_argument("--record", default=None, metavar="PATH",
+                   help="render frames headless to PATH: .mp4 (needs imageio-ffmpeg), .gif, or a folder of PNGs")
     r.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    r.add_argument("--strict", action="store_true", help="treat unsupported scene features as errors")
     i = sub.add_parser("info", help="print what a scene contains")
     i.add_argument("scene", help="scene file or library name")
+    i.add_argument("--strict", action="store_true", help="treat unsupported scene features as errors")
     sub.add_parser("list", help="list the library scenes")
     return p
+
+
+def _error(message) -> int:
+    print(f"kcsim: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def main(argv=None) -> int:
@@ -41,26 +69,47 @@ def main(argv=None) -> int:
             for name in library_scenes():
                 print(f"{name}{' (default)' if name == DEFAULT_SCENE else ''}: {resolve(name)}")
             return 0
-        scene = load(args.scene)
+        if args.command == "run":
+            if args.frames is not None and args.frames < 0:
+                return _error(f"--frames must be >= 0, got {args.frames}")
+            if args.substeps is not None and args.substeps < 1:
+                return _error(f"--substeps must be >= 1, got {args.substeps}")
+        scene = load(args.scene, strict=args.strict)
         if args.command == "info":
             print(scene.describe())
             return 0
-        if args.frames is not None and args.frames < 0:
-            raise SystemExit("kcsim run: --frames must be >= 0")
-        if args.substeps is not None and args.substeps < 1:
-            raise SystemExit("kcsim run: --substeps must be >= 1")
+        for w in scene.warnings:
+            print(f"kcsim: warning: {w}", file=sys.stderr)
         print(scene.describe().splitlines()[0])
+        status = None if args.no_progress else (lambda text: print(text, file=sys.stderr, flush=True))
         result = run(scene, frames=args.frames, substeps=args.substeps, device=args.device, out=args.out,
-                     viewer=args.viewer, progress=not args.no_progress)
+                     viewer=args.viewer, progress=not args.no_progress, record=args.record, status=status)
         rate = result.frames / result.elapsed if result.elapsed > 0 else float("inf")
         print(f"simulated {result.frames} frames of {result.model.particle_count} particles in "
-              f"{result.elapsed:.2f} s ({rate:.1f} frames/s)")
+              f"{result.elapsed:.2f} s ({rate:.1f} frames/s; kernels ready in {result.compile_seconds:.1f} s "
+              f"before that)")
         if result.out:
             print(f"wrote {result.out}")
+        for kind, path in result.recorded.items():
+            if path:
+                print(f"recorded {path if kind != 'png' else args.record} ({kind})")
         return 0
-    except (SceneError, SimulationError) as e:
-        print(f"kcsim: error: {e}", file=sys.stderr)
-        return 1
+    except SimulationInterrupted as e:
+        print(f"kcsim: {e}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # while loading, before any frame
+        print("kcsim: interrupted (nothing simulated yet)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (SceneError, SimulationError, RunSetupError) as e:
+        return _error(e)
+    except MemoryError:
+        return _error("out of memory (the scene is too large for this machine)")
+    except Exception as e:  # noqa: BLE001 - a bug of ours: one line, the traceback on request
+        if os.environ.get("KCSIM_TRACEBACK"):
+            raise
+        print(f"kcsim: internal error: {type(e).__name__}: {' '.join(str(e).split())[:500]} "
+              f"(set KCSIM_TRACEBACK=1 to see the traceback, and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ import time
 
 
 class _PlainBar:
-    def __init__(self, total, desc, stream, width=30):
-        self.total, self.desc, self.stream, self.width = max(0, int(total)), desc, stream, width
+    def __init__(self, total, desc, stream, width=30, unit="it"):
+        self.total, self.desc, self.stream, self.width, self.unit = max(0, int(total)), desc, stream, width, unit
         self.n = 0
         self.start = time.perf_counter()
         self._last = -1.0
@@ -26,7 +26,7 @@ class _PlainBar:
         filled = int(round(frac * self.width))
         rate = self.n / (now - self.start) if now > self.start and self.n else 0.0
         self.stream.write(f"\r{self.desc} [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{self.n}/{self.total} {rate:.1f} it/s")
+                          f"{self.n}/{self.total} {rate:.1f} {self.unit}s/s")
         self.stream.flush()
 
     def close(self):
@@ -51,5 +51,5 @@ def progress_bar(total, desc="", enabled=True, stream=None):
     try:
         from tqdm import tqdm
     except ImportError:
-        return _PlainBar(total, desc, stream)
+        return _PlainBar(total, desc, stream, unit="frame")
     return tqdm(total=total, desc=desc, file=stream, unit="frame")

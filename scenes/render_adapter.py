@@ -1,7 +1,10 @@
 """Draw a sim.Model / sim.State with any renderer of the render/ interface.
 
 This is the one place where simulation data meets the renderers (render/ knows nothing
-of sim/): static colliders are drawn once, particles every frame.
+of sim/): static colliders are drawn once, particles (with velocities) and springs every
+frame.  Objects are named by the prim path they came from ("World/grains"), so a USD
+output mirrors the input's hierarchy and two prims called "grains" under different
+parents stay two objects.
 """
 from __future__ import annotations
 
@@ -11,28 +14,62 @@ from sim.model import SHAPE_BOX, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 PARTICLE_COLOR = (0.85, 0.55, 0.2)
 COLLIDER_COLOR = (0.55, 0.58, 0.65)
+SPRING_COLOR = (0.9, 0.9, 0.75)
+# one colour per contact material index (material 0, the default, gets PARTICLE_COLOR)
+MATERIAL_PALETTE = [(0.85, 0.55, 0.2), (0.25, 0.55, 0.85), (0.45, 0.75, 0.3), (0.8, 0.3, 0.35),
+                    (0.65, 0.45, 0.8), (0.9, 0.8, 0.3), (0.35, 0.75, 0.75), (0.75, 0.6, 0.5)]
 
 
 class ModelRenderer:
-    """Renders one model's colliders and particles into ``renderer`` (UsdRenderer, OpenGLViewer, ...).
+    """Renders one model's colliders, particles and springs into ``renderer`` (UsdRenderer, OpenGLViewer, ...).
 
     Args:
         renderer: object with begin_frame/render_points/render_mesh/render_sphere/
-            render_box/render_plane/end_frame.
+            render_box/render_plane/render_line_list/end_frame.
         model: the sim.Model.
         particle_groups: optional list of (name, index range) to draw particle sets as
-            separate objects; default one object "particles".
+            separate objects; default one object "particles".  A name may be a prim path.
         ground_size: width [m] of the drawn ground plane (the simulated one is infinite).
+        shape_names: optional name per collider (default ``model.shape_name``).
+        spring_groups: optional {group name: range of spring indices}; default: all
+            springs as one object "springs" (drawn as segments, BasisCurves in USD).
+        colors: optional {name: RGB}; particles default to a colour per contact material.
     """
 
-    def __init__(self, renderer, model, particle_groups=None, ground_size: float = 10.0):
+    def __init__(self, renderer, model, particle_groups=None, ground_size: float = 10.0, shape_names=None,
+                 spring_groups=None, colors=None):
         self.renderer = renderer
         self.model = model
         n = model.particle_count
-        self.groups = list(particle_groups) if particle_groups else ([("particles", range(n))] if n else [])
         self.ground_size = float(ground_size)
+        self.colors = dict(colors or {})
         self._radius = model.particle_radius.numpy().copy() if n else np.zeros(0, np.float32)
+        self._material = model.particle_material.numpy().copy() if n else np.zeros(0, np.int32)
+        self._springs = model.spring_indices.numpy().reshape(-1, 2).copy() if model.spring_count else None
+        self._names = _UniqueNames()
+        groups = list(particle_groups) if particle_groups else ([("particles", range(n))] if n else [])
+        shape_names = list(shape_names) if shape_names is not None else list(model.shape_name)
+        # colliders first: a particle set nested under a collider prim must not inherit its transform
+        self.shape_names = [self._names.add(_prim_name(s)) for s in shape_names[:model.shape_count]]
+        self._shape_keys = list(shape_names[:model.shape_count])
+        self.groups = []
+        for name, rng in groups:
+            self.groups.append((self._names.add(_prim_name(name), avoid_under=self.shape_names), rng, name))
+        self.spring_groups = []
+        if self._springs is not None:
+            spring_groups = spring_groups if spring_groups is not None else {"springs": range(model.spring_count)}
+            for name, rng in spring_groups.items():
+                key = _prim_name(name) + "_springs" if name != "springs" else "springs"
+                self.spring_groups.append((self._names.add(key, avoid_under=self.shape_names), rng))
         self._static_done = False
+
+    def group_color(self, key, rng):
+        if key in self.colors:
+            return self.colors[key]
+        mats = self._material[rng.start:rng.stop]
+        if len(mats) and (mats == mats[0]).all():
+            return MATERIAL_PALETTE[int(mats[0]) % len(MATERIAL_PALETTE)]
+        return np.asarray([MATERIAL_PALETTE[int(m) % len(MATERIAL_PALETTE)] for m in mats], np.float32)
 
     def render_static(self):
         """Colliders and ground (call inside a frame; the USD writer keeps them for all frames)."""
@@ -41,24 +78,25 @@ class ModelRenderer:
         pos = m.shape_pos.numpy() if m.shape_count else []
         scale = m.shape_scale.numpy() if m.shape_count else []
         for s, t in enumerate(types):
-            name = _safe_name(m.shape_name[s])
+            name = self.shape_names[s]
+            color = self.colors.get(self._shape_keys[s], COLLIDER_COLOR)
             rot = tuple(float(x) for x in m.shape_quat[s])
             p = tuple(float(x) for x in pos[s])
             if t == SHAPE_SPHERE:
-                r.render_sphere(name, p, rot, float(scale[s][0]), color=COLLIDER_COLOR)
+                r.render_sphere(name, p, rot, float(scale[s][0]), color=color)
             elif t == SHAPE_BOX:
-                r.render_box(name, p, rot, tuple(float(x) for x in scale[s]), color=COLLIDER_COLOR)
+                r.render_box(name, p, rot, tuple(float(x) for x in scale[s]), color=color)
             elif t == SHAPE_PLANE:
                 w = float(scale[s][0]) or self.ground_size
                 length = float(scale[s][1]) or self.ground_size
-                r.render_plane(name, p, rot, w, length, color=COLLIDER_COLOR)
+                r.render_plane(name, p, rot, w, length, color=color)
             elif t == SHAPE_MESH:
                 pts, idx = m.shape_mesh_points[s]
-                r.render_mesh(name, pts, idx, colors=COLLIDER_COLOR)
+                r.render_mesh(name, pts, idx, colors=color)
         if m.ground:
             n = np.asarray(m.ground_normal, np.float64)
-            r.render_plane("ground", tuple(n * m.ground_offset), _quat_from_y(n), self.ground_size, self.ground_size,
-                           color=(0.35, 0.37, 0.4))
+            r.render_plane(self._names.add("ground"), tuple(n * m.ground_offset), _quat_from_y(n),
+                           self.ground_size, self.ground_size, color=(0.35, 0.37, 0.4))
         self._static_done = True
 
     def render(self, state, time: float):
@@ -67,12 +105,64 @@ class ModelRenderer:
         r.begin_frame(time)
         if not self._static_done:
             self.render_static()
-        if self.groups:
+        if self.groups or self.spring_groups:
             q = state.particle_q.numpy()
-            for name, rng in self.groups:
+        if self.groups:
+            qd = state.particle_qd.numpy()
+            for name, rng, key in self.groups:
                 sl = slice(rng.start, rng.stop)
-                r.render_points(_safe_name(name), q[sl], self._radius[sl], colors=PARTICLE_COLOR)
+                r.render_points(name, q[sl], self._radius[sl], colors=self.group_color(key, rng), velocities=qd[sl])
+        for name, rng in self.spring_groups:
+            r.render_line_list(name, q, self._springs[rng.start:rng.stop], color=SPRING_COLOR)
         r.end_frame()
+
+    def bounds(self, state):
+        """(lower (3,), upper (3,)) [m] of particles and bounded colliders (planes excluded)."""
+        m = self.model
+        boxes = []
+        if m.particle_count:
+            q = state.particle_q.numpy()
+            r = self._radius[:, None]
+            boxes += [(q - r).min(0), (q + r).max(0)]
+        types = m.shape_type.numpy() if m.shape_count else []
+        pos = m.shape_pos.numpy() if m.shape_count else []
+        scale = m.shape_scale.numpy() if m.shape_count else []
+        for s, t in enumerate(types):
+            if t in (SHAPE_SPHERE, SHAPE_BOX):
+                reach = float(np.linalg.norm(scale[s])) if t == SHAPE_BOX else float(scale[s][0])
+                boxes += [pos[s] - reach, pos[s] + reach]
+            elif t == SHAPE_MESH:
+                pts = np.asarray(m.shape_mesh_points[s][0])
+                boxes += [pts.min(0), pts.max(0)]
+        if not boxes:
+            return np.full(3, -1.0), np.full(3, 1.0)
+        boxes = np.asarray(boxes, np.float64)
+        return boxes.min(0), boxes.max(0)
+
+
+class _UniqueNames:
+    """Hands out renderer names, never the same one twice (a suffix _1, _2 ... when taken)."""
+
+    def __init__(self):
+        self.taken = set()
+
+    def add(self, name, avoid_under=()):
+        # an object below a collider's prim would inherit the collider's transform: move it beside
+        for parent in avoid_under:
+            if name.startswith(parent + "/"):
+                name = parent + "_" + name[len(parent) + 1:].replace("/", "_")
+        out, i = name, 1
+        while out in self.taken:
+            out = f"{name}_{i}"
+            i += 1
+        self.taken.add(out)
+        return out
+
+
+def _prim_name(path) -> str:
+    """A prim path ("/World/grains") as a renderer name ("World/grains"), each part made prim-safe."""
+    parts = [_safe_name(p) for p in str(path).split("/") if p]
+    return "/".join(parts) or "object"
 
 
 def _quat_from_y(n):

@@ -24,25 +24,59 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   ``PhysicsCollisionAPI`` (the same ``kc:material:*`` attributes apply).  A Plane
   collides as an infinite half-space on the side its axis points to.  Without the API
   these prims are visual only and ignored.
-* ``Xform``, ``Scope``, cameras, lights, materials and shaders are ignored; any other
-  prim type is an error.
+* Physics materials: a ``material:binding:physics`` (on the prim or an ancestor) to a
+  ``Material`` with ``PhysicsMaterialAPI`` gives ``physics:dynamicFriction`` (Coulomb
+  ``mu``) and ``physics:restitution``; ``kc:material:*`` on the prim override them.
+* ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
+  geometry without ``PhysicsCollisionAPI`` is visual only (a note).
+
+Nothing is ignored silently: every authored prim, attribute, relationship and applied
+API schema is either read or reported.  ``kc:`` attributes are checked against
+:mod:`scenes.schema` (a misspelling is an error suggesting the nearest known name).  A
+UsdPhysics/UsdGeom feature that kcsim does not support yet (rigid bodies, joints, mass
+API, animated transforms, other collider types, unused attributes, ...) is a *warning*
+naming the prim and the feature, collected in ``Scene.warnings`` — an error when loading
+with ``strict=True`` (``kcsim --strict``).  An unresolved sublayer or reference, an
+unknown prim type and a scene with nothing to simulate are errors.
 
 Lengths are in stage units scaled by ``metersPerUnit`` when the stage authors it
 (else metres).  Every problem raises :class:`SceneError` naming the file and prim.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import tempfile
+from fractions import Fraction
 
 import numpy as np
 
 import sim
 
+from . import schema
+
 SOLVERS = ("semi_implicit", "dem")
+# prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
-                 "PhysicsMaterial", "SkelRoot", "Skeleton", "RenderSettings", "RenderProduct", "RenderVar"}
+                 "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
+                 "GeomCamera"}
 COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Plane"}
+# UsdGeom prims that can be drawn but not (yet) collide: visual only without PhysicsCollisionAPI
+VISUAL_TYPES = {"Capsule", "Cylinder", "Cone", "BasisCurves", "NurbsCurves", "NurbsPatch", "PointInstancer",
+                "HermiteCurves", "TetMesh", "Capsule_1", "Cylinder_1"}
+# attributes that only affect how a prim looks (never physics): read by nobody, reported to nobody
+PRESENTATION_ATTRS = {"visibility", "purpose", "extent", "xformOpOrder", "doubleSided", "normals",
+                      "subdivisionScheme", "interpolateBoundary", "faceVaryingLinearInterpolation",
+                      "triangleSubdivisionRule", "cornerIndices", "cornerSharpnesses", "creaseIndices",
+                      "creaseLengths", "creaseSharpnesses"}
+PRESENTATION_PREFIXES = ("primvars:", "xformOp:", "ui:", "info:", "inputs:", "outputs:", "userProperties:",
+                         "texCoord", "st")
+PRESENTATION_RELS = {"proxyPrim", "material:binding", "material:binding:full", "material:binding:preview"}
+# bytes of memory per particle while loading and simulating (numpy temporaries, the
+# builder's Python lists, the model and two states); measured with 1e6 particles
+# (scenes/README.md), rounded up
+BYTES_PER_PARTICLE = 1000
 MATERIAL_ATTRS = {"ke": "ke", "restitution": "restitution", "mu": "mu", "cohesion": "cohesion",
                   "cohesionDistance": "cohesion_distance"}
 
@@ -63,8 +97,14 @@ class Scene:
         path: the file; builder: sim.ModelBuilder; solver: "semi_implicit" or "dem";
         frame_dt: time between frames [s]; substeps: solver steps per frame;
         frames: default number of frames; up_axis: "Y" or "Z";
-        particle_groups: [(name, range of particle indices)] per Points prim;
-        items: [(prim path, description)] of everything loaded; notes: [str] of things ignored.
+        fps: frames per second as an exact Fraction (60, or 30000/1001 for NTSC rates);
+        particle_groups: [(prim path, range of particle indices)] per Points prim;
+        spring_groups: {prim path: range of spring indices} of Points prims with springs;
+        group_colors: {prim path: RGB} from the prim's displayColor or its material;
+        shape_paths: prim path of each collider (shape index order);
+        items: [(prim path, description)] of everything loaded; notes: [str] of visual-only
+        prims and other things that need no physics; warnings: [str] of features kcsim
+        does not support yet that were ignored (errors with ``strict``).
     """
 
     def __init__(self, path):
@@ -76,8 +116,17 @@ class Scene:
         self.frames = 100
         self.up_axis = "Y"
         self.particle_groups = []
+        self.spring_groups = {}
+        self.group_colors = {}
+        self.shape_paths = []
         self.items = []
         self.notes = []
+        self.warnings = []
+
+    @property
+    def fps(self) -> Fraction:
+        """Frames per second as an exact rational (1 / frame_dt snapped to a denominator <= 1001)."""
+        return exact_rate(1.0 / self.frame_dt)
 
     @property
     def dt(self) -> float:
@@ -103,11 +152,25 @@ class Scene:
                  f"materials: {b.material_count}"]
         lines += [f"  {p}: {d}" for p, d in self.items]
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
-def load_usd(path) -> Scene:
-    """Read the scene file at ``path`` (see the module docstring for the format)."""
+def exact_rate(rate: float) -> Fraction:
+    """``rate`` [1/s] as an exact film/video rate when it is one within float32 precision:
+    a whole number (60.0000024 -> 60) or an NTSC rate N*1000/1001 (29.97003 -> 30000/1001);
+    any other rate is kept as the float it is."""
+    for f in (Fraction(round(rate)), Fraction(round(rate * 1.001) * 1000, 1001)):
+        if f > 0 and abs(float(f) - rate) <= 1e-6 * rate:
+            return f
+    return Fraction(rate)
+
+
+def load_usd(path, strict: bool = False) -> Scene:
+    """Read the scene file at ``path`` (see the module docstring for the format).
+
+    ``strict``: an unsupported feature (see ``Scene.warnings``) raises SceneError instead.
+    """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise SceneError(path, "file not found" if not os.path.exists(path) else "not a file")
@@ -116,12 +179,34 @@ def load_usd(path) -> Scene:
     except ImportError as e:  # pragma: no cover - usd-core is a dependency
         raise SceneError(path, f"usd-core is needed to read scenes ({e}); pip install usd-core") from None
     try:
-        stage = Usd.Stage.Open(path)
+        with _quiet_stderr():  # USD prints composition problems itself; we report them once below
+            stage = Usd.Stage.Open(path)
     except Exception as e:
         raise SceneError(path, f"malformed USD: {_first_line(e)}") from None
     if stage is None:
         raise SceneError(path, "malformed USD: the stage could not be opened")
-    return _Reader(path, stage).read()
+    errors = stage.GetCompositionErrors()
+    if errors:
+        more = f" (and {len(errors) - 1} more composition error(s))" if len(errors) > 1 else ""
+        raise SceneError(path, f"unresolved layer or reference: {_first_line(errors[0])}{more}")
+    return _Reader(path, stage, strict).read()
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence what C++ code writes to file descriptor 2 (USD's own warning printer)."""
+    try:
+        fd = os.dup(2)
+    except OSError:  # no stderr at all
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(fd, 2)
+            os.close(fd)
 
 
 def _first_line(e):
@@ -133,13 +218,18 @@ def _first_line(e):
 
 
 class _Reader:
-    def __init__(self, path, stage):
+    def __init__(self, path, stage, strict=False):
         from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
         self.Gf, self.Usd, self.UsdGeom, self.UsdPhysics = Gf, Usd, UsdGeom, UsdPhysics
-        self.path, self.stage = path, stage
+        self.path, self.stage, self.strict = path, stage, bool(strict)
         self.scene = Scene(path)
         self.cache = UsdGeom.XformCache(Usd.TimeCode.EarliestTime())
+        self.used = {}  # prim path -> names of attributes/relationships read (or already reported)
+        self.kinds = {}  # prim path -> schema kind for the kc: check ("Points", "collider", ...)
+        self.bound_materials = set()  # paths of physics materials bound to something
+        self.skipped_roots = []  # paths of rigid bodies whose subtree is not simulated
+        self.particles_planned = 0
         self.mpu = 1.0
         if stage.HasAuthoredMetadata("metersPerUnit"):
             self.mpu = float(UsdGeom.GetStageMetersPerUnit(stage))
@@ -152,56 +242,101 @@ class _Reader:
     def err(self, prim, msg):
         return SceneError(self.path, msg, prim.GetPath() if prim is not None else None)
 
+    def warn(self, prim, msg):
+        """Report a feature kcsim does not support yet (an error in strict mode)."""
+        if self.strict:
+            raise self.err(prim, msg + " (an error because of --strict)")
+        where = f"prim {prim.GetPath()}: " if prim is not None else ""
+        text = where + msg
+        if text not in self.scene.warnings:
+            self.scene.warnings.append(text)
+
+    def use(self, prim, *names):
+        self.used.setdefault(prim.GetPath(), set()).update(names)
+
     def attr(self, prim, name, default=None, kind="float"):
         """Value of attribute ``name`` converted to ``kind`` ("float", "int", "bool", "token",
         "vec3", "int3", "floats", "ints", "vec3s", "int2s"), or ``default`` when absent."""
+        self.use(prim, name)
         a = prim.GetAttribute(name)
         if not a or not a.HasAuthoredValue():
             return default
+        if a.GetNumTimeSamples() > 1:
+            self.warn(prim, f"attribute '{name}' is animated ({a.GetNumTimeSamples()} time samples); "
+                            f"kcsim reads its first sample only")
         v = a.Get(self.Usd.TimeCode.EarliestTime())
         if v is None:
             return default
         try:
             if kind == "float":
+                if isinstance(v, (str, bool)):
+                    raise TypeError
                 if hasattr(v, "__len__"):
                     return np.asarray(list(v), np.float64)
                 out = float(v)
             elif kind == "int":
+                if isinstance(v, (str, bool)) or hasattr(v, "__len__"):
+                    raise TypeError
                 out = int(v)
                 if out != v:
                     raise TypeError
             elif kind == "bool":
+                if not isinstance(v, (bool, int)) or isinstance(v, float):
+                    raise TypeError
                 return bool(v)
             elif kind == "token":
+                if not isinstance(v, str):
+                    raise TypeError
                 return str(v)
-            elif kind in ("vec3", "int3"):
-                out = np.asarray(list(v), np.float64 if kind == "vec3" else np.int64)
+            elif kind == "vec3":
+                out = np.asarray(list(v), np.float64)
+                if out.shape != (3,):
+                    raise TypeError
+            elif kind == "int3":
+                out = _integers(list(v))
                 if out.shape != (3,):
                     raise TypeError
             elif kind == "floats":
                 out = np.asarray(list(v), np.float64).reshape(-1)
             elif kind == "ints":
-                out = np.asarray(list(v), np.int64).reshape(-1)
+                out = _integers(list(v)).reshape(-1)
             elif kind == "vec3s":
                 out = np.asarray([list(x) for x in v], np.float64).reshape(-1, 3)
             elif kind == "int2s":
-                out = np.asarray([list(x) for x in v], np.int64).reshape(-1, 2)
+                out = _integers([list(x) for x in v]).reshape(-1, 2)
             else:  # pragma: no cover
                 raise ValueError(kind)
         except (TypeError, ValueError):
-            raise self.err(prim, f"attribute '{name}' has the wrong type (expected {kind}, got {type(v).__name__} "
-                                 f"{str(v)[:60]})") from None
+            raise self.err(prim, f"attribute '{name}' has the wrong type (expected {kind}, got "
+                                 f"{a.GetTypeName()} {str(v)[:60]})") from None
         if kind in ("float", "vec3", "floats", "vec3s") and not np.all(np.isfinite(out)):
             raise self.err(prim, f"attribute '{name}' is not finite: {str(v)[:60]}")
         return out
 
     def world(self, prim):
         """(4, 4) local-to-world matrix as numpy, row-vector convention (p_world = p @ M)."""
+        self.check_static_transform(prim)
         m = self.cache.GetLocalToWorldTransform(prim)
-        return np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
+        out = np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
+        if not np.all(np.isfinite(out)):
+            raise self.err(prim, "the transform (xformOps of the prim or a parent) is not finite")
+        return out
+
+    def check_static_transform(self, prim):
+        """Warn when the prim's transform (or an ancestor's) is animated: kcsim uses the first sample."""
+        p = prim
+        while p and not p.IsPseudoRoot():
+            xf = self.UsdGeom.Xformable(p)
+            if xf and xf.TransformMightBeTimeVarying():
+                what = "collider" if self.kinds.get(prim.GetPath()) == "collider" else "prim"
+                self.warn(prim, f"animated transform (time-sampled xformOps on {p.GetPath()}) is not supported "
+                                f"yet; the {what} is placed at its first sample and stays there")
+                return
+            p = p.GetParent()
 
     def decompose(self, prim):
         """(translation [m], rotation quaternion (x, y, z, w), scale (3,)) of the prim's world transform."""
+        self.world(prim)  # checks: static, finite
         m = self.cache.GetLocalToWorldTransform(prim)
         xf = self.Gf.Transform(m)
         t = np.asarray(list(xf.GetTranslation()), np.float64) * self.mpu
@@ -214,9 +349,46 @@ class _Reader:
             raise self.err(prim, "shear or non-orthogonal scale in the transform is not supported for colliders")
         return t, q, s
 
+    def physics_material(self, prim):
+        """kc material parameters from a bound UsdPhysics material (prim or ancestor), {} if none."""
+        p = prim
+        while p and not p.IsPseudoRoot():
+            rel = p.GetRelationship("material:binding:physics")
+            if rel and rel.HasAuthoredTargets():
+                self.use(p, "material:binding:physics")
+                targets = rel.GetTargets()
+                mat = self.stage.GetPrimAtPath(targets[0]) if targets else None
+                if mat is None or not mat.IsValid():
+                    raise self.err(p, f"material:binding:physics targets {targets[0] if targets else 'nothing'}, "
+                                      f"which does not exist")
+                if not mat.HasAPI(self.UsdPhysics.MaterialAPI):
+                    self.warn(p, f"material:binding:physics targets {mat.GetPath()}, which has no "
+                                 f"PhysicsMaterialAPI (ignored)")
+                    return {}
+                self.bound_materials.add(mat.GetPath())
+                params = {}
+                mu = self.attr(mat, "physics:dynamicFriction")
+                mu_s = self.attr(mat, "physics:staticFriction")
+                if mu is None and mu_s is not None:
+                    mu = mu_s
+                elif mu is not None and mu_s is not None and abs(mu - mu_s) > 1e-9:
+                    self.warn(mat, f"physics:staticFriction {mu_s:g} differs from physics:dynamicFriction "
+                                   f"{mu:g}; kcsim has one Coulomb coefficient and uses the dynamic one")
+                if mu is not None:
+                    params["mu"] = float(mu)
+                e = self.attr(mat, "physics:restitution")
+                if e is not None:
+                    params["restitution"] = float(e)
+                if self.attr(mat, "physics:density") is not None and self.kinds.get(prim.GetPath()) == "Points":
+                    self.warn(mat, "physics:density of a physics material is not used for particles (their mass "
+                                   "comes from kc:mass or kc:density)")
+                return params
+            p = p.GetParent()
+        return {}
+
     def material(self, prim):
-        """Material index for the prim's kc:material:* attributes (0 = default when none)."""
-        params = {}
+        """Material index for the prim's physics material and kc:material:* attributes (0 = default)."""
+        params = self.physics_material(prim)
         for usd_name, py_name in MATERIAL_ATTRS.items():
             v = self.attr(prim, f"kc:material:{usd_name}")
             if v is not None:
@@ -232,43 +404,202 @@ class _Reader:
         try:
             return b.add_material(**base)
         except ValueError as e:
-            raise self.err(prim, str(e).replace("add_material: ", "kc:material: ")) from None
+            raise self.err(prim, str(e).replace("add_material: ", "material: ")) from None
+
+    def display_color(self, prim):
+        """The prim's constant displayColor (RGB) or None."""
+        self.use(prim, "primvars:displayColor")
+        a = prim.GetAttribute("primvars:displayColor")
+        if not a or not a.HasAuthoredValue():
+            return None
+        v = a.Get(self.Usd.TimeCode.EarliestTime())
+        try:
+            c = np.asarray([list(x) for x in v] if hasattr(v[0], "__len__") else [list(v)], np.float64)
+        except (TypeError, IndexError):
+            return None
+        return tuple(float(x) for x in c[0]) if c.shape[1:] == (3,) and np.all(np.isfinite(c[0])) else None
 
     # -- reading ------------------------------------------------------------------------------------
+    def prims(self):
+        Usd = self.Usd
+        return [p for p in Usd.PrimRange.Stage(self.stage, Usd.TraverseInstanceProxies())]
+
     def read(self):
-        stage, UsdPhysics = self.stage, self.UsdPhysics
-        scenes = [p for p in stage.Traverse() if p.IsA(UsdPhysics.Scene)]
+        UsdPhysics = self.UsdPhysics
+        prims = self.prims()
+        scenes = [p for p in prims if p.IsA(UsdPhysics.Scene)]
         if len(scenes) > 1:
             raise self.err(scenes[1], f"more than one PhysicsScene (first is {scenes[0].GetPath()})")
         self.read_physics_scene(scenes[0] if scenes else None)
-        for prim in stage.Traverse():
-            t = str(prim.GetTypeName())
-            if prim.IsA(UsdPhysics.Scene):
-                continue
-            if t == "Points":
-                self.read_points(prim)
-            elif t in COLLIDER_TYPES:
-                if prim.HasAPI(UsdPhysics.CollisionAPI):
-                    getattr(self, "read_" + t.lower())(prim)
-                else:
-                    self.scene.notes.append(f"{prim.GetPath()}: {t} without PhysicsCollisionAPI (visual only, ignored)")
-            elif t in IGNORED_TYPES or t.endswith("Light"):
-                if prim.HasAPI(UsdPhysics.CollisionAPI):
-                    raise self.err(prim, f"PhysicsCollisionAPI on a prim of type '{t or 'untyped'}' is not supported "
-                                         f"(colliders: {', '.join(sorted(COLLIDER_TYPES))})")
-            else:
-                raise self.err(prim, f"unsupported prim type '{t}' (supported: Points, "
-                                     f"{', '.join(sorted(COLLIDER_TYPES))} colliders, Xform, Scope, PhysicsScene)")
+        for prim in prims:
+            if not prim.IsA(UsdPhysics.Scene):
+                try:
+                    self.read_prim(prim)
+                except SceneError:
+                    raise
+                except ValueError as e:  # the builder's own checks (e.g. a non-finite transform)
+                    raise self.err(prim, str(e)) from None
+        for prim in prims:  # after all bindings are known
+            self.check_unused(prim)
+        self.check_undefined()
         if self.scene.builder.particle_count == 0:
-            self.scene.notes.append("the scene has no particles")
+            why = ""
+            if self.skipped_roots:
+                why = f" (rigid bodies such as {self.skipped_roots[0]} are not supported yet)"
+            raise SceneError(self.path, f"nothing to simulate: the scene has no Points prim (particles){why}; "
+                                        f"see scenes/library/*.usda for examples")
         return self.scene
+
+    def check_kc_names(self, prim, kind):
+        """A misspelled or misplaced kc: attribute is an error, found before it is missed."""
+        for name in prim.GetPropertyNames():
+            if name.startswith("kc:") and prim.GetAttribute(name).HasAuthoredValue():
+                problem = schema.check_kc_attribute(name, kind)
+                if problem:
+                    raise self.err(prim, problem)
+
+    def read_prim(self, prim):
+        UsdPhysics = self.UsdPhysics
+        t = str(prim.GetTypeName())
+        path = prim.GetPath()
+        for root in self.skipped_roots:
+            if path.HasPrefix(root):
+                self.kinds[path] = "skipped"
+                return
+        if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+            enabled = self.attr(prim, "physics:rigidBodyEnabled", True, kind="bool")
+            if enabled:
+                self.kinds[path] = "skipped"
+                self.skipped_roots.append(path)
+                self.warn(prim, "PhysicsRigidBodyAPI (a dynamic rigid body) is not supported yet; the prim and "
+                                "its children are not simulated (not even as static colliders)")
+                return
+        if t == "Points":
+            self.kinds[path] = "Points"
+            self.check_kc_names(prim, "Points")
+            self.read_points(prim)
+        elif t in COLLIDER_TYPES:
+            has_api = prim.HasAPI(UsdPhysics.CollisionAPI)
+            enabled = has_api and self.attr(prim, "physics:collisionEnabled", True, kind="bool")
+            if enabled:
+                self.kinds[path] = "collider"
+                self.check_kc_names(prim, "collider")
+                getattr(self, "read_" + t.lower())(prim)
+            else:
+                self.kinds[path] = "visual"
+                why = "collision disabled" if has_api else "without PhysicsCollisionAPI"
+                self.scene.notes.append(f"{path}: {t} {why} (visual only, ignored)")
+        elif t in VISUAL_TYPES:
+            self.kinds[path] = "visual"
+            if prim.HasAPI(UsdPhysics.CollisionAPI):
+                self.warn(prim, f"a {t} collider is not supported yet (colliders: "
+                                f"{', '.join(sorted(COLLIDER_TYPES))}); the prim is ignored")
+            else:
+                self.scene.notes.append(f"{path}: {t} (visual only, ignored)")
+        elif t.startswith("Physics"):
+            self.kinds[path] = "unsupported"
+            self.warn(prim, f"{t} is not supported yet (ignored)")
+        elif t in IGNORED_TYPES or t.endswith("Light"):
+            self.kinds[path] = "Material" if t == "Material" else "ignored"
+            if prim.HasAPI(UsdPhysics.CollisionAPI):
+                self.warn(prim, f"PhysicsCollisionAPI on a prim of type '{t or 'untyped'}' is not supported "
+                                f"(colliders: {', '.join(sorted(COLLIDER_TYPES))}); ignored")
+        else:
+            raise self.err(prim, f"unsupported prim type '{t}'{schema.suggest(t, schema.KNOWN_TYPES)} "
+                                 f"(supported: Points, {', '.join(sorted(COLLIDER_TYPES))} colliders, Xform, "
+                                 f"Scope, PhysicsScene)")
+
+    def check_unused(self, prim):
+        """Report every authored property and physics API of ``prim`` that nothing read."""
+        path = prim.GetPath()
+        kind = self.kinds.get(path, "ignored")
+        if kind == "skipped":
+            return  # covered by the rigid body warning
+        used = self.used.get(path, set())
+        for api in prim.GetAppliedSchemas():
+            api = str(api)
+            if api in ("PhysicsCollisionAPI",) and kind in ("collider", "visual", "unsupported", "ignored"):
+                continue  # read (or reported) with the prim
+            if api == "PhysicsRigidBodyAPI" and "physics:rigidBodyEnabled" in used:
+                continue  # a disabled body: a static collider, as USD Physics defines it
+            if api == "PhysicsMaterialAPI":
+                if path not in self.bound_materials:
+                    self.scene.notes.append(f"{path}: physics material not bound to any prim (unused)")
+                used = used | {n for n in prim.GetPropertyNames() if n.startswith("physics:")}
+                continue
+            if api.startswith(("Physics", "Physx", "PhysX")):
+                if api == "PhysicsMassAPI":
+                    hint = " (particle mass comes from kc:mass or kc:density)" if kind == "Points" else ""
+                    self.warn(prim, f"PhysicsMassAPI is not supported yet; physics:mass and friends are "
+                                    f"ignored{hint}")
+                elif api == "PhysicsMeshCollisionAPI":
+                    approx = self.attr(prim, "physics:approximation", "none", kind="token")
+                    if approx != "none":
+                        self.warn(prim, f"physics:approximation '{approx}' is not supported; the triangle "
+                                        f"mesh itself collides")
+                else:
+                    self.warn(prim, f"{api} is not supported yet (ignored)")
+                used = used | {n for n in prim.GetPropertyNames() if n.startswith(("physics:", "physx"))}
+        for a in prim.GetAuthoredAttributes():
+            name = a.GetName()
+            if name in used:
+                continue
+            if name.startswith("kc:"):
+                check_kind = kind if kind in ("PhysicsScene", "Points", "collider") else ""
+                problem = schema.check_kc_attribute(name, check_kind)
+                if problem and check_kind == "" and name in schema.KC_ATTRIBUTES["collider"] and kind == "visual":
+                    self.warn(prim, f"attribute '{name}' has no effect: the prim has no PhysicsCollisionAPI")
+                elif problem:
+                    raise self.err(prim, problem)
+                else:
+                    self.warn(prim, f"attribute '{name}' has no effect here (nothing reads it with the other "
+                                    f"attributes given)")
+            elif kind in ("ignored", "Material", "visual", "unsupported") and not name.startswith("physics:"):
+                continue  # presentation prims: all their non-physics attributes are presentation
+            elif name in PRESENTATION_ATTRS or name.startswith(PRESENTATION_PREFIXES):
+                continue
+            elif name.startswith("physics:"):
+                hint = {"physics:mass": " (use kc:mass)", "physics:density": " (use kc:density)",
+                        "physics:velocity": " (use velocities or kc:velocity)"}.get(name, "") if kind == "Points" else ""
+                self.warn(prim, f"UsdPhysics attribute '{name}' is not supported here (ignored){hint}")
+            else:
+                names = list(prim.GetPrimDefinition().GetPropertyNames()) if prim.GetTypeName() else []
+                if name in names:
+                    self.warn(prim, f"{prim.GetTypeName()} attribute '{name}' is not supported yet (ignored)")
+                else:
+                    self.warn(prim, f"attribute '{name}' is not used by kcsim (ignored)"
+                                    f"{schema.suggest(name, [n for n in names if n not in PRESENTATION_ATTRS])}")
+        for r in prim.GetAuthoredRelationships():
+            name = r.GetName()
+            if name in used or name in PRESENTATION_RELS or name.startswith("material:binding:collection"):
+                continue
+            if kind in ("ignored", "Material", "visual") and not name.startswith("physics:"):
+                continue
+            if name == "material:binding:physics":
+                self.warn(prim, "material:binding:physics has no effect here (the prim is not simulated)")
+            else:
+                self.warn(prim, f"relationship '{name}' is not supported (ignored)")
+
+    def check_undefined(self):
+        """'over' prims that compose to nothing (e.g. overriding a path that no layer defines)."""
+        for prim in self.stage.TraverseAll():
+            if not prim.IsDefined() and not prim.IsAbstract() and prim.GetAuthoredProperties():
+                self.warn(prim, "'over' with no definition under it (a misspelled path, or a missing "
+                                "reference?); ignored")
 
     def read_physics_scene(self, prim):
         sc = self.scene
         up = np.array([0.0, 0.0, 1.0]) if sc.up_axis == "Z" else np.array([0.0, 1.0, 0.0])
         direction, magnitude = -up, 9.81
         damping = 0.0
+        if self.stage.HasAuthoredMetadata("timeCodesPerSecond"):  # the scene's own rate as default
+            tcps = float(self.stage.GetTimeCodesPerSecond())
+            if tcps > 0 and math.isfinite(tcps):
+                sc.frame_dt = 1.0 / tcps
         if prim is not None:
+            self.kinds[prim.GetPath()] = "PhysicsScene"
+            self.check_kc_names(prim, "PhysicsScene")
+            self.use(prim, "physics:gravityDirection", "physics:gravityMagnitude")
             s = self.UsdPhysics.Scene(prim)
             d = s.GetGravityDirectionAttr().Get()
             if d is not None and np.linalg.norm(list(d)) > 0:
@@ -281,11 +612,14 @@ class _Reader:
                 if mag < 0:
                     raise self.err(prim, f"physics:gravityMagnitude must be >= 0, got {mag}")
                 magnitude = float(mag) * self.mpu
+            elif mag is not None and s.GetGravityMagnitudeAttr().HasAuthoredValue() and not math.isinf(mag):
+                raise self.err(prim, f"physics:gravityMagnitude is not finite: {mag}")
             dt = self.attr(prim, "kc:timeStep")
             if dt is not None:
                 if np.ndim(dt) or not dt > 0:
                     raise self.err(prim, f"kc:timeStep must be a number > 0, got {dt}")
-                sc.frame_dt = float(dt)
+                rate = exact_rate(1.0 / float(dt))  # 0.016666668 (float32 of 1/60) -> exactly 1/60 s
+                sc.frame_dt = 1.0 / float(rate)
             sub = self.attr(prim, "kc:substeps", kind="int")
             if sub is not None:
                 if sub < 1:
@@ -299,7 +633,8 @@ class _Reader:
             solver = self.attr(prim, "kc:solver", kind="token")
             if solver is not None:
                 if solver not in SOLVERS:
-                    raise self.err(prim, f"kc:solver must be one of {SOLVERS}, got '{solver}'")
+                    raise self.err(prim, f"kc:solver must be one of {SOLVERS}, got '{solver}'"
+                                         f"{schema.suggest(solver, SOLVERS)}")
                 sc.solver = solver
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
@@ -307,9 +642,19 @@ class _Reader:
             sc.items.append((str(prim.GetPath()), "PhysicsScene"))
         sc.builder = sim.ModelBuilder(gravity=tuple(direction * magnitude), particle_damping=float(damping))
 
+    def plan_particles(self, prim, n, what):
+        """Refuse a particle count that cannot fit in memory, before allocating anything."""
+        self.particles_planned += int(n)
+        need = self.particles_planned * BYTES_PER_PARTICLE
+        avail = _available_memory()
+        if self.particles_planned >= 2 ** 31 or (avail is not None and need > avail):
+            limit = f"; {_bytes(avail)} are available" if avail is not None else ""
+            raise self.err(prim, f"{what} gives {int(n):,} particles ({self.particles_planned:,} in the scene so far), "
+                                 f"which need about {_bytes(need)} of memory to load and simulate{limit}")
+
     def read_points(self, prim):
-        b, UsdGeom = self.scene.builder, self.UsdGeom
-        name = prim.GetName()
+        b = self.scene.builder
+        path = str(prim.GetPath())
         pts = self.attr(prim, "points", kind="vec3s")
         dims = self.attr(prim, "kc:grid:dims", kind="int3")
         M = self.world(prim)
@@ -319,16 +664,26 @@ class _Reader:
             spacing = self.attr(prim, "kc:grid:spacing")
             if spacing is None or np.ndim(spacing) or not spacing > 0:
                 raise self.err(prim, f"kc:grid:spacing must be a number > 0 with kc:grid:dims, got {spacing}")
+            if pts is not None and len(pts):
+                raise self.err(prim, "give either points or kc:grid:dims, not both")
+            self.plan_particles(prim, math.prod(int(d) for d in dims), f"kc:grid:dims {tuple(int(d) for d in dims)}")
             lower = self.attr(prim, "kc:grid:lower", np.zeros(3), kind="vec3")
-            jitter = float(self.attr(prim, "kc:grid:jitter", 0.0))
+            jitter = self.attr(prim, "kc:grid:jitter", 0.0)
+            if np.ndim(jitter) or jitter < 0:
+                raise self.err(prim, f"kc:grid:jitter must be a number >= 0, got {jitter}")
             seed = self.attr(prim, "kc:grid:seed", 0, kind="int")
             k, j, i = np.meshgrid(np.arange(dims[2]), np.arange(dims[1]), np.arange(dims[0]), indexing="ij")
             local = lower + spacing * np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1)
             if jitter:
                 local = local + np.random.default_rng(seed).uniform(-jitter, jitter, local.shape)
-            if pts is not None and len(pts):
-                raise self.err(prim, "give either points or kc:grid:dims, not both")
             pts = local
+        else:
+            for name in ("kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed"):
+                if prim.GetAttribute(name).HasAuthoredValue():
+                    self.warn(prim, f"{name} has no effect without kc:grid:dims")
+                    self.use(prim, name)
+            if pts is not None:
+                self.plan_particles(prim, len(pts), "points")
         if pts is None or len(pts) == 0:
             raise self.err(prim, "Points prim without points (author 'points' or 'kc:grid:dims')")
         n = len(pts)
@@ -337,8 +692,11 @@ class _Reader:
         if vel is None:
             v = self.attr(prim, "kc:velocity", np.zeros(3), kind="vec3")
             vel = np.tile(v, (n, 1))
-        elif len(vel) != n:
-            raise self.err(prim, f"velocities has {len(vel)} entries for {n} points")
+        else:
+            if prim.GetAttribute("kc:velocity").HasAuthoredValue():
+                raise self.err(prim, "give either velocities or kc:velocity, not both")
+            if len(vel) != n:
+                raise self.err(prim, f"velocities has {len(vel)} entries for {n} points")
         vel = vel @ M[:3, :3] * self.mpu
         radius = self.attr(prim, "kc:radius")
         if radius is None:
@@ -346,10 +704,17 @@ class _Reader:
             if widths is None:
                 raise self.err(prim, "particle radius missing (author 'kc:radius' or 'widths')")
             radius = 0.5 * np.asarray(widths, np.float64)
-        radius = self._per_point(prim, "kc:radius", radius, n) * self.mpu
+            name_r = "widths"
+        else:
+            name_r = "kc:radius"
+            if prim.GetAttribute("widths").HasAuthoredValue():
+                self.warn(prim, "widths is ignored because kc:radius is given")
+                self.use(prim, "widths")
+        radius = self._per_point(prim, name_r, radius, n) * self.mpu
         if np.any(radius <= 0):
             bad = int(np.argmax(radius <= 0))
-            raise self.err(prim, f"kc:radius must be > 0, got {radius[bad] / self.mpu:g} (point {bad})")
+            scale = 2.0 if name_r == "widths" else 1.0
+            raise self.err(prim, f"{name_r} must be > 0, got {scale * radius[bad] / self.mpu:g} (point {bad})")
         mass = self.attr(prim, "kc:mass")
         density = self.attr(prim, "kc:density")
         if mass is not None and density is not None:
@@ -375,18 +740,28 @@ class _Reader:
         mat = self.material(prim)
         start = b.particle_count
         rng = b.add_particles(world, vel, mass, radius, material=mat)
+        first_spring = b.spring_count
         springs = self.read_springs(prim, start, n, dims)
-        self.scene.particle_groups.append((name, rng))
+        self.scene.particle_groups.append((path, rng))
+        if springs:
+            self.scene.spring_groups[path] = range(first_spring, b.spring_count)
+        color = self.display_color(prim)
+        if color is not None:
+            self.scene.group_colors[path] = color
         desc = f"Points: {n} particles, radius {radius.min():g}-{radius.max():g} m, mass {mass.sum():g} kg total"
         if springs:
             desc += f", {springs} springs"
-        self.scene.items.append((str(prim.GetPath()), desc))
+        self.scene.items.append((path, desc))
 
     def read_springs(self, prim, start, n, dims):
         b = self.scene.builder
         idx = self.attr(prim, "kc:springs:indices", kind="int2s")
         grid = self.attr(prim, "kc:springs:grid", False, kind="bool")
         if idx is None and not grid:
+            for name in ("kc:springs:ke", "kc:springs:kd", "kc:springs:shear"):
+                if prim.GetAttribute(name).HasAuthoredValue():
+                    self.warn(prim, f"{name} has no effect without kc:springs:indices or kc:springs:grid")
+                    self.use(prim, name)
             return 0
         ke = self.attr(prim, "kc:springs:ke")
         kd = self.attr(prim, "kc:springs:kd", 0.0)
@@ -402,9 +777,13 @@ class _Reader:
                 b.add_spring(start + int(i), start + int(j), float(ke), float(kd))
         if grid:
             if dims is None:
-                raise self.err(prim, "kc:springs:grid needs a generated grid (kc:grid:dims)")
+                raise self.err(prim, "kc:springs:grid needs a generated grid (kc:grid:dims); with explicit "
+                                     "points give the pairs in kc:springs:indices")
             shear = self.attr(prim, "kc:springs:shear", True, kind="bool")
             b.add_spring_grid(start, int(dims[0]), int(dims[1]), int(dims[2]), float(ke), float(kd), shear=shear)
+        elif prim.GetAttribute("kc:springs:shear").HasAuthoredValue():
+            self.warn(prim, "kc:springs:shear has no effect without kc:springs:grid")
+            self.use(prim, "kc:springs:shear")
         return b.spring_count - first
 
     def _per_point(self, prim, name, value, n):
@@ -416,6 +795,13 @@ class _Reader:
         return v
 
     # -- colliders ------------------------------------------------------------------------------------
+    def add_collider(self, prim, shape, desc):
+        self.scene.shape_paths.append(str(prim.GetPath()))
+        color = self.display_color(prim)
+        if color is not None:
+            self.scene.group_colors[str(prim.GetPath())] = color
+        self.scene.items.append((str(prim.GetPath()), desc))
+
     def read_mesh(self, prim):
         pts = self.attr(prim, "points", kind="vec3s")
         counts = self.attr(prim, "faceVertexCounts", kind="ints")
@@ -427,6 +813,9 @@ class _Reader:
                                  f"{len(indices)} faceVertexIndices")
         if indices.min() < 0 or indices.max() >= len(pts):
             raise self.err(prim, f"faceVertexIndices must lie in [0, {len(pts)})")
+        holes = self.attr(prim, "holeIndices", kind="ints")
+        if holes is not None and len(holes):
+            self.warn(prim, f"holeIndices ({len(holes)} faces) are not supported; the holes collide like faces")
         orient = self.attr(prim, "orientation", "rightHanded", kind="token")
         tris = []
         k = 0
@@ -440,8 +829,8 @@ class _Reader:
         if np.linalg.det(M[:3, :3]) < 0:  # mirrored transform flips the winding
             tris = [(a, c, b_) for a, b_, c in tris]
         b = self.scene.builder
-        b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName())
-        self.scene.items.append((str(prim.GetPath()), f"Mesh collider: {len(pts)} vertices, {len(tris)} triangles"))
+        s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName())
+        self.add_collider(prim, s, f"Mesh collider: {len(pts)} vertices, {len(tris)} triangles")
 
     def read_cube(self, prim):
         size = self.attr(prim, "size", 2.0)
@@ -451,8 +840,8 @@ class _Reader:
         he = 0.5 * size * np.abs(s) * self.mpu
         if np.any(he <= 0):
             raise self.err(prim, f"scale must be non-zero, got {s.tolist()}")
-        self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName())
-        self.scene.items.append((str(prim.GetPath()), f"Cube collider: half extents {np.round(he, 4).tolist()} m"))
+        shape = self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName())
+        self.add_collider(prim, shape, f"Cube collider: half extents {np.round(he, 4).tolist()} m")
 
     def read_sphere(self, prim):
         r = self.attr(prim, "radius", 1.0)
@@ -463,8 +852,8 @@ class _Reader:
         if s.max() - s.min() > 1e-6 * s.max():
             raise self.err(prim, f"non-uniform scale {s.tolist()} on a Sphere collider is not supported")
         radius = r * s[0] * self.mpu
-        self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName())
-        self.scene.items.append((str(prim.GetPath()), f"Sphere collider: radius {radius:g} m"))
+        shape = self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName())
+        self.add_collider(prim, shape, f"Sphere collider: radius {radius:g} m")
 
     def read_plane(self, prim):
         axis = self.attr(prim, "axis", "Z", kind="token")
@@ -479,11 +868,42 @@ class _Reader:
         rot = _quat_mul(q, to_axis)
         # USD Plane: width along the first other axis, length along the second; approximate sizes for display
         ws = {"X": (s[1], s[2]), "Y": (s[0], s[2]), "Z": (s[0], s[1])}[axis]
-        self.scene.builder.add_shape_plane(t, rot, width * abs(ws[0]) * self.mpu, length * abs(ws[1]) * self.mpu,
-                                           material=self.material(prim), name=prim.GetName())
+        shape = self.scene.builder.add_shape_plane(t, rot, width * abs(ws[0]) * self.mpu,
+                                                   length * abs(ws[1]) * self.mpu,
+                                                   material=self.material(prim), name=prim.GetName())
         normal = _rotate(rot, (0.0, 1.0, 0.0))
-        self.scene.items.append((str(prim.GetPath()), f"Plane collider: normal ({normal[0]:.3g}, {normal[1]:.3g}, "
-                                                       f"{normal[2]:.3g}) through ({t[0]:g}, {t[1]:g}, {t[2]:g})"))
+        self.add_collider(prim, shape, f"Plane collider: normal ({normal[0]:.3g}, {normal[1]:.3g}, "
+                                       f"{normal[2]:.3g}) through ({t[0]:g}, {t[1]:g}, {t[2]:g})")
+
+
+def _integers(values):
+    """int64 array of ``values``; TypeError when one is not a whole number (2.5 is not 2)."""
+    a = np.asarray(values, np.float64)
+    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        raise TypeError
+    return a.astype(np.int64)
+
+
+def _available_memory():
+    """Bytes of memory available to a new allocation (Linux MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _bytes(n):
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 1e3:.0f} kB"
 
 
 def _quat_mul(a, b):

@@ -260,3 +260,46 @@ class Framebuffer:
             _delete(gl, gl.glDeleteFramebuffers, fbo)
         self._rbs.clear()
         self.draw_id = self.resolve_id = 0
+
+
+class ShadowMap:
+    """Depth texture (``size`` x ``size``) rendered from the light, sampled with hardware
+    depth comparison (``sampler2DShadow``) so that the shaded pass can do filtered lookups."""
+
+    def __init__(self, gl, size: int = 2048) -> None:
+        self.gl = gl
+        self.size = int(size)
+        self.texture = _gen(gl, gl.glGenTextures)
+        gl.glBindTexture(gl.GL_TEXTURE_2D, self.texture)
+        gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, gl.GL_DEPTH_COMPONENT24, self.size, self.size, 0,
+                        gl.GL_DEPTH_COMPONENT, gl.GL_FLOAT, None)
+        for pname, value in ((gl.GL_TEXTURE_MIN_FILTER, gl.GL_LINEAR), (gl.GL_TEXTURE_MAG_FILTER, gl.GL_LINEAR),
+                             (gl.GL_TEXTURE_WRAP_S, gl.GL_CLAMP_TO_BORDER),
+                             (gl.GL_TEXTURE_WRAP_T, gl.GL_CLAMP_TO_BORDER),
+                             (gl.GL_TEXTURE_COMPARE_MODE, gl.GL_COMPARE_REF_TO_TEXTURE),
+                             (gl.GL_TEXTURE_COMPARE_FUNC, gl.GL_LEQUAL)):
+            gl.glTexParameteri(gl.GL_TEXTURE_2D, pname, value)
+        border = (gl.GLfloat * 4)(1.0, 1.0, 1.0, 1.0)  # outside the map: lit
+        gl.glTexParameterfv(gl.GL_TEXTURE_2D, gl.GL_TEXTURE_BORDER_COLOR, border)
+        gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
+        self.fbo = _gen(gl, gl.glGenFramebuffers)
+        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, self.fbo)
+        gl.glFramebufferTexture2D(gl.GL_FRAMEBUFFER, gl.GL_DEPTH_ATTACHMENT, gl.GL_TEXTURE_2D, self.texture, 0)
+        gl.glDrawBuffer(gl.GL_NONE)
+        gl.glReadBuffer(gl.GL_NONE)
+        status = gl.glCheckFramebufferStatus(gl.GL_FRAMEBUFFER)
+        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
+        if status != gl.GL_FRAMEBUFFER_COMPLETE:
+            raise RuntimeError(f"shadow map framebuffer incomplete (status 0x{status:x})")
+
+    def bind(self) -> None:
+        gl = self.gl
+        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, self.fbo)
+        gl.glViewport(0, 0, self.size, self.size)
+        gl.glClear(gl.GL_DEPTH_BUFFER_BIT)
+
+    def delete(self) -> None:
+        gl = self.gl
+        _delete(gl, gl.glDeleteFramebuffers, self.fbo)
+        _delete(gl, gl.glDeleteTextures, self.texture)
+        self.fbo = self.texture = 0

@@ -1,6 +1,6 @@
 """GLSL 330 core sources and a small compile/link helper.
 
-Two programs:
+Three programs:
 
 * ``SHADED``: instanced triangles with Blinn-Phong lighting from one
   directional light.  Per-vertex attributes: position (loc 0), normal (1),
@@ -11,6 +11,8 @@ Two programs:
   face normals from screen-space derivatives, which lets user meshes be
   drawn without computing normals on the CPU every frame.
 * ``LINES``: unlit lines, position (loc 0) and colour (1).
+* ``DEPTH``: the shaded geometry seen from the light, depth only (the shadow map that
+  ``SHADED`` reads when ``u_shadows`` = 1).
 """
 
 from __future__ import annotations
@@ -60,8 +62,27 @@ uniform vec3 u_sky;         // hemisphere ambient colour from above
 uniform vec3 u_ground;      // ... and from below
 uniform vec3 u_up;
 uniform int u_flat;
+uniform int u_shadows;      // 1: look up u_shadow_map
+uniform mat4 u_light_view_proj;
+uniform sampler2DShadow u_shadow_map;
+uniform float u_shadow_texel;  // 1 / shadow map size
 
 out vec4 frag_color;
+
+// fraction of the light reaching this point: 3x3 filtered depth comparisons
+float light_visibility(vec3 n) {
+    if (u_shadows == 0) return 1.0;
+    vec4 p = u_light_view_proj * vec4(v_world, 1.0);
+    vec3 c = p.xyz / p.w * 0.5 + 0.5;
+    if (c.z > 1.0) return 1.0;
+    float slope = 1.0 - max(dot(n, u_light_dir), 0.0);
+    float bias = 0.0015 + 0.004 * slope;  // avoids self-shadowing stripes ("acne")
+    float sum = 0.0;
+    for (int i = -1; i <= 1; ++i)
+        for (int j = -1; j <= 1; ++j)
+            sum += texture(u_shadow_map, vec3(c.xy + vec2(i, j) * u_shadow_texel, c.z - bias));
+    return sum / 9.0;
+}
 
 void main() {
     vec3 to_eye = normalize(u_eye - v_world);
@@ -77,9 +98,34 @@ void main() {
     vec3 h = normalize(u_light_dir + to_eye);
     float specular = diffuse > 0.0 ? pow(max(dot(n, h), 0.0), 64.0) : 0.0;
     vec3 ambient = mix(u_ground, u_sky, 0.5 + 0.5 * dot(n, u_up));
-    vec3 color = v_color * (ambient + 0.7 * diffuse) + vec3(0.15 * specular);
+    float lit = diffuse > 0.0 ? light_visibility(n) : 1.0;
+    vec3 color = v_color * (ambient + 0.7 * diffuse * lit) + vec3(0.15 * specular * lit);
     frag_color = vec4(color, 1.0);
 }
+"""
+
+# Depth-only pass from the light: the same instancing as SHADED_VS, no colour output.
+DEPTH_VS = """
+#version 330 core
+layout(location = 0) in vec3 a_pos;
+layout(location = 3) in vec3 i_pos;
+layout(location = 4) in vec4 i_rot;
+layout(location = 5) in vec3 i_scale;
+uniform mat4 u_view_proj;
+
+vec3 quat_rotate(vec4 q, vec3 v) {
+    vec3 t = 2.0 * cross(q.xyz, v);
+    return v + q.w * t + cross(q.xyz, t);
+}
+
+void main() {
+    gl_Position = u_view_proj * vec4(quat_rotate(i_rot, a_pos * i_scale) + i_pos, 1.0);
+}
+"""
+
+DEPTH_FS = """
+#version 330 core
+void main() {}
 """
 
 LINES_VS = """
@@ -167,6 +213,9 @@ class Program:
 
     def set_vec3(self, name: str, v) -> None:
         self.gl.glUniform3f(self._loc(name), float(v[0]), float(v[1]), float(v[2]))
+
+    def set_float(self, name: str, v: float) -> None:
+        self.gl.glUniform1f(self._loc(name), float(v))
 
     def set_int(self, name: str, v: int) -> None:
         self.gl.glUniform1i(self._loc(name), int(v))

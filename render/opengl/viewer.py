@@ -33,8 +33,8 @@ from ..base import RendererBase
 from . import meshes
 from .backend import GLUnavailableError, load_pyglet
 from .camera import Camera
-from .gpu import Drawable, Framebuffer, GpuMesh, Lines
-from .shaders import LINES_FS, LINES_VS, SHADED_FS, SHADED_VS, Program
+from .gpu import Drawable, Framebuffer, GpuMesh, Lines, ShadowMap
+from .shaders import DEPTH_FS, DEPTH_VS, LINES_FS, LINES_VS, SHADED_FS, SHADED_VS, Program
 
 # Points are drawn as instanced spheres; fewer triangles per sphere for big
 # counts keeps a million particles interactive: (max count, segments, rings).
@@ -101,6 +101,9 @@ class OpenGLViewer(RendererBase):
 
         self._shaded = Program(gl, SHADED_VS, SHADED_FS, "shaded")
         self._lines_prog = Program(gl, LINES_VS, LINES_FS, "lines")
+        self._depth_prog = Program(gl, DEPTH_VS, DEPTH_FS, "shadow depth")
+        self._shadow_map = ShadowMap(gl, 1024)
+        self.light_shadows = True  # objects cast shadows (a shadow map from the directional light)
         self._protos = {
             "sphere": GpuMesh(gl, *meshes.sphere(32, 20)),
             "box": GpuMesh(gl, *meshes.box()),
@@ -178,6 +181,23 @@ class OpenGLViewer(RendererBase):
         if fn in self._frame_callbacks:
             self._frame_callbacks.remove(fn)
 
+    def frame_bounds(self, lower, upper, margin: float = 1.15) -> None:
+        """Aim the camera at the box [lower, upper] (world, (3,) each) so that all of it is in view,
+        keeping the current viewing direction; R (reset) returns to this view."""
+        lo, hi = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError(f"OpenGLViewer.frame_bounds: bounds must be finite, got {lo}, {hi}")
+        cam = self.camera
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-3)
+        half_fov = math.radians(cam.fov) / 2.0
+        aspect = self._fb.width / max(self._fb.height, 1)
+        half_fov = min(half_fov, math.atan(math.tan(half_fov) * aspect))  # the narrower of the two
+        cam.target = 0.5 * (lo + hi)
+        cam.distance = margin * radius / math.sin(half_fov)
+        cam.near = max(1e-4, 0.01 * radius)
+        cam.far = max(1000.0, 100.0 * cam.distance)
+        self._home = (cam.target.copy(), cam.distance, cam.yaw, cam.pitch)
+
     def reset_camera(self) -> None:
         target, dist, yaw, pitch = self._home
         self.camera.target, self.camera.distance = target.copy(), dist
@@ -222,12 +242,54 @@ class OpenGLViewer(RendererBase):
             step = self.fly_speed * self.camera.distance * dt
             self.camera.fly(fwd * step, right * step, up * step)
 
+    def _shaded_groups(self):
+        return (self._batches, self._points, self._instances, self._meshes)
+
+    def light_view_proj(self) -> np.ndarray:
+        """World -> light clip space (row-major (4, 4)): an orthographic box around what the camera
+        looks at, seen from ``light_direction``, deep enough to hold the casters in front of it."""
+        cam = self.camera
+        aspect = self._fb.width / max(self._fb.height, 1)
+        r = 1.3 * cam.distance * math.tan(math.radians(cam.fov) / 2.0) * max(aspect, 1.0)
+        d = self.light_direction
+        eye = cam.target + 2.0 * r * d
+        f = -d
+        helper = cam.up if abs(float(f @ cam.up)) < 0.95 else cam._h2
+        side = np.cross(f, helper)
+        side /= np.linalg.norm(side)
+        up = np.cross(side, f)
+        view = np.eye(4)
+        view[0, :3], view[1, :3], view[2, :3] = side, up, -f
+        view[:3, 3] = -view[:3, :3] @ eye
+        near, far = 0.0, 4.0 * r
+        proj = np.diag([1.0 / r, 1.0 / r, -2.0 / (far - near), 1.0])
+        proj[2, 3] = -(far + near) / (far - near)
+        return (proj @ view).astype(np.float32)
+
+    def _draw_shadow_map(self, light_vp) -> None:
+        gl = self.gl
+        self._shadow_map.bind()
+        gl.glEnable(gl.GL_POLYGON_OFFSET_FILL)
+        gl.glPolygonOffset(2.0, 4.0)
+        dp = self._depth_prog
+        dp.use()
+        dp.set_mat4("u_view_proj", light_vp)
+        for group in self._shaded_groups():
+            for d in group.values():
+                d.draw()
+        gl.glDisable(gl.GL_POLYGON_OFFSET_FILL)
+
     def redraw(self) -> None:
         """Draw the current scene into the offscreen framebuffer."""
         gl = self.gl
         self._ctx()
         if self._batches_dirty:
             self._rebuild_batches()
+        gl.glEnable(gl.GL_DEPTH_TEST)
+        gl.glDepthFunc(gl.GL_LESS)
+        light_vp = self.light_view_proj()
+        if self.light_shadows:
+            self._draw_shadow_map(light_vp)
         self._fb.bind()
         gl.glClearColor(*self.background, 1.0)
         gl.glClear(gl.GL_COLOR_BUFFER_BIT | gl.GL_DEPTH_BUFFER_BIT)
@@ -254,6 +316,16 @@ class OpenGLViewer(RendererBase):
         sp.set_vec3("u_up", cam.up)
         sp.set_vec3("u_sky", (0.42, 0.42, 0.45))
         sp.set_vec3("u_ground", (0.20, 0.19, 0.18))
+        sp.set_int("u_shadows", 1 if self.light_shadows else 0)
+        sp.set_mat4("u_light_view_proj", light_vp)
+        sp.set_int("u_shadow_map", 1)
+        sp.set_float("u_shadow_texel", 1.0 / self._shadow_map.size)
+        gl.glActiveTexture(gl.GL_TEXTURE1)
+        gl.glBindTexture(gl.GL_TEXTURE_2D, self._shadow_map.texture)
+        # Surfaces are pushed back a little in depth so that grid lines and edges drawn at the
+        # same depth (the grid on a ground plane at height 0) always win instead of z-fighting.
+        gl.glEnable(gl.GL_POLYGON_OFFSET_FILL)
+        gl.glPolygonOffset(1.0, 1.0)
         sp.set_int("u_flat", 0)
         for group in (self._batches, self._points, self._instances):
             for d in group.values():
@@ -261,6 +333,9 @@ class OpenGLViewer(RendererBase):
         sp.set_int("u_flat", 1)
         for d in self._meshes.values():
             d.draw()
+        gl.glDisable(gl.GL_POLYGON_OFFSET_FILL)
+        gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
+        gl.glActiveTexture(gl.GL_TEXTURE0)
         gl.glBindVertexArray(0)
         gl.glUseProgram(0)
         if self.show_hud:
@@ -389,7 +464,7 @@ class OpenGLViewer(RendererBase):
             if obj is not None:
                 obj.delete()
 
-    def _draw_points(self, name, points, radius, colors) -> None:
+    def _draw_points(self, name, points, radius, colors, velocities=None) -> None:
         self._ctx()
         n = points.shape[0]
         lod = next(i for i, (limit, _, _) in enumerate(_POINT_LODS) if limit is None or n <= limit)
@@ -475,6 +550,16 @@ class OpenGLViewer(RendererBase):
         line.update(vertices, color)
         line.visible = True
 
+    def _draw_line_list(self, name, vertices, indices, color) -> None:
+        self._ctx()
+        line = self._lines.get(name)
+        if line is None or line.mode != self.gl.GL_LINES:
+            if line is not None:
+                line.delete()
+            line = self._lines[name] = Lines(self.gl, self.gl.GL_LINES)
+        line.update(vertices[indices.reshape(-1)], color)
+        line.visible = True
+
     def _draw_instances(self, name, prototype, positions, rotations, scales, colors) -> None:
         self._ctx()
         d = self._instances.get(name)
@@ -505,8 +590,10 @@ class OpenGLViewer(RendererBase):
             mesh.delete()
         self._grid.delete()
         self._fb.delete()
+        self._shadow_map.delete()
         self._shaded.delete()
         self._lines_prog.delete()
+        self._depth_prog.delete()
         if self._hud is not None:
             self._hud.delete()
         self.window.close()

@@ -15,6 +15,7 @@ from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
+from .checks import check_step_arguments
 
 
 class SolverSemiImplicit:
@@ -78,6 +79,7 @@ class SolverSemiImplicit:
 
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
+        check_step_arguments(model, state_in, state_out, control)
         forces = state_out.particle_f
         zero_forces(forces)
         eval_control_forces(model, control, forces)
