@@ -108,7 +108,8 @@ def write_json(result, path=None):
 
 
 def ratio(a, b):
-    """a / b rounded for reports (None when either is missing)."""
+    """a / b rounded for reports to 4 significant digits (a small ratio stays > 0); None when
+    either is missing."""
     if a is None or b is None or b == 0:
         return None
-    return round(a / b, 3)
+    return float(f"{a / b:.4g}")
