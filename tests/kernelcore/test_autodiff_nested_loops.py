@@ -413,3 +413,14 @@ def test_binomial_schedule_reverses_each_iteration_once_from_the_right_state(tmp
     by_len = {(s, n): (total, most) for s, n, total, most, *_ in rows}
     assert by_len[(64, 100003)][1] <= 3 and by_len[(64, 100003)][0] <= 3 * 100003
     assert by_len[(64, 64)] == (0, 0) and by_len[(64, 65)][1] == 1
+
+
+def test_nested_loop_adjoints_compile_for_cuda():
+    from kernelcore import nvrtc
+
+    if not nvrtc.is_available():
+        pytest.skip("NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+    kernels = [three_levels, loop_in_if_in_loop]   # three levels; while and for inside ifs inside a loop
+    src = kernels[0].module.generate(kernels, "cuda")
+    assert "kc::reverse_loop(" in src and ".reset();" in src
+    nvrtc.compile_ptx(src, "nested_loops.cu", arch="sm_90")
