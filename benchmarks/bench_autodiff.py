@@ -11,8 +11,8 @@
     with a loop-carried nonlinear state (far beyond kc.config.loop_checkpoints: the adjoint
     recomputes on its binomial checkpointing schedule); loss = sum of the final states;
     gradient w.r.t. each thread's parameter. The figure is backward/forward. No Warp
-    counterpart: Warp's adjoint of a dynamic loop does not restore loop-carried mutable
-    locals, so its gradient would not be comparable.
+    counterpart: Warp does not replay dynamic loops in its backward pass (its documentation,
+    "Limitations and Workarounds"), so its gradient of this loop is wrong, not comparable.
 
 Both simulations follow DiffTaichi's rule for differentiable programs: nothing recorded on
 the tape is overwritten (every step writes freshly allocated arrays; accumulation is

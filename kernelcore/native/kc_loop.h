@@ -12,9 +12,11 @@
 // the free slots: with s free slots a segment of L iterations is reversed with every
 // iteration recomputed at most r times, where r is the least value with
 // C(s + r + 1, r) >= L. Each split point is chosen optimally (fewest recomputed iterations
-// for the segment). For C = 64 and a loop of 64K iterations every iteration is recomputed
-// at most 3 times (segments of 2048 iterations, >= 32 free slots): O(N log N) time with fixed
-// memory, where the stride-doubling scheme alone recomputed O(N^2 / C) iterations.
+// for the segment). With C = 64 every iteration is recomputed at most 3 times up to 131,072
+// iterations (64K: segments of 2048 iterations, >= 32 free slots), 4 times up to 1M, 5 up to
+// 10M, 6 up to 100M: time O(N r) with r growing like log N over any practical range (strictly
+// like N^(1/32) with the memory fixed), where restarting every iteration from the nearest
+// record cost O(N^2 / C).
 #pragma once
 
 #include "kc_base.h"
