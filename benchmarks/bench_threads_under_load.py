@@ -10,8 +10,9 @@ a rollout of ``--steps`` steps (two launches per step: forces, then semi-implici
 ``while True: pass`` (always stopped afterwards).
 
 Policies, each in its own process (libgomp reads its settings once, when it loads):
-``default`` (kernelcore's: passive waiting unless the user set one) and ``active`` (spin,
-libgomp's own default, the behaviour before). Reported per policy: medians and minimums
+``default`` (kernelcore's: passive waiting unless the user set one), ``libgomp`` (libgomp's
+own default, the behaviour before: spin 300000 times, then sleep; ``GOMP_SPINCOUNT=300000``
+keeps kernelcore from choosing), ``active`` (spin without end) and ``passive``. Reported per policy: medians and minimums
 over ``--repeats``, ratios loaded/unloaded on the default thread count, and default
 threads / one thread, loaded and unloaded.
 
@@ -106,7 +107,8 @@ def child(args):
                     samples.setdefault(f"{load}_threads{threads}", []).append((fwd, bwd))
             finally:
                 _stop(busy)
-    out = {"omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "default_threads": default_threads}
+    out = {"omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
+           "default_threads": default_threads}
     for name, s in samples.items():
         fw, bw = [a for a, _ in s], [b for _, b in s]
         out[name] = {"fwd_median": statistics.median(fw), "fwd_min": min(fw),
@@ -129,7 +131,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--busy", type=int, default=1, help="competing CPU-bound processes while loaded")
-    ap.add_argument("--policies", default="default,active", help="comma list of default, active, passive")
+    ap.add_argument("--policies", default="default,libgomp", help="comma list of default, libgomp, active, passive")
     ap.add_argument("--out", default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -142,7 +144,9 @@ def main(argv=None):
         env.pop("KERNELCORE_NUM_THREADS", None)
         for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
             env.pop(var, None)
-        if policy != "default":
+        if policy == "libgomp":
+            env["GOMP_SPINCOUNT"] = "300000"  # libgomp's default spin count, set so kernelcore leaves it
+        elif policy != "default":
             env["OMP_WAIT_POLICY"] = policy.upper()
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--n", str(args.n), "--steps", str(args.steps),
                "--repeats", str(args.repeats), "--busy", str(args.busy)]

@@ -342,3 +342,46 @@ def test_matches_warp_on_ping_pong_and_backward_twice():
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     np.testing.assert_allclose(ours[0], 0.97 ** 21, rtol=1e-5)
+
+
+@kc.func
+def read_first(a: kc.array(dtype=float)):
+    return a[0]
+
+
+@kc.kernel
+def uses_func(a: kc.array(dtype=float), b: kc.array(dtype=float)):
+    i = kc.tid()
+    b[i] = read_first(a)
+
+
+@kc.kernel
+def max_into(a: kc.array(dtype=float), b: kc.array(dtype=float)):
+    i = kc.tid()
+    kc.atomic_max(b, 0, a[i])
+
+
+@kc.kernel
+def product(a: kc.array(dtype=float), w: kc.array(dtype=float), b: kc.array(dtype=float), s: float):
+    i = kc.tid()
+    b[i] = a[i] * w[i] + s * a[i]
+
+
+@kc.kernel
+def index_by(idx: kc.array(dtype=int), a: kc.array(dtype=float), b: kc.array(dtype=float)):
+    i = kc.tid()
+    b[i] = 2.0 * a[idx[i]]
+
+
+def test_adjoint_value_reads_analysis():
+    """Which arrays' values each adjoint needs (IR only, no compiler)."""
+    from kernelcore.adjoint_reads import adjoint_value_reads
+
+    assert adjoint_value_reads(lin_step.ir()) == set()
+    assert adjoint_value_reads(in_place_linear.ir()) == set()
+    assert adjoint_value_reads(square_step.ir()) == {"a"}
+    assert adjoint_value_reads(in_place_square.ir()) == {"a"}
+    assert adjoint_value_reads(uses_func.ir()) == {"a"}          # functions: conservative
+    assert adjoint_value_reads(max_into.ir()) == {"a", "b"}      # compares a[i] with the current element
+    assert adjoint_value_reads(product.ir()) == {"a", "w"}       # w's gradient needs a, a's needs w
+    assert adjoint_value_reads(index_by.ir()) == {"idx"}         # the index decides where the gradient goes
