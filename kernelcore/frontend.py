@@ -617,7 +617,7 @@ class _Builder:
             raise self.error("kernels loop only over range(...)")
         if not isinstance(s.target, ast.Name):
             raise self.error("the loop variable must be a plain name")
-        args = [self._convert(self.expr(a), T.int32, what="range argument") if not self._weak_int(a) else self.expr(a) for a in it.args]
+        args = [self._range_arg(a) for a in it.args]
         if len(args) == 1:
             start, stop, step = Var(WEAK_INT, const=0), args[0], Var(WEAK_INT, const=1)
         elif len(args) == 2:
@@ -634,8 +634,13 @@ class _Builder:
         start, stop, step = (self.materialize(v, T.int32) for v in (start, stop, step))
         self._dynamic_loop(s, "range", (start, stop, step))
 
-    def _weak_int(self, node):
-        return isinstance(node, ast.Constant) and isinstance(node.value, int)
+    def _range_arg(self, node):
+        """A range bound: an integer known at compile time (a literal, -3, a module constant,
+        2 * COUNT) stays a literal, so that small constant ranges unroll; others become int32."""
+        v = self.expr(node)
+        if isinstance(v.type, WeakLiteral) and not v.type.is_float:
+            return v
+        return self._convert(v, T.int32, what="range argument")
 
     def stmt_While(self, s):
         if s.orelse:
