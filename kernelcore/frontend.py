@@ -175,6 +175,23 @@ def _renumber(ir: FunctionIR):
     visit(ir.ret_vars)
 
 
+_TRAPPING = {"div", "mod", "floordiv"}   # integer division by zero traps
+
+
+def _harmless(st) -> bool:
+    """A statement that may run although Python would not evaluate it: no effect, no trap,
+    no memory access and no adjoint (so no NaN can reach a gradient)."""
+    if isinstance(st, Const):
+        return True
+    if not isinstance(st, Call):
+        return False
+    row = st.builtin
+    if row.side_effect or row.array_access or row.mutates or row.name in _TRAPPING:
+        return False
+    typed = [a.type for a in st.args] + ([st.out.type] if st.out is not None else [])
+    return not row.differentiable or not any(T.is_differentiable_type(t) for t in typed)
+
+
 class _Builder:
     def __init__(self, defn: FuncDef, arg_types, kind, ret_hint):
         self.defn = defn
@@ -957,6 +974,7 @@ class _Builder:
             self.emit_if(first, rest, None)
         else:
             self.emit_if(first, lambda: None, rest)
+        self._flatten_harmless_if()
         return self.symtab.pop(name)
 
     def _hidden_name(self, prefix):
@@ -992,7 +1010,26 @@ class _Builder:
             return run
 
         self.emit_if(c, side(e.body), side(e.orelse))
+        self._flatten_harmless_if()
         return self.symtab.pop(name)
+
+    def _flatten_harmless_if(self):
+        """Undo the branch of a short-circuit or conditional expression whose sides cannot be
+        told apart from eager evaluation: only constants and pure integer/boolean arithmetic
+        (comparisons, logic, no loads, no division that could trap, nothing with an adjoint).
+        ``i < n and j < m`` or ``1.0 if c else 0.0`` then stay one straight block that the C++
+        compiler turns into branch-free code and the adjoint can reorder."""
+        stmts = self.block.stmts
+        k = len(stmts) - 1
+        while k >= 0 and not isinstance(stmts[k], If):
+            k -= 1
+        tail = stmts[k + 1:]
+        selects = [st for st in tail if isinstance(st, Call) and st.builtin.name == "select"]
+        if k < 0 or len(selects) != 1 or not all(st in selects or isinstance(st, Const) for st in tail):
+            return   # the branches also rebound other names (several selects)
+        branch = stmts[k]
+        if all(_harmless(st) for st in branch.body.stmts + branch.orelse.stmts):
+            stmts[k:] = branch.body.stmts + branch.orelse.stmts + tail
 
     def expr_Tuple(self, e):
         raise self.error("tuples are only allowed in assignments and return statements")

@@ -3,6 +3,7 @@ short-circuit ``and`` / ``or`` and conditional expressions that evaluate (and di
 only the taken side. Forward values against plain Python, gradients against float64
 central finite differences."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -604,3 +605,35 @@ def ref_ternary_in_loop(xi, n):
 
 def test_ternary_in_loops_and_functions():
     _check(ternary_in_loop, ref_ternary_in_loop)
+
+
+# ------------------------------------------------------------------ generated code
+
+@kc.kernel
+def cheap_conditions(x: F64, n: int, out: F64):
+    i = kc.tid()
+    v = x[i]
+    c = v > 0.0 and (i < n or v < 1.0)
+    out[i] = (kc.float64(1.0) if c else 0.0) + (v if i % 2 == 0 else -v)
+
+
+def _fwd_thread(kernel):
+    src = kernel.source
+    start = src.index("_fwd_thread(", src.index(f"k_{kernel.key}_"))
+    return "\n".join(l.strip() for l in src[start:src.index("\n}\n", start)].splitlines() if not l.startswith("#line"))
+
+
+def test_cheap_conditions_stay_branch_free():
+    # operands without loads, traps or adjoints are evaluated eagerly (nothing can tell), so
+    # the C++ stays one straight block; a guarded load keeps its branch
+    assert "if (" not in _fwd_thread(cheap_conditions)
+    guarded = _fwd_thread(guarded_read)
+    assert re.search(r"if \(v\d+\) \{\nv\d+ = kc::load", guarded), guarded
+    x0 = _x0()
+    x = kc.array(x0, dtype=kc.float64)
+    out = kc.zeros(N_THREADS, dtype=kc.float64)
+    kc.launch(cheap_conditions, dim=N_THREADS, inputs=[x, 2], outputs=[out])
+    i = np.arange(N_THREADS)
+    v = x0[:N_THREADS]
+    c = (v > 0) & ((i < 2) | (v < 1.0))
+    np.testing.assert_array_equal(out.numpy(), c * 1.0 + np.where(i % 2 == 0, v, -v))
