@@ -1025,7 +1025,7 @@ class _Builder:
             k -= 1
         tail = stmts[k + 1:]
         selects = [st for st in tail if isinstance(st, Call) and st.builtin.name == "select"]
-        if k < 0 or len(selects) != 1 or not all(st in selects or isinstance(st, Const) for st in tail):
+        if k < 0 or len(selects) > 1 or len(selects) + sum(isinstance(st, Const) for st in tail) != len(tail):
             return   # the branches also rebound other names (several selects)
         branch = stmts[k]
         if all(_harmless(st) for st in branch.body.stmts + branch.orelse.stmts):
