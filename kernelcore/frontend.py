@@ -207,6 +207,23 @@ def _renumber(ir: FunctionIR):
     visit(ir.ret_vars)
 
 
+_TRAPPING = {"div", "mod", "floordiv"}   # integer division by zero traps
+
+
+def _harmless(st) -> bool:
+    """A statement that may run although Python would not evaluate it: no effect, no trap,
+    no memory access and no adjoint (so no NaN can reach a gradient)."""
+    if isinstance(st, Const):
+        return True
+    if not isinstance(st, Call):
+        return False
+    row = st.builtin
+    if row.side_effect or row.array_access or row.mutates or row.name in _TRAPPING:
+        return False
+    typed = [a.type for a in st.args] + ([st.out.type] if st.out is not None else [])
+    return not row.differentiable or not any(T.is_differentiable_type(t) for t in typed)
+
+
 class _Builder:
     def __init__(self, defn: FuncDef, arg_types, kind, ret_hint):
         self.defn = defn
@@ -676,7 +693,7 @@ class _Builder:
             raise self.error("kernels loop only over range(...)")
         if not isinstance(s.target, ast.Name):
             raise self.error("the loop variable must be a plain name")
-        args = [self._convert(self.expr(a), T.int32, what="range argument") if not self._weak_int(a) else self.expr(a) for a in it.args]
+        args = [self._range_arg(a) for a in it.args]
         if len(args) == 1:
             start, stop, step = Var(WEAK_INT, const=0), args[0], Var(WEAK_INT, const=1)
         elif len(args) == 2:
@@ -693,8 +710,13 @@ class _Builder:
         start, stop, step = (self.materialize(v, T.int32) for v in (start, stop, step))
         self._dynamic_loop(s, "range", (start, stop, step))
 
-    def _weak_int(self, node):
-        return isinstance(node, ast.Constant) and isinstance(node.value, int)
+    def _range_arg(self, node):
+        """A range bound: an integer known at compile time (a literal, -3, a module constant,
+        2 * COUNT) stays a literal, so that small constant ranges unroll; others become int32."""
+        v = self.expr(node)
+        if isinstance(v.type, WeakLiteral) and not v.type.is_float:
+            return v
+        return self._convert(v, T.int32, what="range argument")
 
     def stmt_While(self, s):
         if s.orelse:
@@ -1015,6 +1037,7 @@ class _Builder:
             self.emit_if(first, rest, None)
         else:
             self.emit_if(first, lambda: None, rest)
+        self._flatten_harmless_if()
         return self.symtab.pop(name)
 
     def _hidden_name(self, prefix):
@@ -1050,7 +1073,26 @@ class _Builder:
             return run
 
         self.emit_if(c, side(e.body), side(e.orelse))
+        self._flatten_harmless_if()
         return self.symtab.pop(name)
+
+    def _flatten_harmless_if(self):
+        """Undo the branch of a short-circuit or conditional expression whose sides cannot be
+        told apart from eager evaluation: only constants and pure integer/boolean arithmetic
+        (comparisons, logic, no loads, no division that could trap, nothing with an adjoint).
+        ``i < n and j < m`` or ``1.0 if c else 0.0`` then stay one straight block that the C++
+        compiler turns into branch-free code and the adjoint can reorder."""
+        stmts = self.block.stmts
+        k = len(stmts) - 1
+        while k >= 0 and not isinstance(stmts[k], If):
+            k -= 1
+        tail = stmts[k + 1:]
+        selects = [st for st in tail if isinstance(st, Call) and st.builtin.name == "select"]
+        if k < 0 or len(selects) > 1 or len(selects) + sum(isinstance(st, Const) for st in tail) != len(tail):
+            return   # the branches also rebound other names (several selects)
+        branch = stmts[k]
+        if all(_harmless(st) for st in branch.body.stmts + branch.orelse.stmts):
+            stmts[k:] = branch.body.stmts + branch.orelse.stmts + tail
 
     def expr_Tuple(self, e):
         raise self.error("tuples are only allowed in assignments and return statements")

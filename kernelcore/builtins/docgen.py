@@ -20,7 +20,7 @@ SYNTAX = {
     "neg": "-a", "pos": "(internal)", "lt": "a < b", "le": "a <= b", "gt": "a > b", "ge": "a >= b", "eq": "a == b",
     "ne": "a != b", "bit_and": "a & b", "bit_or": "a | b", "bit_xor": "a ^ b", "lshift": "a << b",
     "rshift": "a >> b", "invert": "~a", "logical_and": "a and b", "logical_or": "a or b", "logical_not": "not a",
-    "truth": "if x: / bool(x)", "select": "merge after if/else", "where": "a if c else b", "load": "arr[i, ...]",
+    "truth": "if x: / bool(x)", "select": "merge after if/else, a if c else b", "where": "(evaluates both sides)", "load": "arr[i, ...]",
     "store": "arr[i, ...] = v", "extract": "v[i], v.x, m[i, j], t.p", "assign_copy": "v[i] = x, v.x = x",
     "view": "arr[i] (fewer indices)", "array_len": "len(arr)", "array_shape": "arr.shape[k]",
     "atomic_add": "arr[i] += v", "atomic_sub": "arr[i] -= v", "pow": "x ** y",

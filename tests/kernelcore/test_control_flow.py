@@ -3,6 +3,7 @@ short-circuit ``and`` / ``or`` and conditional expressions that evaluate (and di
 only the taken side. Forward values against plain Python, gradients against float64
 central finite differences."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -294,6 +295,65 @@ def ref_while_return_func(xi, n):
             return -s
 
 
+@kc.kernel
+def while_return_kernel(x: F64, n: int, out: F64):
+    i = kc.tid()
+    s = kc.float64(0.3)
+    k = int(0)
+    while k < n + 4:
+        k += 1
+        v = x[(i + k) % 8]
+        if v < -0.5:
+            continue
+        s = s * v + kc.cos(s)
+        if s < 0.0:
+            out[i] = s * kc.float64(k)
+            return
+    out[i] = s
+
+
+def ref_while_return_kernel(xi, n):
+    s = 0.3
+    k = 0
+    while k < n + 4:
+        k += 1
+        v = xi(k)
+        if v < -0.5:
+            continue
+        s = s * v + math.cos(s)
+        if s < 0.0:
+            return s * k
+    return s
+
+
+@kc.func
+def scatter_until(x: F64, i: int, n: int, out: F64):
+    # no return value: a bare return leaves the function from inside the loop
+    s = kc.float64(0.0)
+    for k in range(n):
+        v = x[(i + k) % 8]
+        s = s + v * v
+        if s > 0.6:
+            out[i] = s
+            return
+    out[i] = s * 2.0
+
+
+@kc.kernel
+def void_func_return(x: F64, n: int, out: F64):
+    i = kc.tid()
+    scatter_until(x, i, n, out)
+
+
+def ref_void_func_return(xi, n):
+    s = 0.0
+    for k in range(n):
+        s = s + xi(k) * xi(k)
+        if s > 0.6:
+            return s
+    return s * 2.0
+
+
 # ------------------------------------------------------------------ nested loops
 
 @kc.kernel
@@ -410,6 +470,8 @@ EARLY_EXITS = [
     (dynamic_return_func, ref_dynamic_return_func),
     (while_break_continue, ref_while_break_continue),
     (while_return_func, ref_while_return_func),
+    (while_return_kernel, ref_while_return_kernel),
+    (void_func_return, ref_void_func_return),
     (nested_static_outer_dynamic_inner, ref_nested_static_outer_dynamic_inner),
     (nested_dynamic_outer_static_inner, ref_nested_dynamic_outer_static_inner),
     (nested_return_func, ref_nested_return_func),
@@ -604,3 +666,49 @@ def ref_ternary_in_loop(xi, n):
 
 def test_ternary_in_loops_and_functions():
     _check(ternary_in_loop, ref_ternary_in_loop)
+
+
+# ------------------------------------------------------------------ generated code
+
+@kc.kernel
+def cheap_conditions(x: F64, n: int, out: F64):
+    i = kc.tid()
+    v = x[i]
+    c = v > 0.0 and (i < n or v < 1.0)
+    out[i] = (kc.float64(1.0) if c else 0.0) + (v if i % 2 == 0 else -v)
+
+
+def _fwd_thread(kernel):
+    src = kernel.source
+    start = src.index("_fwd_thread(", src.index(f"k_{kernel.key}_"))
+    return "\n".join(l.strip() for l in src[start:src.index("\n}\n", start)].splitlines() if not l.startswith("#line"))
+
+
+def test_cheap_conditions_stay_branch_free():
+    # operands without loads, traps or adjoints are evaluated eagerly (nothing can tell), so
+    # the C++ stays one straight block; a guarded load keeps its branch
+    assert "if (" not in _fwd_thread(cheap_conditions)
+    guarded = _fwd_thread(guarded_read)
+    assert re.search(r"if \(v\d+\) \{\nv\d+ = kc::load", guarded), guarded
+    x0 = _x0()
+    x = kc.array(x0, dtype=kc.float64)
+    out = kc.zeros(N_THREADS, dtype=kc.float64)
+    kc.launch(cheap_conditions, dim=N_THREADS, inputs=[x, 2], outputs=[out])
+    i = np.arange(N_THREADS)
+    v = x0[:N_THREADS]
+    c = (v > 0) & ((i < 2) | (v < 1.0))
+    np.testing.assert_array_equal(out.numpy(), c * 1.0 + np.where(i % 2 == 0, v, -v))
+
+
+def test_ternary_sides_of_different_types_name_the_line(tmp_path, monkeypatch):
+    src = tmp_path / "bad_ternary.py"
+    src.write_text("import kernelcore as kc\n\n\n@kc.kernel\ndef k(x: kc.array(dtype=float)):\n    i = kc.tid()\n"
+                   "    v = kc.vec3(1.0, 2.0, 3.0) if x[i] > 0.0 else 1.0\n    x[i] = v[0]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import bad_ternary
+
+    with pytest.raises(kc.KernelCompileError) as info:
+        kc.launch(bad_ternary.k, dim=1, inputs=[kc.zeros(1, dtype=float)])
+    text = str(info.value)
+    assert "the two sides of 'a if c else b' have different types: vec3 and float literal" in text, text
+    assert f"{src}:7" in text and "kc.vec3(1.0, 2.0, 3.0) if x[i] > 0.0 else 1.0" in text, text

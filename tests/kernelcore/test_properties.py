@@ -1,14 +1,17 @@
-"""Property-based tests (hypothesis): random expressions as kernels vs numpy, and random
-differentiable kernels with branches and dynamic loops vs float64 finite differences."""
+"""Property-based tests (hypothesis): random expressions as kernels vs numpy, random
+differentiable kernels with branches and dynamic loops vs float64 finite differences, and
+random control flow (early exits, short-circuit conditions, ternaries) vs Python and float64
+finite differences."""
 import importlib
 import sys
 import uuid
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import kernelcore as kc
+from _control_flow_programs import N_DYN, N_THREADS, N_X, control_flow_program, python_jacobian, python_programs, run_python
 
 # ---------------------------------------------------------------------------- expressions
 SCALAR_LEAVES = ["a", "b", "c", "0.5", "2.0", "1.5"]
@@ -157,3 +160,34 @@ def test_random_differentiable_kernels_pass_gradcheck(tmp_path, kernels):
         r = kc.autograd.gradcheck(getattr(mod, f"k{k}"), dim=4, inputs=[x, 5], outputs=[y, z], eps=1e-6,
                                   atol=1e-5, rtol=1e-4, raise_exception=False, show_summary=False)
         assert r, kernels[k] + "\n" + r.summary()
+
+
+# ---------------------------------------------------------------------------- control flow
+# Random programs with break / continue / return in static, dynamic and while loops, short-circuit
+# conditions and ternaries whose needless side would be NaN or read out of bounds (see
+# _control_flow_programs.py). Many programs share one module (one compile per example); half the
+# examples build in debug mode, where a needless out-of-bounds read raises.
+CF_PROGRAMS_PER_MODULE = 16
+
+
+@settings(max_examples=12, derandomize=True, database=None, deadline=None, phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.sampled_from(["release", "debug"]),
+       st.tuples(*[control_flow_program(k) for k in range(CF_PROGRAMS_PER_MODULE)]))
+def test_random_control_flow_programs_match_python_and_finite_differences(tmp_path, monkeypatch, mode, programs):
+    monkeypatch.setattr(kc.config, "mode", mode)
+    mod = _import_source(tmp_path, "import kernelcore as kc\n\n\n" + "\n\n\n".join(programs) + "\n")
+    ns = python_programs(programs)
+    rng = np.random.default_rng(7)
+    for k, text in enumerate(programs):
+        x0 = rng.uniform(0.3, 0.9, N_X) * rng.choice([-1.0, 1.0], N_X)
+        ref, _ = run_python(ns, k, x0)
+        kernel = getattr(mod, f"k{k}")
+        x = kc.array(x0, dtype=kc.float64, requires_grad=True)
+        y = kc.zeros(N_THREADS, dtype=kc.float64, requires_grad=True)
+        kc.launch(kernel, dim=N_THREADS, inputs=[x, N_DYN], outputs=[y])
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-10, err_msg=f"forward of {mode} build\n{text}")
+        jac = kc.autograd.jacobian(kernel, N_THREADS, inputs=[x, N_DYN], outputs=[y])[("x", "y")]
+        assert np.all(np.isfinite(jac)), f"non-finite adjoint ({mode} build)\n{text}\n{jac}"
+        fd, valid = python_jacobian(ns, k, x0)
+        np.testing.assert_allclose(jac[valid], fd[valid], rtol=1e-5, atol=1e-6, err_msg=f"gradient of {mode} build\n{text}")
