@@ -19,7 +19,7 @@ from .device import (  # noqa: F401
 )
 from .kernel import kernel, Kernel  # noqa: F401
 from .function import func, func_grad, func_replay, func_native  # noqa: F401
-from .kernel_api import tid, printf, identity, constant  # noqa: F401
+from .kernel_api import tid, printf, identity, constant, static  # noqa: F401
 from .autodiff_api import adjoint  # noqa: F401
 from .launch import launch  # noqa: F401
 from .tape import Tape  # noqa: F401

@@ -35,6 +35,8 @@ _PY_BUILTIN_FUNCS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.ma
 # a[i] on a vector/matrix with a non-constant i: negative i counts from the end (not in the
 # public builtin table: the frontend alone emits it)
 _WRAP_INDEX = Builtin("wrap_index", ["int32", "int32"], T.int32, "kc::wrap_index", differentiable=False)
+# p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
+_FIELD_VIEW = Builtin("field_view", ["array(T)", "int32"], None, "kc::field_view", differentiable=False)
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -238,6 +240,7 @@ class _Builder:
         self.loop_counter = 0
         self.hidden_counter = 0
         self.grad_params = {}
+        self._view_root = {}          # view of an array element's field -> the array it views
 
     # -- plumbing ------------------------------------------------------------------------
     def error(self, msg, node=None):
@@ -317,6 +320,7 @@ class _Builder:
         return Var(WEAK_INT, const=r)
 
     def _note_array_access(self, row, arr):
+        arr = self._view_root.get(arr, arr)
         name = arr.label if arr in self.arg_vars else None
         if name is None:
             return
@@ -484,6 +488,8 @@ class _Builder:
         return out
 
     def _store_subscript(self, target, v):
+        if self._is_element_part(target):
+            return self._store_element_part(target, v)
         base = self.expr(target.value)
         idx = self._indices(target.slice)
         bt = base.type
@@ -531,7 +537,74 @@ class _Builder:
             raise self.error(f"a {base.type.ndim}-d array needs {base.type.ndim} indices here, got {len(idx)}", node)
         return base, idx
 
+    # -- stores into part of an array element: p[i].vel = v, a[i][1] = x, a[i].x += d ----------
+    def _is_element_part(self, node) -> bool:
+        """Is ``node`` a field/component of an array element (``arr[...]`` then ``.f``/``[k]``)?"""
+        if not isinstance(node, (ast.Attribute, ast.Subscript)):
+            return False
+        depth = 0
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            inner = node.value
+            if isinstance(node, ast.Subscript) and isinstance(inner, ast.Name) and inner.id in self.symtab \
+                    and isinstance(self.symtab[inner.id].type, ArrayType):
+                return depth > 0
+            node, depth = inner, depth + 1
+        return False
+
+    def _element_part(self, node):
+        """(array view, indices) addressing the element part ``node`` names: a view of the
+        array whose elements are that field/component (same shape and strides), so that
+        load/store/atomics and their adjoints apply to it unchanged."""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.symtab \
+                and isinstance(self.symtab[node.value.id].type, ArrayType):
+            arr = self.symtab[node.value.id]
+            idx = self._indices(node.slice)
+            arr, idx = self._array_view_for(arr, idx, node)
+            return arr, idx
+        arr, idx = self._element_part(node.value)
+        t = arr.type.dtype
+        if isinstance(node, ast.Attribute):
+            offset, ft = self._field_offset(t, node.attr, node)
+            offset = self.const(offset, T.int32)
+        else:
+            if not T.is_composite(t):
+                raise self.error(f"cannot index into an element of type {T.type_repr(t)}", node)
+            k = self._component_indices(t, self._indices(node.slice))
+            size = t._dtype._size
+            if T.is_matrix(t) and len(k) == 1:
+                ft, stride = T.vector(t._shape[1], t._dtype), t._shape[1] * size
+                offset = self.call("mul", [k[0], self.const(stride, T.int32)])
+            elif T.is_matrix(t):
+                ft = t._dtype
+                row = self.call("mul", [k[0], self.const(t._shape[1] * size, T.int32)])
+                offset = self.call("add", [row, self.call("mul", [k[1], self.const(size, T.int32)])])
+            else:
+                ft = t._dtype
+                offset = self.call("mul", [k[0], self.const(size, T.int32)])
+        view = Var(ArrayType(ft, arr.type.ndim))
+        self.emit(Call(view, _FIELD_VIEW, [arr, offset], template=T.ctype_name(ft)))
+        self._view_root[view] = self._view_root.get(arr, arr)
+        return view, idx
+
+    def _field_offset(self, t, attr, node):
+        """(byte offset, type) of field/component ``attr`` of an element of type t."""
+        if T.is_struct(t):
+            if attr not in t._fields:
+                raise self.error(f"struct {t._name} has no field '{attr}'", node)
+            return getattr(t._ctypes, attr).offset, t._fields[attr]
+        if (T.is_vector(t) or T.is_quat(t)) and len(attr) == 1 and attr in "xyzw"[:t._length]:
+            return "xyzw".index(attr) * t._dtype._size, t._dtype
+        if T.is_transform(t) and attr in ("p", "q"):
+            return (0, T.vector(3, t._dtype)) if attr == "p" else (3 * t._dtype._size, T.quaternion(t._dtype))
+        raise self.error(f"{T.type_repr(t)} has no attribute '{attr}'", node)
+
+    def _store_element_part(self, target, v):
+        view, idx = self._element_part(target)
+        self.call("store", [view] + idx + [self._convert(v, view.type.dtype)])
+
     def _store_attribute(self, target, v):
+        if self._is_element_part(target):
+            return self._store_element_part(target, v)
         if not isinstance(target.value, ast.Name) or target.value.id not in self.symtab:
             raise self.error("only attributes of local variables can be assigned")
         base = self.symtab[target.value.id]
@@ -555,6 +628,11 @@ class _Builder:
         t = s.target
         if isinstance(t, ast.Subscript) and self._is_adjoint_ref(t.value):
             self._adjoint_accumulate(t, s)
+            return
+        if self._is_element_part(t) and op in ("add", "sub"):
+            # like a[i] += x: an atomic update of that field/component of the element
+            view, idx = self._element_part(t)
+            self.call("atomic_" + op, [view] + idx + [self._convert(self.expr(s.value), view.type.dtype)])
             return
         if isinstance(t, ast.Subscript):
             base = self.expr(t.value)
@@ -714,7 +792,9 @@ class _Builder:
         """A range bound: an integer known at compile time (a literal, -3, a module constant,
         2 * COUNT) stays a literal, so that small constant ranges unroll; others become int32."""
         v = self.expr(node)
-        if isinstance(v.type, WeakLiteral) and not v.type.is_float:
+        if isinstance(v.type, WeakLiteral):
+            if v.type.is_float:
+                raise self.error("range() takes integers", node)
             return v
         return self._convert(v, T.int32, what="range argument")
 
@@ -892,8 +972,28 @@ class _Builder:
         raise self.error(f"'{name}' is not a kernel value (found {type(val).__name__}); "
                          "kernels can use arguments, locals, numbers and kc.constant values")
 
+    def _eval_static(self, call):
+        """The Python value of ``kc.static(expr)``, evaluated now (when the kernel is built)."""
+        if len(call.args) != 1 or call.keywords:
+            raise self.error("kc.static() takes one expression", call)
+        text = ast.unparse(call.args[0])
+        scope = dict(self.defn.globals)
+        scope.update(self.defn.nonlocals)
+        # counters of unrolled loops (and other locals known at compile time) by value
+        scope.update({n: v.const for n, v in self.symtab.items() if v.const is not None and not n.startswith("__")})
+        try:
+            return eval(compile(ast.Expression(call.args[0]), self.defn.file, "eval"), scope)
+        except Exception as ex:
+            raise self.error(f"kc.static({text}) could not be evaluated when the kernel was built: "
+                             f"{type(ex).__name__}: {ex}", call) from None
+
     def _static_value(self, node, default=KeyError):
         """Evaluate a Name/Attribute chain in the function's globals/closure at compile time."""
+        if isinstance(node, ast.Call):
+            from . import kernel_api
+
+            if self._static_value(node.func, default=None) is kernel_api.static:
+                return self._eval_static(node)
         if isinstance(node, ast.Name):
             for scope in (self.defn.nonlocals, self.defn.globals, vars(pybuiltins)):
                 if node.id in scope:
@@ -1109,6 +1209,8 @@ class _Builder:
 
         if isinstance(e.func, ast.Name) and e.func.id in self.symtab:
             raise self.error(f"'{e.func.id}' is a value, not a function")
+        if self._static_value(e.func, default=None) is kernel_api.static:
+            return self._value_to_var(self._eval_static(e), e)
         if isinstance(e.func, ast.Attribute):
             self._reject_method_call(e.func)
         fn = self._static_value(e.func)

@@ -23,3 +23,11 @@ def identity(n, dtype=float):
 def constant(value):
     """Mark a module-level value as a compile-time constant usable in kernels."""
     return value
+
+
+def static(value):
+    """``kc.static(expr)`` inside a kernel: ``expr`` is evaluated in Python when the kernel is
+    built (module names, enclosing functions' names and the counters of unrolled loops are
+    visible) and its value used as a constant, e.g. ``range(kc.static(N))``, or as the
+    function to call, e.g. ``kc.static(table[k])(x)``. In Python scope it returns ``value``."""
+    return value

@@ -363,6 +363,16 @@ template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     r.shape[3] = 0; r.strides[3] = 0;
     return r;
 }
+// One field/component of every element (byte offset within the element) as an array of its
+// own with the same shape and strides: stores and atomics into p[i].vel or a[i][1] (frontend).
+template <typename F, typename T> KC_FUNC array_t<F> field_view(const array_t<T>& a, int32 offset) {
+    array_t<F> r;
+    r.data = (F*)((char*)a.data + offset);
+    r.grad = a.grad ? (F*)((char*)a.grad + offset) : (F*)0;
+    r.ndim = a.ndim; r.serial = a.serial;
+    for (int d = 0; d < 4; ++d) { r.shape[d] = a.shape[d]; r.strides[d] = a.strides[d]; }
+    return r;
+}
 // The gradient of an array as an array of its own (adjoint arguments of func_native snippets).
 template <typename T> KC_FUNC array_t<T> grad_array(const array_t<T>& a) { array_t<T> r = a; r.data = a.grad; r.grad = (T*)0; return r; }
 template <typename T> KC_FUNC int32 array_len(const array_t<T>& a) { return a.shape[0]; }

@@ -308,3 +308,41 @@ def test_default_that_is_not_a_kernel_value_is_named(tmp_path):
     """)
     with pytest.raises(kc.KernelCompileError, match="default value 'two' of argument 's' of 'f' is not a kernel value"):
         kc.launch(mod.k, dim=1, inputs=[kc.zeros(1, dtype=float)])
+
+
+# ---------------------------------------------------------------------------- kc.static
+def test_static_expressions_are_evaluated_when_the_kernel_is_built(tmp_path):
+    mod, path = _module(tmp_path, """
+        import math
+        N = 3
+        WEIGHTS = [0.5, 2.0, 10.0]
+
+        @kc.func
+        def double(x: float) -> float:
+            return x * 2.0
+
+        @kc.func
+        def square(x: float) -> float:
+            return x * x
+
+        OPS = [double, square]
+
+        @kc.kernel
+        def k(a: kc.array(dtype=float), out: kc.array(dtype=float)):
+            i = kc.tid()
+            s = float(0.0)
+            for j in range(kc.static(N)):
+                s = s + a[i] * kc.static(WEIGHTS[j])
+            out[i] = s + kc.static(math.sqrt(16.0)) + kc.static(OPS[1])(a[i]) + kc.static(OPS[0])(1.0)
+
+        @kc.kernel
+        def bad(a: kc.array(dtype=float), out: kc.array(dtype=float)):
+            out[0] = kc.static(WEIGHTS[7])
+    """)
+    a = np.array([1.0, -2.0], np.float32)
+    out = np.zeros(2, np.float32)
+    kc.launch(mod.k, dim=2, inputs=[a, out])
+    np.testing.assert_allclose(out, a * 12.5 + 4.0 + a * a + 2.0)
+    with pytest.raises(kc.KernelCompileError, match=r"kc.static\(WEIGHTS\[7\]\) could not be evaluated.*IndexError") as info:
+        kc.launch(mod.bad, dim=1, inputs=[a, out])
+    assert f"{path}:{_line(path, 'kc.static(WEIGHTS[7])')}" in str(info.value)

@@ -40,6 +40,18 @@ VALID = [
     "for j in range(n % 4):\n    x = x * 0.5",
     "while n > 100:\n    n = n - 7",
     "x = float(n) / 3.0 if n > 0 else x",
+    "pr = Pair()\npr.a = x\npr.b = n\nx = pr.a + float(pr.b)",
+    "tf = kc.transform(v, q)\nx = tf.p[0] + tf.q.w",
+    "x, n = two_values(x, n)",
+    "v = kc.normalize(v + kc.vec3(0.0, 0.0, 1.0))",
+    "m = m * kc.transpose(m)",
+    "n = (n & 7) | 1",
+    "x = kc.min(x, 1.0) + kc.clamp(x, -1.0, 1.0)",
+    "vi = kc.vec3i(n, 2, 3)\nn = vi[1] // (vi[2] - 3)",
+    "v.z = x\nq.x = 0.5",
+    "grid[i % 4, n % 2] += x",
+    "x = kc.static(SCALE) * x",
+    "for j in range(kc.static(LOOPS)):\n    x = x + kc.static(WEIGHTS[j])",
 ]
 INVALID = [
     "a[i] = n",                      # int into a float array
@@ -68,6 +80,13 @@ INVALID = [
     "return 1",                      # a kernel returns nothing
     "x = 'text'",
     "x = lambda: 0",
+    "pr = Pair()\npr.c = 1.0",          # no such field
+    "x = v.w",                       # a vec3 has no w
+    "x = kc.float64(x)\na[i] = x",    # float64 into a float32 array
+    "x, n = two_values(x)",          # missing argument
+    "x = kc.static(WEIGHTS[9])",     # static expression that fails
+    "a[i].x = 1.0",                  # a float element has no fields
+    "v = kc.vec3(1.0, 2.0)",         # too few components
 ]
 
 HEADER = '''import kernelcore as kc
@@ -86,6 +105,22 @@ def ihelper(n: int) -> int:
 @kc.func
 def tid_helper(x: float) -> float:
     return x + float(kc.tid())
+
+
+SCALE = 1.5
+LOOPS = 2
+WEIGHTS = [0.25, 4.0]
+
+
+@kc.struct
+class Pair:
+    a: float
+    b: int
+
+
+@kc.func
+def two_values(x: float, n: int):
+    return x * 0.5, n + 1
 
 
 @kc.func
@@ -136,6 +171,7 @@ def test_frontend_accepts_only_programs_that_compile_and_run(tmp_path, monkeypat
         try:
             kc.launch(getattr(mod, f"k{j}"), dim=4, inputs=[a, b, grid])
         except kc.KernelCompileError as e:
+            assert any(s in INVALID for s in stmts), f"rejected a valid program: {stmts}\n{e}"
             assert e.filename == path and 1 <= e.lineno <= nlines, (str(e), stmts)
             assert e.source_line and e.source_line.strip() in text, (str(e), stmts)
             assert len(str(e).splitlines()[0]) < 400, str(e)
