@@ -29,7 +29,8 @@ _MATH_DOCS = {
     "asin": "asin(x), argument clamped to [-1, 1]; adjoint 0 at |x| >= 1 (infinite slope / clamped)",
     "acos": "acos(x), argument clamped to [-1, 1]; adjoint 0 at |x| >= 1 (infinite slope / clamped), "
             "e.g. the angle between parallel unit vectors",
-    "sqrt": "sqrt(x); adjoint 0 at x = 0 (infinite slope)", "cbrt": "cbrt(x); adjoint 0 at x = 0 (infinite slope)",
+    "sqrt": "sqrt(x); adjoint +inf at x = 0 (the one-sided limit, as in Warp; catch it with a func_grad)",
+    "cbrt": "cbrt(x); adjoint +inf at x = 0 (the one-sided limit)",
     "round": "nearest integer, halves away from zero (C round; zero adjoint)",
     "rint": "nearest integer, halves to even (like numpy.round; zero adjoint)",
     "floor": "floor(x) (zero adjoint)", "ceil": "ceil(x) (zero adjoint)", "trunc": "round toward zero (zero adjoint)",
@@ -39,8 +40,8 @@ for fn in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", 
            "log10", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "rint", "degrees", "radians"):
     register(fn, ["F"], "F", doc=_MATH_DOCS.get(fn, f"{fn}(x) on float scalars"))
 register("atan2", ["F", "F"], "F", doc="atan2(y, x); adjoint 0 at (0, 0)")
-register("pow", ["F", "F"], "F", doc="x ** y; adjoint w.r.t. x: 0 when y = 0 and at x = 0 for y < 1 (infinite slope); "
-         "w.r.t. y: x**y log(x) for x > 0, else 0 (its limit at x -> 0+)")
+register("pow", ["F", "F"], "F", doc="x ** y; adjoint w.r.t. x: 0 when y = 0, +inf at x = 0 for 0 < y < 1 (the one-sided "
+         "limit, as sqrt); w.r.t. y: x**y log(x) for x > 0, else 0 (its limit at x -> 0+)")
 register("abs", ["S"], "S", doc="absolute value")
 register("sign", ["S"], "S", doc="-1 if x < 0 else 1 (sign(0) is 1; zero adjoint)")
 for fn in ("min", "max"):

@@ -181,11 +181,14 @@ template <typename T> KC_FUNC void adj_exp(T x, T& adj_x, T adj_ret) { adj_x += 
 template <typename T> KC_FUNC void adj_log(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / x; }
 template <typename T> KC_FUNC void adj_log2(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (x * T(0.6931471805599453)); }
 template <typename T> KC_FUNC void adj_log10(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (x * T(2.302585092994046)); }
-template <typename T> KC_FUNC void adj_sqrt(T x, T& adj_x, T adj_ret) { if (x > T(0)) adj_x += adj_ret / (T(2) * sqrt(x)); }   // 0 at x = 0
-template <typename T> KC_FUNC void adj_cbrt(T x, T& adj_x, T adj_ret) { T c = cbrt(x); if (c != T(0)) adj_x += adj_ret / (T(3) * c * c); }   // 0 at x = 0
+// sqrt, cbrt at 0: +inf, the one-sided limit (the seeds' safe_sqrt example shows it and catches it
+// with a custom grad)
+template <typename T> KC_FUNC void adj_sqrt(T x, T& adj_x, T adj_ret) { adj_x += adj_ret / (T(2) * sqrt(x)); }
+template <typename T> KC_FUNC void adj_cbrt(T x, T& adj_x, T adj_ret) { T c = cbrt(x); adj_x += adj_ret / (T(3) * c * c); }
 template <typename T> KC_FUNC void adj_pow(T x, T y, T& adj_x, T& adj_y, T adj_ret) {
-    // d/dx = y x^(y-1): 0 when y = 0 (x^0 = 1) and at x = 0 for y < 1 (infinite slope)
-    if (y != T(0) && (x != T(0) || y >= T(1))) adj_x += y * pow(x, y - T(1)) * adj_ret;
+    // d/dx = y x^(y-1): 0 when y = 0 (x^0 = 1, where 0 * inf would give NaN at x = 0); at x = 0
+    // and 0 < y < 1 it is +inf, the one-sided limit, as for sqrt
+    if (y != T(0)) adj_x += y * pow(x, y - T(1)) * adj_ret;
     if (x > T(0)) adj_y += pow(x, y) * log(x) * adj_ret;   // d/dy = x^y log x; 0 for x <= 0 (limit at x -> 0+)
 }
 // Rounding functions have zero derivative almost everywhere.

@@ -264,25 +264,40 @@ def test_singular_vector_adjoint_is_finite_at_exactly_repeated_values():
 
 
 @kc.kernel
-def polar_loss32(A: kc.array(dtype=kc.mat33), W: kc.array(dtype=kc.mat33), out: kc.array(dtype=kc.float32)):
+def smooth_losses32(A: kc.array(dtype=kc.mat33), W1: kc.array(dtype=kc.mat33), W2: kc.array(dtype=kc.mat33),
+                    w: kc.array(dtype=kc.vec3), out: kc.array(dtype=kc.float32, ndim=2)):
     i = kc.tid()
-    r, p = kc.polar(A[i])
     u, sigma, v = kc.svd3(A[i])
-    out[i] = kc.ddot(W[i], r) + kc.ddot(W[i], p) + sigma[0] + sigma[1] + sigma[2]
+    out[i, 0] = kc.ddot(W1[i], u @ kc.transpose(v))
+    out[i, 1] = sigma[0] + sigma[1] + sigma[2] + kc.dot(sigma, sigma) * w[i][0]
+    r, p = kc.polar(A[i])
+    out[i, 2] = kc.ddot(W1[i], r) + kc.ddot(W2[i], p)
+    q, d = kc.eig3(A[i])
+    out[i, 3] = kc.dot(d, d) + (d[0] + d[1] + d[2]) * w[i][1]
+    qq, rr = kc.qr3(A[i])
+    out[i, 4] = kc.ddot(W1[i], qq) + kc.ddot(W2[i], rr)
 
 
-def test_float32_adjoint_matches_float64():
-    names = [n for n in FULL_RANK if n != "reflection"]
-    As = np.stack([MATS[n] for n in names])
+@pytest.mark.parametrize("which", range(NLOSS), ids=LOSS_NAMES)
+def test_float32_adjoint_matches_float64(which):
+    """The float32 rows (not in the generated test) against the float64 adjoint, same losses and points."""
+    names = SMOOTH_AT[which]
+    As = np.stack([MATS[n] for n in names]).astype(np.float32).astype(np.float64)
     n = len(As)
-    W = np.random.default_rng(5).normal(size=(n, 3, 3))
+    rng = np.random.default_rng(300 + which)
+    W1, W2, w = rng.normal(size=(n, 3, 3)), rng.normal(size=(n, 3, 3)), rng.normal(size=(n, 3))
     A = kc.array(As.astype(np.float32), dtype=kc.mat33, requires_grad=True)
-    out = kc.zeros(n, dtype=kc.float32, requires_grad=True)
+    out = kc.zeros((n, NLOSS), dtype=kc.float32, requires_grad=True)
     with kc.Tape() as tape:
-        kc.launch(polar_loss32, dim=n, inputs=[A, kc.array(W.astype(np.float32), dtype=kc.mat33), out])
-    tape.backward(grads={out: kc.array(np.ones(n, np.float32), dtype=kc.float32)})
-    ref = loss_adjoint(As, W, W, np.zeros((n, 3)), 2) + loss_adjoint(As, W, W, np.zeros((n, 3)), 1)
-    np.testing.assert_allclose(A.grad.numpy(), ref, atol=2e-3 * np.abs(ref).max())
+        kc.launch(smooth_losses32, dim=n, inputs=[A] + [kc.array(x.astype(np.float32), dtype=t) for x, t in
+                                                        ((W1, kc.mat33), (W2, kc.mat33), (w, kc.vec3))] + [out])
+    seed = np.zeros((n, NLOSS), np.float32)
+    seed[:, which] = 1.0
+    tape.backward(grads={out: kc.array(seed, dtype=kc.float32)})
+    ref = loss_adjoint(As, W1, W2, w, which)
+    for k, name in enumerate(names):
+        np.testing.assert_allclose(A.grad.numpy()[k], ref[k], atol=2e-3 * max(1.0, np.abs(ref[k]).max()),
+                                   err_msg=f"{LOSS_NAMES[which]} at {name} (float32)")
 
 
 # ---- matrix_from_rows / matrix_from_cols ------------------------------------------------------------
