@@ -1,6 +1,6 @@
-"""The layers of kernelcore, bottom up: a module may import modules of its own layer or a
-lower one, never a higher one (tests/kernelcore/test_layering.py checks every import, at
-module level and inside functions, and imports each module alone).
+"""The layers of kernelcore, bottom up (docs/architecture.md): a module may import modules of
+its own layer or a lower one, never a higher one (tests/kernelcore/test_layering.py checks
+every import, at module level and inside functions, and imports each module alone).
 
 Where a lower layer must call into a higher one (an array copy recorded on the Tape, a
 struct packed for a launch), the lower layer calls a slot of ``kernelcore.hooks`` that the

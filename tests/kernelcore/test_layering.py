@@ -87,7 +87,7 @@ def test_no_import_points_to_a_higher_layer():
             if layer_of(target) > layer_of(rel):
                 bad.append(f"{os.path.relpath(path, ROOT)}:{line} ({LAYERS[layer_of(rel)][0]}) imports "
                            f"{_qualified(target)} ({LAYERS[layer_of(target)][0]})")
-    assert not bad, "upward imports:\n" + "\n".join(bad)
+    assert not bad, "upward imports:\n" + "\n".join(dict.fromkeys(bad))
 
 
 _CHILD = r"""
@@ -120,9 +120,12 @@ for name in targets:
     loaded = sorted(m for m in sys.modules if (m == "kernelcore" or m.startswith("kernelcore.")) and m not in stubs)
     report[name] = {"error": error, "loaded": loaded}
 clear()
-import kernelcore
-from kernelcore import hooks
-report["empty hooks"] = hooks.empty_slots()
+try:
+    import kernelcore
+    from kernelcore import hooks
+    report["empty hooks"] = hooks.empty_slots()
+except BaseException:
+    report["empty hooks"] = traceback.format_exc()
 print(json.dumps(report))
 """
 
