@@ -1,5 +1,5 @@
 """kernelcore: a differentiable kernel compiler for Python (CPU via C++/OpenMP, CUDA via NVRTC)."""
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 from . import config  # noqa: F401
 from .types import (  # noqa: F401
@@ -36,3 +36,4 @@ from .interop import (  # noqa: F401,E402  (interop with other frameworks; each 
     from_jax, to_jax, device_from_jax, device_to_jax, dtype_from_jax, dtype_to_jax,
 )
 from .cuda_backend import Stream  # noqa: F401,E402
+from . import host_call as _host_call  # noqa: F401,E402  (fills hooks.call_builtin: kc.<builtin> on host values)

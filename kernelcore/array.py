@@ -6,51 +6,14 @@ without data gives the type annotation used in kernel signatures.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 
 import numpy as np
 
+from . import hooks
 from . import types as T
 from .device import Device, get_device, get_runtime
-
-MAX_DIMS = 4
-
-
-class array_ctypes(ctypes.Structure):
-    """Mirror of ``kc::array_t<T>`` in native/kc_array.h."""
-
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("grad", ctypes.c_void_p),
-        ("shape", ctypes.c_int32 * 4),
-        ("ndim", ctypes.c_int32),
-        ("serial", ctypes.c_int32),  # set by launch() for one-thread CPU launches
-        ("strides", ctypes.c_int64 * 4),
-        ("keep_grad", ctypes.c_int32),  # 1: grad is a caller's adjoint buffer, stores do not consume it
-        ("reserved", ctypes.c_int32),
-    ]
-
-
-class ArrayType:
-    """Type of an array argument: element dtype and number of dimensions."""
-
-    _kind = "array"
-
-    def __init__(self, dtype=T.float32, ndim=1):
-        self.dtype = T.type_from_annotation(dtype)
-        self.ndim = int(ndim)
-        if not 1 <= self.ndim <= MAX_DIMS:
-            raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
-
-    def __eq__(self, o):
-        return isinstance(o, ArrayType) and o.dtype is self.dtype and o.ndim == self.ndim
-
-    def __hash__(self):
-        return hash(("array", T.type_key(self.dtype), self.ndim))
-
-    def __repr__(self):
-        return f"array(dtype={T.type_repr(self.dtype)}, ndim={self.ndim})"
+from .types import MAX_DIMS, ArrayType, array_ctypes  # noqa: F401  (the array type and its C layout are types)
 
 
 def _normalize_shape(shape):
@@ -274,15 +237,16 @@ class array:
         self._tape_reads = True
 
     def mark_write(self):
-        from .tape import check_write_after_read
-
-        check_write_after_read(self, "a Python-side write")
+        hooks.check_write_after_read(self, "a Python-side write")
 
     def to(self, device):
         """A copy of this array on another device."""
         out = empty(self.shape, self.dtype, device=device, requires_grad=self.requires_grad)
         copy(out, self)
         return out
+
+
+hooks.fill("is_array", lambda value: isinstance(value, array))  # types.py (a lower layer) asks through it
 
 
 def _buffer_ptr(buf):
@@ -339,9 +303,7 @@ def _copy_fields(dst, src):
 
 
 def _struct_ctypes_value(stype, value):
-    from .launch import pack_struct
-
-    return pack_struct(stype, value)
+    return hooks.pack_struct(stype, value)
 
 
 def _alloc_like(a, zero=True):
@@ -439,9 +401,7 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         s = src.flatten()[src_offset:src_offset + n]
         return copy(d, s)
     _raw_copy(dest, src)
-    from .tape import record_copy
-
-    record_copy(dest, src)
+    hooks.record_copy(dest, src)
 
 
 def clone(src: array, device=None, requires_grad=None) -> array:
@@ -450,7 +410,5 @@ def clone(src: array, device=None, requires_grad=None) -> array:
     out = zeros(src.shape, src.dtype, device or src.device, rg)
     _raw_copy(out, src)
     if rg:
-        from .tape import record_copy
-
-        record_copy(out, src)
+        hooks.record_copy(out, src)
     return out

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from . import __version__
+from .version import __version__
 
 
 def cache_dir() -> str:

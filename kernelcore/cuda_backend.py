@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import config, nvrtc, toolchain
+from . import config, hooks, nvrtc, toolchain
 from .builtins.registry import registry
 from .device import get_device
 from .emit_cuda import ERROR_STATE_KERNEL, entry_name
@@ -105,6 +105,9 @@ def build_cuda_chunk(module, kernels, device):
     for k in kernels:  # load now, so that build errors surface here and not at a later launch
         out[k].fwd.handle(device)
     return out
+
+
+hooks.fill("build_cuda_chunk", build_cuda_chunk)  # module.py (a lower layer) builds CUDA chunks through it
 
 
 def launch_cuda(kernel, device, bounds, packed_values, adjoint, stream=None, block_dim=256, max_blocks=0):

@@ -5,26 +5,20 @@ import ctypes
 
 import numpy as np
 
-from . import config
+from . import config, hooks
 from . import types as T
 from .accumulation import plan as accumulation_plan
 from .adjoint_check import check_backward
 from .array import ArrayType, array, array_ctypes
 from .device import get_device, get_runtime, num_threads
 from .errors import KernelRuntimeError
+from .module import error_state_ctypes  # noqa: F401  (defined where the library is loaded; importable here too)
 
 
 class launch_bounds_ctypes(ctypes.Structure):
     """Mirror of kc::launch_bounds_t."""
     _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("nthreads", ctypes.c_int32), ("size", ctypes.c_int64),
                 ("private_mask", ctypes.c_int32), ("_pad", ctypes.c_int32)]
-
-
-class error_state_ctypes(ctypes.Structure):
-    """Mirror of kc::error_state_t."""
-    _fields_ = [("flag", ctypes.c_int32), ("line", ctypes.c_int32), ("ndim", ctypes.c_int32), ("nidx", ctypes.c_int32),
-                ("index", ctypes.c_int32 * 4), ("shape", ctypes.c_int32 * 4), ("kind", ctypes.c_int32),
-                ("_pad", ctypes.c_int32), ("thread", ctypes.c_int64)]
 
 
 def _arg_error(kernel, name, msg, exc=TypeError):
@@ -88,6 +82,9 @@ def pack_struct(stype, value):
             T._check_array_field(value, name, ft, v)
         setattr(ct, name, pack_value(ft, v, name))
     return ct
+
+
+hooks.fill("pack_struct", pack_struct)  # array.py (a lower layer) stores struct values through it
 
 
 def pack_value(t, value, name="", kernel=None):

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 
-from . import cache, config, toolchain
+from . import cache, config, hooks, toolchain
 from . import types as T
 from .array import ArrayType
 from .builtins.registry import registry
@@ -39,6 +39,13 @@ def get_module(name: str) -> "Module":
             m = Module(name)
             rt.modules[name] = m
         return m
+
+
+class error_state_ctypes(ctypes.Structure):
+    """Mirror of kc::error_state_t."""
+    _fields_ = [("flag", ctypes.c_int32), ("line", ctypes.c_int32), ("ndim", ctypes.c_int32), ("nidx", ctypes.c_int32),
+                ("index", ctypes.c_int32 * 4), ("shape", ctypes.c_int32 * 4), ("kind", ctypes.c_int32),
+                ("_pad", ctypes.c_int32), ("thread", ctypes.c_int64)]
 
 
 class LoadedKernel:
@@ -114,9 +121,7 @@ class Module:
 
     def _build_chunk(self, kernels, target, device):
         if target == "cuda":
-            from .cuda_backend import build_cuda_chunk
-
-            return build_cuda_chunk(self, kernels, device)
+            return hooks.build_cuda_chunk(self, kernels, device)
         return self._build_cpu_chunk(kernels)
 
     # -- source generation -----------------------------------------------------------------
@@ -181,8 +186,6 @@ class Module:
             binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         chunk = Chunk(key, source, lib, src_path)
-        from .launch import error_state_ctypes
-
         fn = lib.kc_error_state
         fn.restype = ctypes.POINTER(error_state_ctypes)
         chunk.error_state = fn().contents

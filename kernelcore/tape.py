@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from . import config
+from . import config, hooks
 from .adjoint_reads import adjoint_value_reads
 from . import types as T
 from .array import ArrayType, _raw_copy, array
@@ -281,6 +281,9 @@ def record_copy(dest, src):
         check_write_after_read(dest, "kc.copy")  # a copy's adjoint needs no values: src is not marked
 
 
+hooks.fill("record_copy", record_copy)  # array.py (a lower layer) records copies through it
+
+
 def _array_roles(kernel, ir):
     """(index, name, written, read only) of each array argument, worked out once per kernel IR."""
     roles = getattr(ir, "tape_array_roles", None)
@@ -298,3 +301,6 @@ def check_write_after_read(a, where):
                       "earlier on the tape by a kernel whose adjoint needs the values read; gradients through the "
                       "earlier read will be wrong (allocate a new array)",
                       stacklevel=3)
+
+
+hooks.fill("check_write_after_read", check_write_after_read)  # called by array.py (a lower layer)

@@ -13,6 +13,8 @@ import builtins as _py
 
 import numpy as np
 
+from . import hooks
+
 # ---------------------------------------------------------------------------------------
 # scalars
 
@@ -177,9 +179,7 @@ class _CompositeValue(metaclass=_TypeMeta):
 
 def _native_mul(a, b):
     """a * b (or a @ b) on host values, computed by the kernel builtin (kernelcore.host_call)."""
-    from .host_call import call_builtin
-
-    return call_builtin("mul", (a, b))
+    return hooks.call_builtin("mul", (a, b))
 
 
 def _scalar_value(x):
@@ -299,9 +299,7 @@ class StructInstance:
 def _check_array_field(struct_value, name, t, value):
     """A kc array stored in an array field must have the field's dtype and ndim (else the
     kernel would read its bytes as another type)."""
-    from .array import ArrayType, array
-
-    if isinstance(t, ArrayType) and isinstance(value, array):
+    if isinstance(t, ArrayType) and hooks.is_array(value):
         same = value.dtype is t.dtype or (is_struct(value.dtype) and value.dtype._ctype == getattr(t.dtype, "_ctype", None))
         if not same or value.ndim != t.ndim:
             raise TypeError(f"struct {struct_value._name} field '{name}' is {t!r}; got an array of "
@@ -419,8 +417,6 @@ def type_repr(t) -> str:
 
 def type_key(t) -> str:
     """A stable string identifying a type (used in hashes and mangled names)."""
-    from .array import ArrayType
-
     if isinstance(t, ArrayType):
         return f"array<{type_key(t.dtype)},{t.ndim}>"
     if is_struct(t):
@@ -432,8 +428,6 @@ def type_key(t) -> str:
 
 def ctype_name(t) -> str:
     """C++ spelling of a type."""
-    from .array import ArrayType
-
     if isinstance(t, ArrayType):
         return f"kc::array_t<{ctype_name(t.dtype)}>"
     return t._ctype
@@ -441,8 +435,6 @@ def ctype_name(t) -> str:
 
 def ctypes_of(t):
     """ctypes layout of a type, mirroring the C++ struct."""
-    from .array import ArrayType, array_ctypes
-
     if isinstance(t, ArrayType):
         return array_ctypes
     return t._ctypes
@@ -466,8 +458,6 @@ def struct_np_dtype(t) -> np.dtype:
     dt = t.__dict__.get("_np_dtype")
     if dt is not None:
         return dt
-    from .array import ArrayType
-
     names, formats, offsets = [], [], []
     for name, ft in t._fields.items():
         names.append(name)
@@ -526,3 +516,42 @@ transform, transformd = transformation(float32), transformation(float64)
 spatial_vector, spatial_vectord = vector(6, float32), vector(6, float64)
 spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)
 
+
+# -- arrays as a type (the array values themselves live in array.py) -----------------------
+MAX_DIMS = 4
+
+
+class array_ctypes(ctypes.Structure):
+    """Mirror of ``kc::array_t<T>`` in native/kc_array.h."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("grad", ctypes.c_void_p),
+        ("shape", ctypes.c_int32 * 4),
+        ("ndim", ctypes.c_int32),
+        ("serial", ctypes.c_int32),  # set by launch() for one-thread CPU launches
+        ("strides", ctypes.c_int64 * 4),
+        ("keep_grad", ctypes.c_int32),  # 1: grad is a caller's adjoint buffer, stores do not consume it
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+class ArrayType:
+    """Type of an array argument: element dtype and number of dimensions."""
+
+    _kind = "array"
+
+    def __init__(self, dtype=float32, ndim=1):
+        self.dtype = type_from_annotation(dtype)
+        self.ndim = int(ndim)
+        if not 1 <= self.ndim <= MAX_DIMS:
+            raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
+
+    def __eq__(self, o):
+        return isinstance(o, ArrayType) and o.dtype is self.dtype and o.ndim == self.ndim
+
+    def __hash__(self):
+        return hash(("array", type_key(self.dtype), self.ndim))
+
+    def __repr__(self):
+        return f"array(dtype={type_repr(self.dtype)}, ndim={self.ndim})"

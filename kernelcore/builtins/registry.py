@@ -18,6 +18,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from .. import hooks
 from .. import types as T
 from ..array import ArrayType
 
@@ -243,9 +244,7 @@ class BuiltinStub:
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise TypeError(f"kc.{self.name}() takes no keyword arguments")
-        from ..host_call import call_builtin
-
-        return call_builtin(self.name, args)
+        return hooks.call_builtin(self.name, args)
 
     def __repr__(self):
         return f"<kernelcore builtin {self.name}>"
