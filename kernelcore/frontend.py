@@ -35,8 +35,28 @@ _PY_BUILTIN_FUNCS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.ma
 # a[i] on a vector/matrix with a non-constant i: negative i counts from the end (not in the
 # public builtin table: the frontend alone emits it)
 _WRAP_INDEX = Builtin("wrap_index", ["int32", "int32"], T.int32, "kc::wrap_index", differentiable=False)
+# arr[i] with an i that may be negative: counts from the end of dimension d
+_WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], T.int32, "kc::wrap_array_index",
+                            differentiable=False)
+# integer results known to be >= 0, and operations that keep values >= 0 (see _Builder._nonneg)
+_NONNEG_RESULTS = ("array_len", "array_shape")
+_NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
 # p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
 _FIELD_VIEW = Builtin("field_view", ["array(T)", "int32"], None, "kc::field_view", differentiable=False)
+
+
+def _target_names(t) -> set:
+    """Local names an assignment target rebinds: ``x``, ``a, b``, and the base of ``v[k] = ..``
+    or ``s.f = ..`` (not names read in the indices, e.g. ``i`` in ``out[i] = ..``)."""
+    if isinstance(t, ast.Name):
+        return {t.id}
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return set().union(*(_target_names(e) for e in t.elts))
+    if isinstance(t, ast.Starred):
+        return _target_names(t.value)
+    while isinstance(t, (ast.Subscript, ast.Attribute)):
+        t = t.value
+    return {t.id} if isinstance(t, ast.Name) else set()
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -241,6 +261,7 @@ class _Builder:
         self.hidden_counter = 0
         self.grad_params = {}
         self._view_root = {}          # view of an array element's field -> the array it views
+        self._nonneg_ids = set()      # ids of integer values known to be >= 0 (array indices need no wrap)
 
     # -- plumbing ------------------------------------------------------------------------
     def error(self, msg, node=None):
@@ -300,10 +321,33 @@ class _Builder:
             raise self.error(f"no overload of '{name}' accepts ({shown}){hint}", node)
         row, rtype, concrete = res
         args = [self.materialize(a, t) for a, t in zip(args, concrete)]
+        if (row.array_access or row.name == "view") and isinstance(args[0].type, ArrayType):
+            args = self._wrap_array_indices(args)
         out = Var(rtype) if rtype is not None else None
         self.emit(Call(out, row, args))
         if row.array_access:
             self._note_array_access(row, args[0])
+        if out is not None and (row.name in _NONNEG_RESULTS or
+                                (row.name in _NONNEG_PRESERVING and all(self._nonneg(a) for a in args))):
+            self._nonneg_ids.add(out.id)
+        return out
+
+    def _nonneg(self, v) -> bool:
+        """Is integer value v known to be >= 0 here (a thread index, a count, ...)?"""
+        if v.id in self._nonneg_ids:
+            return True
+        return v.const is not None and not isinstance(v.const, bool) and v.const >= 0
+
+    def _wrap_array_indices(self, args):
+        """A negative array index counts from the end of its dimension (as in Python and Warp):
+        indices not known to be >= 0 go through kc::wrap_array_index (no cost for thread indices)."""
+        arr, out = args[0], list(args)
+        for d in range(min(arr.type.ndim, len(args) - 1)):
+            i = out[1 + d]
+            if T.is_int(i.type) and not self._nonneg(i):
+                r = Var(T.int32)
+                self.emit(Call(r, _WRAP_ARRAY_INDEX, [arr, self.const(d, T.int32), i]))
+                out[1 + d] = r
         return out
 
     def _fold(self, name, args):
@@ -445,6 +489,7 @@ class _Builder:
             for k, t in enumerate(target.elts):
                 out = Var(T.int32)
                 self.emit(Tid(out, k))
+                self._nonneg_ids.add(out.id)
                 self._assign_target(t, out)
             return
         if isinstance(value_node, ast.Tuple):
@@ -855,9 +900,7 @@ class _Builder:
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                     for t in targets:
-                        for m in ast.walk(t):
-                            if isinstance(m, ast.Name):
-                                names.add(m.id)
+                        names |= _target_names(t)
                 elif isinstance(n, (ast.For,)):
                     for m in ast.walk(n.target):
                         if isinstance(m, ast.Name):
@@ -897,6 +940,8 @@ class _Builder:
         if kind == "range":
             loop.start, loop.stop, loop.step = rng
             loop.counter = Var(T.int32, s.target.id)
+            if self._nonneg(loop.start) and loop.step.const is not None and loop.step.const > 0:
+                self._nonneg_ids.add(loop.counter.id)
         else:
             self.blocks.append(loop.cond_block)
             loop.cond = self.truth(self.expr(s.test))
@@ -1222,6 +1267,7 @@ class _Builder:
             self.ir.tid_arity = max(self.ir.tid_arity, 1)
             out = Var(T.int32)
             self.emit(Tid(out, -1))
+            self._nonneg_ids.add(out.id)
             return out
         if fn is pybuiltins.print:
             return self._print(e)

@@ -52,18 +52,18 @@ KC_FUNC int32 tid_dim(const launch_bounds_t& b, int64 t, int k) {
 }
 
 // ---- element addressing -----------------------------------------------------------------
-// A negative index counts from the end of its dimension (a[-1] is the last element), as in
-// Python and Warp; one compare and add per index (a conditional move, no branch).
-KC_FUNC int64 wrap(int32 i, int32 n) { return i < 0 ? (int64)i + n : (int64)i; }
 template <typename T> KC_FUNC T* elem(T* base, const array_t<T>& a, int64 off) { return (T*)((char*)base + off); }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i) { return wrap(i, a.shape[0]) * a.strides[0]; }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j) { return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1]; }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k) {
-    return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1] + wrap(k, a.shape[2]) * a.strides[2];
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i) { return i * a.strides[0]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j) { return i * a.strides[0] + j * a.strides[1]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2]; }
+template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k, int32 l) { return i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]; }
+// A negative index counts from the end of dimension d (a[-1] is the last element), as in
+// Python and Warp. The frontend applies it only to indices not known to be >= 0; one still
+// out of range after it is left as it is (for the debug bounds check to report).
+template <typename T> KC_FUNC int32 wrap_array_index(const array_t<T>& a, int32 d, int32 i) {
+    return (i < 0 && i >= -a.shape[d]) ? i + a.shape[d] : i;
 }
-template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j, int32 k, int32 l) {
-    return wrap(i, a.shape[0]) * a.strides[0] + wrap(j, a.shape[1]) * a.strides[1] + wrap(k, a.shape[2]) * a.strides[2] + wrap(l, a.shape[3]) * a.strides[3];
-}
+template <typename T> KC_FUNC void adj_wrap_array_index(const array_t<T>&, int32, int32, array_t<T>&, int32&, int32&, int32) {}
 // Index into a vector/matrix row of length n (the frontend emits it for non-constant indices).
 KC_FUNC int32 wrap_index(int32 i, int32 n) { return i < 0 ? i + n : i; }
 KC_FUNC void adj_wrap_index(int32, int32, int32&, int32&, int32) {}
@@ -105,7 +105,7 @@ KC_FUNC bool claim_error() {
 template <typename T> KC_FUNC bool bounds_check(const array_t<T>& a, int32 line, int nidx, int32 i0, int32 i1 = 0, int32 i2 = 0, int32 i3 = 0) {
     int32 idx[4] = {i0, i1, i2, i3};
     bool ok = nidx <= a.ndim;
-    for (int d = 0; d < nidx && ok; ++d) ok = idx[d] >= -a.shape[d] && idx[d] < a.shape[d];
+    for (int d = 0; d < nidx && ok; ++d) ok = idx[d] >= 0 && idx[d] < a.shape[d];
     if (ok) return true;
     if (claim_error()) {
         g_error.line = line; g_error.ndim = a.ndim; g_error.nidx = nidx; g_error.kind = KC_ERR_BOUNDS;
@@ -356,8 +356,8 @@ KC_ARRAY_OPS(4)
 // a[i] on a multi-dimensional array is a view of one fewer dimension.
 template <typename T> KC_FUNC array_t<T> view(const array_t<T>& a, int32 i) {
     array_t<T> r;
-    r.data = elem(a.data, a, offset(a, i));
-    r.grad = a.grad ? elem(a.grad, a, offset(a, i)) : (T*)0;
+    r.data = elem(a.data, a, i * a.strides[0]);
+    r.grad = a.grad ? elem(a.grad, a, i * a.strides[0]) : (T*)0;
     r.ndim = a.ndim - 1; r.serial = a.serial; r.keep_grad = a.keep_grad; r.reserved = 0;
     for (int d = 0; d < 3; ++d) { r.shape[d] = a.shape[d + 1]; r.strides[d] = a.strides[d + 1]; }
     r.shape[3] = 0; r.strides[3] = 0;
@@ -369,7 +369,7 @@ template <typename F, typename T> KC_FUNC array_t<F> field_view(const array_t<T>
     array_t<F> r;
     r.data = (F*)((char*)a.data + offset);
     r.grad = a.grad ? (F*)((char*)a.grad + offset) : (F*)0;
-    r.ndim = a.ndim; r.serial = a.serial;
+    r.ndim = a.ndim; r.serial = a.serial; r.keep_grad = a.keep_grad; r.reserved = 0;
     for (int d = 0; d < 4; ++d) { r.shape[d] = a.shape[d]; r.strides[d] = a.strides[d]; }
     return r;
 }

@@ -179,6 +179,21 @@ def test_negative_array_indices_pass_debug_bounds_checks(monkeypatch):
 
 
 @kc.kernel
+def nonnegative_indices(a: kc.array2d(dtype=float), out: kc.array(dtype=float)):
+    i, j = kc.tid()
+    for k in range(len(out)):
+        out[(i * 2 + k) % len(out)] = a[i, j // 2] + a[i, kc.max(j, 1)]
+
+
+def test_indices_known_nonnegative_are_not_wrapped():
+    """Thread indices, loop counters from 0 and what + * // % min max make of them cost no
+    wrap (the accumulation analysis also needs the thread index itself)."""
+    assert "wrap_array_index" not in nonnegative_indices.source
+    assert "wrap_array_index" not in int_divmod.source
+    assert negative_array_indices.source.count("kc::wrap_array_index(") >= 5
+
+
+@kc.kernel
 def component_indices(k: int, out: kc.array(dtype=float)):
     v = kc.vec3(1.0, 2.0, 3.0)
     m = kc.mat22(1.0, 2.0, 3.0, 4.0)
