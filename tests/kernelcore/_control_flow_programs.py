@@ -27,10 +27,9 @@ N_X = 8          # length of x
 N_THREADS = 4
 N_DYN = 3        # value of n (dynamic trip counts)
 
-#: dynamic loops (range(n), while) inside dynamic loops. Off until the adjoint of nested
-#: dynamic loops restores each inner loop's own checkpoints (the `nestedloops` branch); the
-#: inner loop's checkpoint count is not reset at each entry on this branch's main.
-NESTED_DYNAMIC = False
+#: dynamic loops (range(n), while) inside dynamic loops: their adjoints restore each inner
+#: loop's own checkpoints (kc_loop.h resets a loop's records at every entry)
+NESTED_DYNAMIC = True
 
 SMOOTH = ["acc * 0.9 + a", "kc.sin(acc) + b", "acc * a - b * 0.5", "kc.tanh(acc + a)", "acc + kc.cos(b * acc)",
           "kc.sqrt(1.0 + acc * acc) * b", "acc + 0.1 * kc.float64({J}) * a", "acc * 0.5 + a * b"]
