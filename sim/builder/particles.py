@@ -170,5 +170,5 @@ class ParticleBuilder:
 
 def _check_volume(volume, who):
     if not (np.isfinite(volume) and volume >= 0):
-        raise ValueError(f"{who}: volume must be finite and >= 0, got {volume!r}")
+        raise ValueError(f"{who}: volume must be finite and >= 0, got {float(volume)!r}")
     return float(volume)
