@@ -5,7 +5,8 @@ One step is three launches (Hu et al. 2018, moving-least-squares MPM with APIC):
 * ``p2g``: update each particle's deformation gradient and stress (sim/mpm_constitutive.py),
   then scatter mass and affine momentum ``m v + (m C - dt V (4 / dx^2) tau) (x_i - x_p)``
   to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds);
-* ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders;
+* ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders (ground plane,
+  static sphere/box/plane shapes; a node inside one keeps only what the boundary rule allows);
 * ``g2p``: gather velocity and the APIC affine matrix ``C = (4 / dx^2) sum w v (x_i - x_p)^T``
   and move the particle, ``x += dt v``.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
+from .collide_shapes import box_closest
 from .mpm_constitutive import update_particle_material
 
 BOUNDARY_STICKY = 0
@@ -123,10 +125,33 @@ def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int):
     return out
 
 
+@kc.func
+def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, boundary: int):
+    """Grid velocity after a node at ``x`` [m] meets a static sphere (0), box (1) or plane (2); meshes are skipped."""
+    phi = float(1.0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    if kind == 0:
+        d = x - pos
+        r = kc.length(d)
+        phi = r - scale[0]
+        if r > 0.0:
+            n = d / r
+    if kind == 1:
+        b = box_closest(kc.transpose(rot) * (x - pos), scale)
+        n = rot * kc.vec3(b[0], b[1], b[2])
+        phi = b[3]
+    if kind == 2:
+        n = rot * kc.vec3(0.0, 1.0, 0.0)
+        phi = kc.dot(x - pos, n)
+    return collide_plane(v, n, phi, boundary)
+
+
 @kc.kernel
 def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
                           gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
+                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                           grid_v: kc.array(dtype=kc.vec2, ndim=2)):
     i, j = kc.tid()
     m = grid_m[i, j]
@@ -150,9 +175,11 @@ def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.a
             vx = 0.0
             vy = 0.0
     v = kc.vec3(vx, vy, 0.0)
+    xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
     if ground != 0:
-        xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
         v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary)
+    for s in range(shape_count):
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary)
     grid_v[i, j] = kc.vec2(v[0], v[1])
 
 
@@ -230,6 +257,8 @@ def p2g_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc
 def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
                           gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int, boundary: int,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
+                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                           grid_v: kc.array(dtype=kc.vec3, ndim=3)):
     i, j, k = kc.tid()
     m = grid_m[i, j, k]
@@ -257,9 +286,11 @@ def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.a
             vy = 0.0
             vz = 0.0
     v = kc.vec3(vx, vy, vz)
+    xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
     if ground != 0:
-        xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
         v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary)
+    for s in range(shape_count):
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary)
     grid_v[i, j, k] = v
 
 
@@ -330,11 +361,13 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out):
 
 
 def update_grid(model, grid, gravity, boundary, dt):
-    """Grid velocities [m/s]: momentum / mass + dt g, then domain walls and the ground plane."""
+    """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and static
+    sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says)."""
     kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
     kc.launch(kernel, dim=grid.shape,
               inputs=[grid.mv, grid.m, gravity, float(dt), *grid.shape, grid.pad, boundary,
-                      int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx],
+                      int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
+                      model.shape_count, model.shape_type, model.shape_pos, model.shape_rot, model.shape_scale],
               outputs=[grid.v], device=model.device)
 
 

@@ -156,3 +156,32 @@ def test_bar_oscillation_frequency_matches_wave_speed(material):
     assert abs(period - T) / T < 0.05, (period, T)
     # and the mode is still mostly there (no large numerical damping)
     assert np.max(np.abs(a[-len(a) // 4:])) > 0.5 * abs(a[0])
+
+
+@pytest.mark.parametrize("dim,shape", [(2, "sphere"), (2, "plane"), (3, "box")])
+def test_block_lands_on_static_shape_and_does_not_pass_through(dim, shape):
+    """A block dropped on a static collider rests on it: no particle gets more than a cell inside,
+    and the block's centre of mass stops above the collider (without it, it would fall to the floor)."""
+    dx = 1.0 / 32
+    b = sim.ModelBuilder(gravity=(0.0, -9.8, 0.0))
+    mat = b.add_material(model="neo_hookean", youngs_modulus=3.0e4, poisson_ratio=0.3)
+    n = 8 if dim == 2 else 5
+    b.add_particle_grid((0.42, 0.62, 0.42 if dim == 3 else 0.0), (0.0, -1.0, 0.0), n, n, n if dim == 3 else 1,
+                        dx / 2, density=1000.0, material=mat)
+    if shape == "sphere":
+        b.add_shape_sphere((0.5, 0.35, 0.0), radius=0.2)
+        inside = lambda q: 0.2 - np.linalg.norm(q - np.array([0.5, 0.35, 0.0]), axis=1)
+    elif shape == "plane":   # tilted 20 degrees about z, through (0.5, 0.4)
+        a = np.radians(20.0)
+        b.add_shape_plane((0.5, 0.4, 0.0), rot=(0.0, 0.0, np.sin(a / 2), np.cos(a / 2)))
+        nrm = np.array([-np.sin(a), np.cos(a), 0.0])
+        inside = lambda q: -(q - np.array([0.5, 0.4, 0.0])) @ nrm
+    else:
+        b.add_shape_box((0.5, 0.3, 0.5), half_extents=(0.2, 0.1, 0.2))
+        inside = lambda q: np.min(np.array([0.2, 0.1, 0.2]) - np.abs(q - np.array([0.5, 0.3, 0.5])), axis=1)
+    model = b.finalize()
+    solver = sim.SolverMPM(model, dx=dx, bounds=((0.0,) * dim, (1.0,) * dim), dim=dim, boundary="separate")
+    worst = []
+    out = run(model, solver, 250, 1.0e-3, each=lambda k, s: worst.append(inside(s.particle_q.numpy()).max()))
+    assert max(worst) < dx, max(worst)
+    assert out.particle_q.numpy()[:, 1].mean() > 0.3

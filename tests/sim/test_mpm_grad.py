@@ -21,9 +21,11 @@ def weighted_position_loss(q: kc.array(dtype=kc.vec3), w: kc.array(dtype=kc.vec3
     kc.atomic_add(loss, 0, kc.dot(q[p], w[p]))
 
 
-def setup(material="fixed_corotated", dim=2, E=3.0e3, nu=0.3, actuated=False):
+def setup(material="fixed_corotated", dim=2, E=3.0e3, nu=0.3, sphere=False):
     b = sim.ModelBuilder(gravity=(0.0, -4.0, 0.0))
     mat = b.add_material(model=material, youngs_modulus=E, poisson_ratio=nu)
+    if sphere:   # the block's lower right corner hits it within the run
+        b.add_shape_sphere((0.55, 0.02, 0.0), radius=0.08)
     n = 6 if dim == 2 else 3
     sp = 1.0 / 48
     b.add_particle_grid((0.4, 0.12, 0.4 if dim == 3 else 0.0), (0.3, -0.5, 0.1 if dim == 3 else 0.0), n, n,
@@ -78,9 +80,11 @@ def fd(f, eps):
     return (f(eps) - f(-eps)) / (2 * eps)
 
 
-@pytest.mark.parametrize("material,dim", [("fixed_corotated", 2), ("neo_hookean", 2), ("fixed_corotated", 3)])
-def test_gradient_initial_velocity(material, dim):
-    model, solver, w = setup(material, dim)
+@pytest.mark.parametrize("material,dim,sphere", [("fixed_corotated", 2, False), ("neo_hookean", 2, False),
+                                                 ("fixed_corotated", 3, False), ("neo_hookean", 2, True)])
+def test_gradient_initial_velocity(material, dim, sphere):
+    """sphere: a static collider deflects part of the block (the grid update's collider loop)."""
+    model, solver, w = setup(material, dim, sphere=sphere)
     v0 = model.particle_qd.numpy().astype(np.float64)
     rng = np.random.default_rng(2)
     delta = rng.normal(size=v0.shape)
