@@ -97,23 +97,14 @@ def p2g_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc
 
 
 @kc.func
-def wall_velocity(v: float, inward: float, boundary: int):
-    """Velocity component along a wall normal: sticky/slip remove it, separate only when it points into the wall.
+def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int, friction: float):
+    """Grid velocity [m/s] of a node at signed distance ``phi`` from a wall with unit normal n (free side).
 
-    ``inward`` is +1 when positive v moves into the wall, -1 otherwise.
+    Inside (phi < 0): sticky stops the node; slip removes the normal velocity; separate
+    removes it only when it points into the wall.  While the node presses on the wall
+    (normal velocity v_n < 0), Coulomb friction slows the tangential velocity by
+    ``friction * |v_n|`` (stopping it when that is enough).
     """
-    out = v
-    if boundary != 2:
-        out = 0.0
-    else:
-        if v * inward > 0.0:
-            out = 0.0
-    return out
-
-
-@kc.func
-def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int):
-    """Grid velocity after a node at signed distance ``phi`` [m] from a plane with unit normal n (free side)."""
     out = v
     if phi < 0.0:
         vn = kc.dot(v, n)
@@ -121,12 +112,20 @@ def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int):
             out = kc.vec3(0.0, 0.0, 0.0)
         else:
             if boundary == 1 or vn < 0.0:
-                out = v - n * vn
+                vt = v - n * vn
+                out = vt
+                if vn < 0.0:
+                    lt = kc.length(vt)
+                    if lt <= -friction * vn:
+                        out = kc.vec3(0.0, 0.0, 0.0)
+                    else:
+                        out = vt * (1.0 + friction * vn / lt)
     return out
 
 
 @kc.func
-def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, boundary: int):
+def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, boundary: int,
+                  friction: float):
     """Grid velocity after a node at ``x`` [m] meets a static sphere (0), box (1) or plane (2); meshes are skipped."""
     phi = float(1.0)
     n = kc.vec3(0.0, 1.0, 0.0)
@@ -143,12 +142,21 @@ def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33
     if kind == 2:
         n = rot * kc.vec3(0.0, 1.0, 0.0)
         phi = kc.dot(x - pos, n)
-    return collide_plane(v, n, phi, boundary)
+    return collide_plane(v, n, phi, boundary, friction)
+
+
+@kc.func
+def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary: int, friction: float):
+    """The two domain walls across ``axis``: nodes 0..pad lie at or beyond the lower bound, n-1-pad.. the upper."""
+    lo = float(i - pad) - 0.5
+    hi = float(n - 1 - pad - i) - 0.5
+    out = collide_plane(v, axis, lo, boundary, friction)
+    return collide_plane(out, -axis, hi, boundary, friction)
 
 
 @kc.kernel
 def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
-                          gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
+                          gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int, friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
                           shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
@@ -159,27 +167,13 @@ def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.a
     if m > 0.0:
         mv = grid_mv[i, j]
         v = kc.vec3(mv[0] / m + gravity[0] * dt, mv[1] / m + gravity[1] * dt, 0.0)
-    vx = v[0]
-    vy = v[1]
-    if i <= pad:
-        vx = wall_velocity(vx, -1.0, boundary)
-    if i >= nx - 1 - pad:
-        vx = wall_velocity(vx, 1.0, boundary)
-    if j <= pad:
-        vy = wall_velocity(vy, -1.0, boundary)
-    if j >= ny - 1 - pad:
-        vy = wall_velocity(vy, 1.0, boundary)
-    if boundary == 0:
-        # sticky walls hold the tangential component too
-        if i <= pad or i >= nx - 1 - pad or j <= pad or j >= ny - 1 - pad:
-            vx = 0.0
-            vy = 0.0
-    v = kc.vec3(vx, vy, 0.0)
+    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
     xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
     if ground != 0:
-        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary)
+        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
     for s in range(shape_count):
-        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary)
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
     grid_v[i, j] = kc.vec2(v[0], v[1])
 
 
@@ -256,6 +250,7 @@ def p2g_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc
 @kc.kernel
 def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
                           gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int, boundary: int,
+                          friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
                           shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
@@ -265,32 +260,14 @@ def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.a
     v = kc.vec3(0.0, 0.0, 0.0)
     if m > 0.0:
         v = grid_mv[i, j, k] / m + gravity * dt
-    vx = v[0]
-    vy = v[1]
-    vz = v[2]
-    if i <= pad:
-        vx = wall_velocity(vx, -1.0, boundary)
-    if i >= nx - 1 - pad:
-        vx = wall_velocity(vx, 1.0, boundary)
-    if j <= pad:
-        vy = wall_velocity(vy, -1.0, boundary)
-    if j >= ny - 1 - pad:
-        vy = wall_velocity(vy, 1.0, boundary)
-    if k <= pad:
-        vz = wall_velocity(vz, -1.0, boundary)
-    if k >= nz - 1 - pad:
-        vz = wall_velocity(vz, 1.0, boundary)
-    if boundary == 0:
-        if i <= pad or i >= nx - 1 - pad or j <= pad or j >= ny - 1 - pad or k <= pad or k >= nz - 1 - pad:
-            vx = 0.0
-            vy = 0.0
-            vz = 0.0
-    v = kc.vec3(vx, vy, vz)
+    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
+    v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
     xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
     if ground != 0:
-        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary)
+        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
     for s in range(shape_count):
-        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary)
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
     grid_v[i, j, k] = v
 
 
@@ -360,12 +337,12 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out):
               outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
 
 
-def update_grid(model, grid, gravity, boundary, dt):
+def update_grid(model, grid, gravity, boundary, friction, dt):
     """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and static
     sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says)."""
     kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
     kc.launch(kernel, dim=grid.shape,
-              inputs=[grid.mv, grid.m, gravity, float(dt), *grid.shape, grid.pad, boundary,
+              inputs=[grid.mv, grid.m, gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
                       model.shape_count, model.shape_type, model.shape_pos, model.shape_rot, model.shape_scale],
               outputs=[grid.v], device=model.device)

@@ -62,7 +62,10 @@ class SolverMPM:
             z ignored).  Walls sit on these bounds; every particle must start inside.
         dim: 2 (x, y; plane strain, particles keep their z) or 3.
         boundary: "sticky" (walls stop the material), "slip" (normal velocity removed) or
-            "separate" (only velocity into a wall removed); also used for the ground plane.
+            "separate" (only velocity into a wall removed); also used for the ground plane
+            and the model's static sphere/box/plane shapes (mesh shapes are ignored).
+        friction: Coulomb friction coefficient of walls and colliders (slip/separate): a node
+            pressing on a wall loses up to ``friction * |v_n|`` of its tangential speed.
         actuation_axis: unit material direction (3,) along which ``Control.particle_actuation``
             pulls [Pa] (default y, as in diffmpm).
         cfl: time-step guard: ``step`` raises when ``dt > cfl * dx / c``, c the largest
@@ -76,7 +79,7 @@ class SolverMPM:
         grid_shape: nodes per axis.
     """
 
-    def __init__(self, model, dx: float, bounds, dim: int = 3, boundary: str = "separate",
+    def __init__(self, model, dx: float, bounds, dim: int = 3, boundary: str = "separate", friction: float = 0.0,
                  actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None):
         if dim not in (2, 3):
             raise ValueError(f"SolverMPM: dim must be 2 or 3, got {dim!r}")
@@ -88,6 +91,9 @@ class SolverMPM:
             raise ValueError(f"SolverMPM: dx must be a finite number > 0, got {dx!r}")
         if boundary not in BOUNDARY_CODES:
             raise ValueError(f"SolverMPM: boundary must be one of {sorted(BOUNDARY_CODES)}, got {boundary!r}")
+        if not (math.isfinite(friction) and friction >= 0):
+            raise ValueError(f"SolverMPM: friction must be finite and >= 0, got {friction!r}")
+        self.friction = float(friction)
         if not (math.isfinite(cfl) and cfl > 0):
             raise ValueError(f"SolverMPM: cfl must be finite and > 0, got {cfl!r}")
         self.model = model
@@ -203,5 +209,5 @@ class SolverMPM:
         grid = self.grid_for(state_out)
         zero_grid(grid, model.device)
         particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out)
-        update_grid(model, grid, self.gravity, self.boundary, dt)
+        update_grid(model, grid, self.gravity, self.boundary, self.friction, dt)
         grid_to_particle(model, state_in, grid, dt, state_out)

@@ -185,3 +185,29 @@ def test_block_lands_on_static_shape_and_does_not_pass_through(dim, shape):
     out = run(model, solver, 250, 1.0e-3, each=lambda k, s: worst.append(inside(s.particle_q.numpy()).max()))
     assert max(worst) < dx, max(worst)
     assert out.particle_q.numpy()[:, 1].mean() > 0.3
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.3])
+def test_block_sliding_on_the_floor_slows_by_coulomb_friction(mu):
+    """A block sliding on the floor decelerates at mu g (Coulomb): after time t its speed is v0 - mu g t.
+
+    The grid applies the friction at the wall nodes from the normal velocity each step
+    removes; the deceleration of the whole block must match mu g within 15 %.
+    """
+    dx = 1.0 / 32
+    g = 9.8
+    b = sim.ModelBuilder(gravity=(0.0, -g, 0.0))
+    mat = b.add_material(model="neo_hookean", youngs_modulus=5.0e4, poisson_ratio=0.3)
+    b.add_particle_grid((0.2, dx / 4, 0.0), (2.0, 0.0, 0.0), 12, 6, 1, dx / 2, density=1000.0, material=mat)
+    model = b.finalize()
+    solver = sim.SolverMPM(model, dx=dx, bounds=((0.0, 0.0), (1.0, 1.0)), dim=2, boundary="separate", friction=mu)
+    dt = 5.0e-4
+    hist = []
+    run(model, solver, 400, dt, each=lambda k, s: hist.append((k * dt, s.particle_qd.numpy()[:, 0].mean())))
+    t, v = np.array(hist).T
+    sel = t > 0.05                      # after the block has settled on the floor
+    decel = -np.polyfit(t[sel], v[sel], 1)[0]
+    if mu == 0.0:
+        assert abs(decel) < 0.05 * g
+    else:
+        assert abs(decel - mu * g) < 0.15 * mu * g, decel
