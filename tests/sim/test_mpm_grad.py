@@ -148,3 +148,14 @@ def test_gradient_actuation():
     num = fd(f, 20.0)
     assert abs(analytic - num) <= 0.05 * abs(num) + 1e-6, (analytic, num)
     assert abs(num) > 1e-5
+
+
+def test_diffmpm_example_walks_further(tmp_path):
+    """examples/mpm_diffmpm.py: a few controller updates move the robot further (the loss falls) and plot it."""
+    from examples import mpm_diffmpm
+
+    out = tmp_path / "loss.png"
+    res = mpm_diffmpm.main(["--iterations", "5", "--steps", "200", "--out", str(out)])
+    losses = res["losses"]
+    assert min(losses[1:]) < losses[0] - 1e-3, losses
+    assert out.stat().st_size > 1000
