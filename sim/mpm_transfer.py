@@ -156,7 +156,8 @@ def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary:
 
 @kc.kernel
 def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
-                          gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int, friction: float,
+                          min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
+                          friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
                           shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
@@ -164,7 +165,7 @@ def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.a
     i, j = kc.tid()
     m = grid_m[i, j]
     v = kc.vec3(0.0, 0.0, 0.0)
-    if m > 0.0:
+    if m > min_mass:
         mv = grid_mv[i, j]
         v = kc.vec3(mv[0] / m + gravity[0] * dt, mv[1] / m + gravity[1] * dt, 0.0)
     v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
@@ -249,8 +250,8 @@ def p2g_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc
 
 @kc.kernel
 def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
-                          gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int, boundary: int,
-                          friction: float,
+                          min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int,
+                          boundary: int, friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
                           shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
@@ -258,7 +259,7 @@ def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.a
     i, j, k = kc.tid()
     m = grid_m[i, j, k]
     v = kc.vec3(0.0, 0.0, 0.0)
-    if m > 0.0:
+    if m > min_mass:
         v = grid_mv[i, j, k] / m + gravity * dt
     v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
     v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
@@ -337,12 +338,17 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out):
               outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
 
 
-def update_grid(model, grid, gravity, boundary, friction, dt):
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt):
     """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and static
-    sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says)."""
+    sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says).
+
+    Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
+    velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
+    which underflows float32 (inf * 0 = NaN gradients, always so when denormals are flushed).
+    """
     kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
     kc.launch(kernel, dim=grid.shape,
-              inputs=[grid.mv, grid.m, gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
+              inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
                       model.shape_count, model.shape_type, model.shape_pos, model.shape_rot, model.shape_scale],
               outputs=[grid.v], device=model.device)

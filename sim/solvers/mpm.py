@@ -121,6 +121,9 @@ class SolverMPM:
         self._check_particles()
         self.wave_speed = self._max_wave_speed()
         self.max_dt = self.cfl * self.dx / self.wave_speed
+        # grid nodes below this mass get no velocity (see mpm_transfer.update_grid): 1e-9 of the
+        # lightest particle changes momentum far below float32 round-off
+        self.min_node_mass = 1.0e-9 * float(model.particle_mass.numpy().min())
         self._zero_actuation = kc.zeros(model.particle_count, dtype=float, device=model.device)
 
     # -- construction checks ------------------------------------------------------------------------
@@ -209,5 +212,5 @@ class SolverMPM:
         grid = self.grid_for(state_out)
         zero_grid(grid, model.device)
         particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out)
-        update_grid(model, grid, self.gravity, self.boundary, self.friction, dt)
+        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt)
         grid_to_particle(model, state_in, grid, dt, state_out)
