@@ -199,6 +199,7 @@ class TiDiffMpm2d:
         G = grid + 2 * pad + 1
         dx, inv_dx = 1.0 / grid, float(grid)
         p_mass, mu, la = vol * RHO, E / (2 * (1 + NU)), E * NU / ((1 + NU) * (1 - 2 * NU))
+        min_mass = 1.0e-9 * p_mass
         x = ti.Vector.field(2, ti.f32, (S + 1, n), needs_grad=True)
         v = ti.Vector.field(2, ti.f32, (S + 1, n), needs_grad=True)
         C = ti.Matrix.field(2, 2, ti.f32, (S + 1, n), needs_grad=True)
@@ -252,7 +253,7 @@ class TiDiffMpm2d:
             for i, j in gm:
                 m = gm[i, j]
                 vo = ti.Vector([0.0, 0.0])
-                if m > 0:
+                if m > min_mass:   # as SolverMPM: the adjoint of v / m squares m (float32 underflow)
                     vo = gv_in[i, j] / m + DT * ti.Vector([0.0, -GRAVITY])
                 if i <= pad and vo[0] < 0:
                     vo[0] = 0.0
@@ -328,6 +329,27 @@ class TiDiffMpm2d:
 
 
 # ----------------------------------------------------------------------------------------------
+def with_threads(fn, threads):
+    """fn run with KERNELCORE_NUM_THREADS = threads (None: all cores).
+
+    On a loaded 2-vCPU VM the OpenMP barriers of multi-threaded launches can cost far more
+    than the work (measured here: a 2-D step 1.5 ms on one thread, ~14 ms on two), so both
+    are reported.
+    """
+    def run():
+        saved = os.environ.get("KERNELCORE_NUM_THREADS")
+        if threads is not None:
+            os.environ["KERNELCORE_NUM_THREADS"] = str(threads)
+        try:
+            return fn()
+        finally:
+            if saved is None:
+                os.environ.pop("KERNELCORE_NUM_THREADS", None)
+            else:
+                os.environ["KERNELCORE_NUM_THREADS"] = saved
+    return run
+
+
 def peak_rss_gib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
@@ -352,35 +374,43 @@ def main(argv=None):
 
     # (a) 3-D step
     kc3 = KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
-    cases = {"kernelcore": kc3.forward}
+    cases = {"kernelcore": with_threads(kc3.forward, None), "kernelcore_1thread": with_threads(kc3.forward, 1)}
     if ti:
         ti3 = TiStep3d(args.particles3d_side, args.grid3d)
         cases["taichi"] = ti3.forward
     t = interleaved(cases, repeats=args.repeats, warmup=1)
     out = {"particles": kc3.model.particle_count, "grid_nodes": list(kc3.solver.grid_shape),
-           "kernelcore_step_s": t["kernelcore"]["median"]}
+           "kernelcore_step_s": t["kernelcore"]["median"],
+           "kernelcore_1thread_step_s": t["kernelcore_1thread"]["median"]}
     if ti:
         out["taichi_step_s"] = t["taichi"]["median"]
         out["taichi_over_kernelcore"] = ratio(t["taichi"]["median"], t["kernelcore"]["median"])
+        out["taichi_over_kernelcore_1thread"] = ratio(t["taichi"]["median"], t["kernelcore_1thread"]["median"])
     res["cases"]["step3d"] = out
     res["load_average_1min"].append(load_average())
 
     # (b) 2-D diffmpm size, forward and forward + backward
     kf = KcMpm(2, args.side2d, args.grid2d, steps=args.steps)
     kb = KcMpm(2, args.side2d, args.grid2d, steps=args.steps, requires_grad=True)
-    cases = {"kc_fwd": kf.forward, "kc_fwd_bwd": kb.forward_backward}
+    cases = {"kc_fwd": with_threads(kf.forward, None), "kc_fwd_bwd": with_threads(kb.forward_backward, None),
+             "kc_fwd_1t": with_threads(kf.forward, 1), "kc_fwd_bwd_1t": with_threads(kb.forward_backward, 1)}
     if ti:
         t2 = TiDiffMpm2d(args.side2d, args.grid2d, args.steps)
         cases["ti_fwd"] = t2.forward
         cases["ti_fwd_bwd"] = t2.forward_backward
     t = interleaved(cases, repeats=args.repeats, warmup=1)
     out = {"particles": kf.model.particle_count, "grid_nodes": list(kf.solver.grid_shape), "steps": args.steps,
-           "kernelcore_forward_s": t["kc_fwd"]["median"], "kernelcore_forward_backward_s": t["kc_fwd_bwd"]["median"]}
+           "kernelcore_forward_s": t["kc_fwd"]["median"], "kernelcore_forward_backward_s": t["kc_fwd_bwd"]["median"],
+           "kernelcore_1thread_forward_s": t["kc_fwd_1t"]["median"],
+           "kernelcore_1thread_forward_backward_s": t["kc_fwd_bwd_1t"]["median"]}
     if ti:
         out["taichi_forward_s"] = t["ti_fwd"]["median"]
         out["taichi_forward_backward_s"] = t["ti_fwd_bwd"]["median"]
         out["taichi_over_kernelcore_forward"] = ratio(t["ti_fwd"]["median"], t["kc_fwd"]["median"])
         out["taichi_over_kernelcore_forward_backward"] = ratio(t["ti_fwd_bwd"]["median"], t["kc_fwd_bwd"]["median"])
+        out["taichi_over_kernelcore_1thread_forward"] = ratio(t["ti_fwd"]["median"], t["kc_fwd_1t"]["median"])
+        out["taichi_over_kernelcore_1thread_forward_backward"] = ratio(t["ti_fwd_bwd"]["median"],
+                                                                      t["kc_fwd_bwd_1t"]["median"])
         a, b = kb.grad_v0.astype(np.float64), t2.grad_v0.astype(np.float64)
         out["gradient_rel_diff_vs_taichi"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
     res["cases"]["diffmpm2d"] = out
@@ -392,7 +422,7 @@ def main(argv=None):
         before = peak_rss_gib()
         km = KcMpm(2, args.side2d, args.grid2d, steps=args.memory_steps, requires_grad=True)
         t0 = time.perf_counter()
-        km.forward_backward()
+        with_threads(km.forward_backward, 1)()
         res["cases"]["memory"] = {"steps": args.memory_steps, "particles": km.model.particle_count,
                                   "grid_nodes": list(km.solver.grid_shape),
                                   "peak_rss_gib_before": round(before, 3), "peak_rss_gib": round(peak_rss_gib(), 3),
