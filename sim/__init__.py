@@ -1,13 +1,13 @@
 """sim: particles, springs and static colliders simulated on kernelcore.
 
 ``ModelBuilder`` -> ``finalize()`` -> ``Model``; ``model.state()`` -> ``State``;
-``SolverSemiImplicit`` / ``SolverDEM`` advance a state with
+``SolverSemiImplicit`` / ``SolverDEM`` / ``SolverMPM`` advance a state with
 ``step(model, state_in, state_out, control, dt)``.  Imports nothing heavy: the
 geometry package is imported only when a scene needs a mesh or a hash grid.
 """
 from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .solvers import SolverDEM, SolverSemiImplicit
+from .solvers import SolverDEM, SolverMPM, SolverSemiImplicit
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM",
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH", "SHAPE_CAPSULE"]

@@ -39,6 +39,14 @@ class State:
         body_f: kc.array(spatial_vector), shape (body_count,) — force [N] at the centre of
             mass, then torque about it [N m], world; like particle_f, the wrench of the step
             that produced this state's successor.
+
+    Continuum (MPM) particles, present when the model has particles with a volume:
+        particle_F: kc.array(mat33) (particle_count,) — elastic deformation gradient.
+        particle_C: kc.array(mat33) (particle_count,) — APIC affine velocity matrix [1/s].
+        particle_Jp: kc.array(float) (particle_count,) — snow: det of the plastic
+            deformation; fluid: volume ratio J; 1 otherwise.
+        mpm_grid: the grid buffers SolverMPM wrote while producing this state (attached on
+            the first step that writes into this state; see sim/solvers/mpm.py).
     """
 
     def __init__(self, particle_q, particle_qd, particle_f, body_q=None, body_qd=None, body_f=None):
@@ -48,6 +56,10 @@ class State:
         self.body_q = body_q
         self.body_qd = body_qd
         self.body_f = body_f
+        self.particle_F = None
+        self.particle_C = None
+        self.particle_Jp = None
+        self.mpm_grid = None
 
     @property
     def body_count(self) -> int:
@@ -62,6 +74,8 @@ class State:
         out = [("particle_q", self.particle_q), ("particle_qd", self.particle_qd), ("particle_f", self.particle_f)]
         if self.body_q is not None:
             out += [("body_q", self.body_q), ("body_qd", self.body_qd), ("body_f", self.body_f)]
+        if self.particle_F is not None:
+            out += [("particle_F", self.particle_F), ("particle_C", self.particle_C), ("particle_Jp", self.particle_Jp)]
         return out
 
     def assign(self, other: "State"):
@@ -79,11 +93,15 @@ class Control:
             added to every particle each step (zero by default).
         body_f: kc.array(spatial_vector), shape (body_count,) — external wrenches: force [N]
             at the centre of mass, then torque [N m], world (zero by default).
+        particle_actuation: kc.array(float), shape (particle_count,) — active stress [Pa]
+            of continuum (MPM) particles along the solver's ``actuation_axis`` (muscle
+            fibres, as in DiffTaichi's diffmpm); None or zeros when unused.
     """
 
-    def __init__(self, particle_f_ext=None, body_f=None):
+    def __init__(self, particle_f_ext=None, body_f=None, particle_actuation=None):
         self.particle_f_ext = particle_f_ext
         self.body_f = body_f
+        self.particle_actuation = particle_actuation
 
 
 class Model:
@@ -93,6 +111,8 @@ class Model:
         particle_q, particle_qd: vec3 (N,) — initial positions [m] / velocities [m/s].
         particle_mass: float (N,) [kg]; particle_inv_mass: float (N,) [1/kg], 0 = fixed.
         particle_radius: float (N,) [m]; particle_material: int (N,) index into material_*.
+        particle_volume: float (N,) — continuum volume [m^3] (SolverMPM), 0 for plain particles;
+        particle_continuum: bool — some particle has a volume (states then carry F, C, Jp).
         particle_max_radius: float [m] — largest radius (sizes the contact search).
         particle_damping: float [1/s] — linear drag, acceleration ``-particle_damping * v``.
 
@@ -110,6 +130,13 @@ class Model:
         material_cohesion: float (M,) — attractive force at contact [N].
         material_cohesion_distance: float (M,) — gap over which cohesion fades [m].
         material_max_cohesion_distance: float [m] — the largest of them.
+
+    Continuum materials (SolverMPM; see sim/mpm_constitutive.py):
+        material_mpm_model: int (M,) — 0 none, 1 neo_hookean, 2 fixed_corotated, 3 snow,
+            4 sand, 5 fluid; material_mpm_model_names: the same as a list of names/None.
+        material_youngs_modulus [Pa], material_poisson_ratio, material_hardening,
+        material_critical_compression, material_critical_stretch,
+        material_friction_angle [rad], material_viscosity [Pa s]: float (M,).
 
     Rigid bodies (``B = body_count``, see sim/builder/bodies.py):
         body_q: transform (B,) — initial body frames; body_qd: spatial_vector (B,) — initial
@@ -166,18 +193,29 @@ class Model:
     def state(self, requires_grad=None) -> State:
         """A new State holding copies of the initial positions and velocities."""
         rg = self.requires_grad if requires_grad is None else requires_grad
-        return State(kc.clone(self.particle_q, requires_grad=rg),
-                     kc.clone(self.particle_qd, requires_grad=rg),
-                     kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
-                     kc.clone(self.body_q, requires_grad=rg),
-                     kc.clone(self.body_qd, requires_grad=rg),
-                     kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
+        s = State(kc.clone(self.particle_q, requires_grad=rg),
+                  kc.clone(self.particle_qd, requires_grad=rg),
+                  kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
+                  kc.clone(self.body_q, requires_grad=rg),
+                  kc.clone(self.body_qd, requires_grad=rg),
+                  kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
+        if getattr(self, "particle_continuum", False):
+            n = self.particle_count
+            eye = np.tile(np.eye(3, dtype=np.float32), (n, 1, 1))
+            s.particle_F = kc.array(eye, dtype=kc.mat33, device=self.device, requires_grad=rg)
+            s.particle_C = kc.zeros(n, dtype=kc.mat33, device=self.device, requires_grad=rg)
+            s.particle_Jp = kc.array(np.ones(n, np.float32), dtype=float, device=self.device, requires_grad=rg)
+        return s
 
     def control(self, requires_grad=None) -> Control:
         """A new Control with zero external forces."""
         rg = self.requires_grad if requires_grad is None else requires_grad
+        act = None
+        if getattr(self, "particle_continuum", False):
+            act = kc.zeros(self.particle_count, dtype=float, device=self.device, requires_grad=rg)
         return Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
-                       kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
+                       kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg),
+                       particle_actuation=act)
 
     # -- introspection --------------------------------------------------------------------------
     def shape_types(self):

@@ -1,6 +1,8 @@
 """The benchmark scripts run at tiny sizes and report the fields the notes quote."""
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -57,3 +59,24 @@ def test_threads_under_load_benchmark_reports_ratios(tmp_path):
     assert d["omp_wait_policy"] in ("PASSIVE", None)  # None: libgomp was loaded first, the user's setting stands
     for key in ("loaded_over_unloaded_fwd", "loaded_default_over_one_thread_fwd", "unloaded_default_over_one_thread_bwd"):
         assert d["ratios"][key] > 0
+
+
+def test_mpm_benchmark_runs_and_its_gradient_matches_taichi(tmp_path):
+    """bench_mpm at tiny sizes; with taichi installed the 2-D gradient (taichi recomputes grids in its
+    backward, kernelcore replays stored ones) must agree with kernelcore's."""
+    have_taichi = importlib.util.find_spec("taichi") is not None   # not imported here (see below)
+    bench_mpm = os.path.join(ROOT, "benchmarks", "bench_mpm.py")
+    out = tmp_path / "mpm.json"
+    argv = ["--particles3d-side", "6", "--grid3d", "12", "--side2d", "8", "--grid2d", "24", "--steps", "6",
+            "--repeats", "1", "--memory-steps", "4", "--out", str(out)] + ([] if have_taichi else ["--no-taichi"])
+    # in a child process: ti.init() turns on flush-to-zero for the whole process, which must not
+    # leak into the rest of the test session
+    subprocess.run([sys.executable, bench_mpm] + argv, check=True, timeout=900)
+    d = json.loads(out.read_text())
+    assert d["cases"]["step3d"]["kernelcore_step_s"] > 0
+    assert d["cases"]["diffmpm2d"]["kernelcore_forward_backward_s"] > 0
+    assert d["cases"]["memory"]["gradient_finite"]
+    if have_taichi:
+        assert d["cases"]["diffmpm2d"]["gradient_rel_diff_vs_taichi"] < 1e-4
+    else:
+        pytest.skip("taichi is not installed: the peer comparison was skipped")

@@ -67,6 +67,7 @@ class MaterialBuilder:
         self.material_mu = []
         self.material_cohesion = []
         self.material_cohesion_distance = []
+        self.material_continuum = []   # per material: dict of continuum (MPM) parameters
         self.add_material()
 
     @property
@@ -74,8 +75,11 @@ class MaterialBuilder:
         return len(self.material_ke)
 
     def add_material(self, ke: float = 1.0e4, restitution: float = 0.5, mu: float = 0.5,
-                     cohesion: float = 0.0, cohesion_distance: float = 0.0) -> int:
-        """Add a contact material and return its index.
+                     cohesion: float = 0.0, cohesion_distance: float = 0.0, model: str | None = None,
+                     youngs_modulus: float = 1.0e5, poisson_ratio: float = 0.3, hardening: float = 10.0,
+                     critical_compression: float = 2.5e-2, critical_stretch: float = 7.5e-3,
+                     friction_angle: float = 30.0, viscosity: float = 0.0) -> int:
+        """Add a contact material (and, with ``model``, a continuum material for SolverMPM); return its index.
 
         Args:
             ke: normal contact stiffness [N/m].
@@ -84,6 +88,15 @@ class MaterialBuilder:
             cohesion: attractive normal force while in contact [N] (>= 0); fades to zero
                 over ``cohesion_distance`` of separation.
             cohesion_distance: separation over which cohesion fades [m] (>= 0).
+            model: continuum model for ``sim.SolverMPM``: "neo_hookean", "fixed_corotated",
+                "snow", "sand" or "fluid" (None: contact only).  See sim/mpm_constitutive.py.
+            youngs_modulus: E [Pa] (> 0); fluid: bulk modulus K = E / (3 (1 - 2 nu)).
+            poisson_ratio: nu in (-1, 0.5).
+            hardening: snow hardening coefficient xi (Lame parameters times exp(xi (1 - Jp))).
+            critical_compression, critical_stretch: snow theta_c, theta_s (singular values
+                of the elastic F stay in [1 - theta_c, 1 + theta_s]).
+            friction_angle: sand Drucker-Prager friction angle [degrees], in [0, 90).
+            viscosity: fluid dynamic viscosity [Pa s] (>= 0).
         """
         checks = {"ke": ke, "mu": mu, "cohesion": cohesion, "cohesion_distance": cohesion_distance}
         for name, v in checks.items():
@@ -96,20 +109,25 @@ class MaterialBuilder:
         self.material_mu.append(float(mu))
         self.material_cohesion.append(float(cohesion))
         self.material_cohesion_distance.append(float(cohesion_distance))
+        self.material_continuum.append(_check_continuum(
+            model=model, youngs_modulus=youngs_modulus, poisson_ratio=poisson_ratio, hardening=hardening,
+            critical_compression=critical_compression, critical_stretch=critical_stretch,
+            friction_angle=friction_angle, viscosity=viscosity))
         return len(self.material_ke) - 1
 
     def set_material(self, index: int, **params):
         """Change fields of an existing material (same keywords as add_material)."""
         cur = dict(ke=self.material_ke[index], restitution=self.material_restitution[index],
                    mu=self.material_mu[index],
-                   cohesion=self.material_cohesion[index], cohesion_distance=self.material_cohesion_distance[index])
+                   cohesion=self.material_cohesion[index], cohesion_distance=self.material_cohesion_distance[index],
+                   **self.material_continuum[index])
         unknown = set(params) - set(cur)
         if unknown:
             raise TypeError(f"set_material: unknown material parameter(s) {sorted(unknown)}")
         cur.update(params)
         n = self.material_count
         self.add_material(**cur)  # validates
-        for name in ("ke", "restitution", "mu", "cohesion", "cohesion_distance"):
+        for name in ("ke", "restitution", "mu", "cohesion", "cohesion_distance", "continuum"):
             lst = getattr(self, "material_" + name)
             lst[index] = lst.pop()
         assert self.material_count == n
@@ -131,3 +149,49 @@ class MaterialBuilder:
         m.material_cohesion = arr(self.material_cohesion)
         m.material_cohesion_distance = arr(self.material_cohesion_distance)
         m.material_max_cohesion_distance = float(max(self.material_cohesion_distance))
+        _finalize_continuum(m, self.material_continuum, device, requires_grad)
+
+
+def _check_continuum(model, youngs_modulus, poisson_ratio, hardening, critical_compression, critical_stretch,
+                     friction_angle, viscosity):
+    """Validate add_material's continuum keywords; returns them as a dict (model None: contact only)."""
+    from ..mpm_constitutive import MPM_MODEL_CODES
+
+    if model is not None and model not in MPM_MODEL_CODES:
+        raise ValueError(f"add_material: model must be one of {sorted(MPM_MODEL_CODES)} or None, got {model!r}")
+    if not (np.isfinite(youngs_modulus) and youngs_modulus > 0):
+        raise ValueError(f"add_material: youngs_modulus must be finite and > 0, got {youngs_modulus!r}")
+    if not (np.isfinite(poisson_ratio) and -1.0 < poisson_ratio < 0.5):
+        raise ValueError(f"add_material: poisson_ratio must lie in (-1, 0.5), got {poisson_ratio!r}")
+    for name, v in (("hardening", hardening), ("viscosity", viscosity)):
+        if not (np.isfinite(v) and v >= 0):
+            raise ValueError(f"add_material: {name} must be finite and >= 0, got {v!r}")
+    for name, v in (("critical_compression", critical_compression), ("critical_stretch", critical_stretch)):
+        if not (np.isfinite(v) and 0 <= v < 1):
+            raise ValueError(f"add_material: {name} must lie in [0, 1), got {v!r}")
+    if not (np.isfinite(friction_angle) and 0 <= friction_angle < 90):
+        raise ValueError(f"add_material: friction_angle must lie in [0, 90) degrees, got {friction_angle!r}")
+    return dict(model=model, youngs_modulus=float(youngs_modulus), poisson_ratio=float(poisson_ratio),
+                hardening=float(hardening), critical_compression=float(critical_compression),
+                critical_stretch=float(critical_stretch), friction_angle=float(friction_angle),
+                viscosity=float(viscosity))
+
+
+def _finalize_continuum(m, continuum, device, requires_grad):
+    """Model.material_mpm_model (int codes) and one float array (M,) per continuum parameter."""
+    from ..mpm_constitutive import MPM_MODEL_CODES, MPM_NONE
+
+    def arr(key, scale=1.0):
+        return kc.array(np.asarray([c[key] * scale for c in continuum], np.float32), dtype=float, device=device,
+                        requires_grad=requires_grad)
+
+    codes = [MPM_MODEL_CODES.get(c["model"], MPM_NONE) for c in continuum]
+    m.material_mpm_model = kc.array(np.asarray(codes, np.int32), dtype=kc.int32, device=device)
+    m.material_mpm_model_names = [c["model"] for c in continuum]
+    m.material_youngs_modulus = arr("youngs_modulus")
+    m.material_poisson_ratio = arr("poisson_ratio")
+    m.material_hardening = arr("hardening")
+    m.material_critical_compression = arr("critical_compression")
+    m.material_critical_stretch = arr("critical_stretch")
+    m.material_friction_angle = arr("friction_angle", math.pi / 180.0)
+    m.material_viscosity = arr("viscosity")

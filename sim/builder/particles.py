@@ -25,13 +25,14 @@ class ParticleBuilder:
         self.particle_mass = []
         self.particle_radius = []
         self.particle_material = []
+        self.particle_volume = []   # MPM volume [m^3] (area [m^2] in 2-D); 0 for plain particles
 
     @property
     def particle_count(self) -> int:
         return len(self.particle_q)
 
     def add_particle(self, pos, vel=(0.0, 0.0, 0.0), mass: float = 1.0, radius: float | None = None,
-                     material: int = 0) -> int:
+                     material: int = 0, volume: float = 0.0) -> int:
         """Add one particle and return its index.
 
         Args:
@@ -40,18 +41,22 @@ class ParticleBuilder:
             mass: mass [kg]; 0 makes the particle kinematic (not moved by forces).
             radius: contact radius [m] (``default_particle_radius`` when None).
             material: contact material index (see add_material).
+            volume: the particle's share of a continuum [m^3] for SolverMPM (0: none).
         """
         radius = self.default_particle_radius if radius is None else radius
         self._check_mass_radius(mass, radius, "add_particle")
+        volume = _check_volume(volume, "add_particle")
         material = self._check_material(material, "add_particle")
         self.particle_q.append(tuple(_vec3(pos, "add_particle", "pos")))
         self.particle_qd.append(tuple(_vec3(vel, "add_particle", "vel")))
         self.particle_mass.append(float(mass))
         self.particle_radius.append(float(radius))
         self.particle_material.append(material)
+        self.particle_volume.append(volume)
         return len(self.particle_q) - 1
 
-    def add_particles(self, pos, vel=None, mass=1.0, radius=None, material: int = 0) -> range:
+    def add_particles(self, pos, vel=None, mass=1.0, radius=None, material: int = 0, volume=0.0,
+                      density: float | None = None) -> range:
         """Add many particles at once; returns the range of their indices.
 
         Args:
@@ -60,9 +65,22 @@ class ParticleBuilder:
             mass: scalar or (n,) masses [kg].
             radius: scalar or (n,) radii [m] (``default_particle_radius`` when None).
             material: contact material index for all of them.
+            volume: scalar or (n,) continuum volumes [m^3] for SolverMPM (0: none).  In 2-D
+                only the ratio mass / volume (the density) matters, so any consistent unit works.
+            density: if given, mass = density * volume [kg/m^3] (``mass`` is then ignored).
         """
         pos = np.asarray(pos, dtype=np.float64).reshape(-1, 3)
         n = len(pos)
+        volume = np.broadcast_to(np.asarray(volume, np.float64), (n,))
+        if n:
+            _check_volume(volume.min(), "add_particles")
+            _check_volume(volume.max(), "add_particles")
+        if density is not None:
+            if not (np.isfinite(density) and density > 0):
+                raise ValueError(f"add_particles: density must be finite and > 0, got {density!r}")
+            if n and volume.min() <= 0:
+                raise ValueError("add_particles: density needs a volume > 0 for every particle")
+            mass = density * volume
         vel = np.zeros((n, 3)) if vel is None else np.broadcast_to(np.asarray(vel, np.float64), (n, 3))
         radius = self.default_particle_radius if radius is None else radius
         mass = np.broadcast_to(np.asarray(mass, np.float64), (n,))
@@ -79,10 +97,12 @@ class ParticleBuilder:
         self.particle_mass.extend(mass.tolist())
         self.particle_radius.extend(radius.tolist())
         self.particle_material.extend([material] * n)
+        self.particle_volume.extend(volume.tolist())
         return range(start, start + n)
 
-    def add_particle_grid(self, lower, vel, dim_x: int, dim_y: int, dim_z: int, spacing: float, mass: float,
-                          radius: float | None = None, jitter: float = 0.0, seed: int = 0, material: int = 0) -> range:
+    def add_particle_grid(self, lower, vel, dim_x: int, dim_y: int, dim_z: int, spacing: float,
+                          mass: float | None = None, radius: float | None = None, jitter: float = 0.0, seed: int = 0,
+                          material: int = 0, volume: float | None = None, density: float | None = None) -> range:
         """Add a regular block of ``dim_x * dim_y * dim_z`` particles; returns their indices.
 
         Particle (i, j, k) sits at ``lower + spacing * (i, j, k)`` plus a uniform random
@@ -92,21 +112,33 @@ class ParticleBuilder:
             lower: position of particle (0, 0, 0) (3,) [m].
             vel: initial velocity of every particle (3,) [m/s].
             spacing: distance between neighbours [m].
-            mass: mass of each particle [kg].
+            mass: mass of each particle [kg] (or give ``density``).
             radius: contact radius [m] (``default_particle_radius`` when None).
+            volume: continuum volume of each particle for SolverMPM [m^3]; with ``density``
+                it defaults to ``spacing ** 3`` (one particle per cube of the lattice).
+            density: mass = density * volume [kg/m^3] (instead of ``mass``).
         """
         dims = [int(dim_x), int(dim_y), int(dim_z)]
         if min(dims) < 1:
             raise ValueError(f"add_particle_grid: dimensions must be >= 1, got {dims}")
         if not spacing > 0:
             raise ValueError(f"add_particle_grid: spacing must be > 0, got {spacing!r}")
+        if mass is None and density is None:
+            raise ValueError("add_particle_grid: give mass or density")
+        if volume is None:
+            volume = spacing ** 3 if density is not None else 0.0
         lower = _vec3(lower, "add_particle_grid", "lower")
         vel = _vec3(vel, "add_particle_grid", "vel")
         k, j, i = np.meshgrid(np.arange(dims[2]), np.arange(dims[1]), np.arange(dims[0]), indexing="ij")
         pos = lower + spacing * np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1).astype(np.float64)
         if jitter:
             pos = pos + np.random.default_rng(seed).uniform(-jitter, jitter, pos.shape)
-        return self.add_particles(pos, vel, mass, radius, material)
+        return self.add_particles(pos, vel, mass, radius, material, volume=volume, density=density)
+
+    def _finalize_particle_volumes(self, m, device, requires_grad):
+        m.particle_volume = kc.array(np.asarray(self.particle_volume, np.float32).reshape(-1), dtype=float,
+                                     device=device, requires_grad=requires_grad)
+        m.particle_continuum = any(v > 0 for v in self.particle_volume)
 
     @staticmethod
     def _check_mass_radius(mass, radius, who):
@@ -133,3 +165,10 @@ class ParticleBuilder:
                                        device=device)
         m.particle_max_radius = float(max(self.particle_radius)) if n else 0.0
         m.particle_damping = float(self.particle_damping)
+        self._finalize_particle_volumes(m, device, requires_grad)
+
+
+def _check_volume(volume, who):
+    if not (np.isfinite(volume) and volume >= 0):
+        raise ValueError(f"{who}: volume must be finite and >= 0, got {float(volume)!r}")
+    return float(volume)

@@ -1,4 +1,5 @@
 """Solvers: one module per solver, each with ``step(model, state_in, state_out, control, dt)``."""
+from .mpm import SolverMPM
 from .semi_implicit import SolverDEM, SolverSemiImplicit
 
-__all__ = ["SolverSemiImplicit", "SolverDEM"]
+__all__ = ["SolverSemiImplicit", "SolverDEM", "SolverMPM"]

@@ -1,0 +1,162 @@
+"""MPM constitutive models: Kirchhoff stresses and plastic return mappings (kc.funcs).
+
+Every function works on 3 x 3 deformation gradients.  The 2-D solver embeds its 2 x 2
+state as ``[[F2, 0], [0, 1]]`` (plane strain: no out-of-plane total strain), which gives
+exactly the usual 2-D formulas for the elastic models; the plastic models are their 3-D
+versions under plane strain (sand may flow plastically out of plane, which plane strain
+allows: only the total out-of-plane stretch is fixed).
+
+Material codes (``Model.material_mpm_model``) and what ``update_particle_material``
+does with the trial elastic gradient ``F = (I + dt C) F_old``:
+
+===========  ========================================================================
+code         model
+===========  ========================================================================
+0            none (contact-only material; the MPM solver refuses such particles)
+1            neo_hookean: tau = mu (F F^T - I) + lambda log(J) I
+2            fixed_corotated (Stomakhin 2012): tau = 2 mu (F - R) F^T + lambda (J - 1) J I
+3            snow (Stomakhin et al. 2013): singular values clamped to
+             [1 - theta_c, 1 + theta_s], Jp = det Fp, Lame parameters times
+             exp(hardening (1 - Jp)), then fixed-corotated stress
+4            sand (Klar et al. 2016): Drucker-Prager return mapping of the Hencky strain
+             eps = log(sigma), alpha = sqrt(2/3) 2 sin(phi) / (3 - sin(phi)), cohesionless;
+             stress tau = U (2 mu eps + lambda tr(eps) I) U^T
+5            fluid (weakly compressible): J tracked in Jp, J <- J det(I + dt C),
+             tau = K (J - 1) J I + J viscosity (C + C^T), K = E / (3 (1 - 2 nu)); F reset to I
+===========  ========================================================================
+
+Units: stresses [Pa], Young's modulus E [Pa], viscosity [Pa s], friction angle [rad].
+"""
+from __future__ import annotations
+
+import kernelcore as kc
+
+MPM_NONE = 0
+MPM_NEO_HOOKEAN = 1
+MPM_FIXED_COROTATED = 2
+MPM_SNOW = 3
+MPM_SAND = 4
+MPM_FLUID = 5
+MPM_MODEL_CODES = {"neo_hookean": MPM_NEO_HOOKEAN, "fixed_corotated": MPM_FIXED_COROTATED, "snow": MPM_SNOW,
+                   "sand": MPM_SAND, "fluid": MPM_FLUID}
+
+#: smallest singular value / volume ratio fed to a logarithm (inverted or crushed elements
+#: would otherwise give NaN): stresses saturate there instead.
+MIN_STRETCH = 1.0e-4
+
+
+@kc.func
+def lame_mu(E: float, nu: float):
+    """Shear modulus mu = E / (2 (1 + nu)) [Pa]."""
+    return E / (2.0 * (1.0 + nu))
+
+
+@kc.func
+def lame_lambda(E: float, nu: float):
+    """First Lame parameter lambda = E nu / ((1 + nu) (1 - 2 nu)) [Pa]."""
+    return E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+
+
+@kc.func
+def kirchhoff_neo_hookean(F: kc.mat33, mu: float, la: float):
+    """Kirchhoff stress tau = P F^T of the compressible neo-Hookean solid [Pa]."""
+    ident = kc.identity(n=3, dtype=float)
+    J = kc.max(kc.determinant(F), MIN_STRETCH)
+    return (F * kc.transpose(F) - ident) * mu + ident * (la * kc.log(J))
+
+
+@kc.func
+def kirchhoff_fixed_corotated(F: kc.mat33, mu: float, la: float):
+    """Kirchhoff stress of the fixed-corotated solid, R from the polar decomposition [Pa]."""
+    ident = kc.identity(n=3, dtype=float)
+    R, S = kc.polar(F)
+    J = kc.determinant(F)
+    return (F - R) * kc.transpose(F) * (2.0 * mu) + ident * (la * (J - 1.0) * J)
+
+
+@kc.func
+def snow_return(F: kc.mat33, Jp: float, theta_c: float, theta_s: float):
+    """Clamp the singular values of the trial elastic F; returns (F_elastic, Jp_new).
+
+    Jp = det Fp; the plastic part absorbs what the clamp removes, so det F_total is kept:
+    ``Jp_new = Jp det(F) / det(F_elastic)``.
+    """
+    U, s, V = kc.svd3(F)
+    lo = 1.0 - theta_c
+    hi = 1.0 + theta_s
+    sc = kc.vec3(kc.clamp(s[0], lo, hi), kc.clamp(s[1], lo, hi), kc.clamp(s[2], lo, hi))
+    Jp_new = Jp * (s[0] * s[1] * s[2]) / (sc[0] * sc[1] * sc[2])
+    return U * kc.diag(sc) * kc.transpose(V), Jp_new
+
+
+@kc.func
+def sand_alpha(friction_angle: float):
+    """Drucker-Prager cone coefficient alpha = sqrt(2/3) 2 sin(phi) / (3 - sin(phi))."""
+    sp = kc.sin(friction_angle)
+    return 0.816496580927726 * 2.0 * sp / (3.0 - sp)
+
+
+@kc.func
+def sand_return(F: kc.mat33, mu: float, la: float, alpha: float):
+    """Drucker-Prager projection of the Hencky strain; returns (F_elastic, tau).
+
+    Tension (tr eps >= 0) goes to the cone tip (stress-free, F_elastic = U V^T); inside the
+    cone (dgamma <= 0) nothing changes; otherwise the deviatoric strain shrinks by dgamma.
+    """
+    U, s, V = kc.svd3(F)
+    eps = kc.vec3(kc.log(kc.max(s[0], MIN_STRETCH)), kc.log(kc.max(s[1], MIN_STRETCH)),
+                  kc.log(kc.max(s[2], MIN_STRETCH)))
+    tr = eps[0] + eps[1] + eps[2]
+    dev = eps - kc.vec3(tr, tr, tr) * (1.0 / 3.0)
+    if tr >= 0.0:
+        eps = kc.vec3(0.0, 0.0, 0.0)
+    else:
+        nrm = kc.length(dev)
+        dgamma = nrm + (3.0 * la + 2.0 * mu) / (2.0 * mu) * tr * alpha
+        if dgamma > 0.0:
+            eps = eps - dev * (dgamma / nrm)
+    tr_new = eps[0] + eps[1] + eps[2]
+    se = kc.vec3(kc.exp(eps[0]), kc.exp(eps[1]), kc.exp(eps[2]))
+    principal = eps * (2.0 * mu) + kc.vec3(tr_new, tr_new, tr_new) * la
+    tau = U * kc.diag(principal) * kc.transpose(U)
+    return U * kc.diag(se) * kc.transpose(V), tau
+
+
+@kc.func
+def update_particle_material(kind: int, F_old: kc.mat33, C: kc.mat33, Jp: float, dt: float, E: float, nu: float,
+                             hardening: float, theta_c: float, theta_s: float, friction_angle: float,
+                             viscosity: float, actuation: float, act_axis: kc.vec3):
+    """Advance one particle's deformation and return (F_new, Jp_new, Kirchhoff stress tau [Pa]).
+
+    ``actuation`` [Pa] adds an active stress along the material axis ``act_axis``
+    (unit, reference frame): tau += actuation F a a^T F^T (a muscle fibre pulling along a).
+    """
+    ident = kc.identity(n=3, dtype=float)
+    F = (ident + C * dt) * F_old
+    mu = lame_mu(E, nu)
+    la = lame_lambda(E, nu)
+    Jp_new = Jp
+    tau = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if kind == 1:
+        tau = kirchhoff_neo_hookean(F, mu, la)
+    if kind == 2:
+        tau = kirchhoff_fixed_corotated(F, mu, la)
+    if kind == 3:
+        Fe, Jn = snow_return(F, Jp, theta_c, theta_s)
+        h = kc.exp(hardening * (1.0 - Jn))
+        F = Fe
+        Jp_new = Jn
+        tau = kirchhoff_fixed_corotated(Fe, mu * h, la * h)
+    if kind == 4:
+        Fs, ts = sand_return(F, mu, la, sand_alpha(friction_angle))
+        F = Fs
+        tau = ts
+    if kind == 5:
+        J = kc.max(Jp * kc.determinant(ident + C * dt), MIN_STRETCH)
+        K = E / (3.0 * (1.0 - 2.0 * nu))
+        Jp_new = J
+        F = ident
+        tau = ident * (K * (J - 1.0) * J) + (C + kc.transpose(C)) * (J * viscosity)
+    fa = F * act_axis
+    tau = tau + kc.outer(fa, fa) * actuation
+    return F, Jp_new, tau

@@ -1,0 +1,362 @@
+"""MLS-MPM transfers on a dense grid (kernels + launchers), 2-D and 3-D.
+
+One step is three launches (Hu et al. 2018, moving-least-squares MPM with APIC):
+
+* ``p2g``: update each particle's deformation gradient and stress (sim/mpm_constitutive.py),
+  then scatter mass and affine momentum ``m v + (m C - dt V (4 / dx^2) tau) (x_i - x_p)``
+  to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds);
+* ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders (ground plane,
+  static sphere/box/plane shapes; a node inside one keeps only what the boundary rule allows);
+* ``g2p``: gather velocity and the APIC affine matrix ``C = (4 / dx^2) sum w v (x_i - x_p)^T``
+  and move the particle, ``x += dt v``.
+
+Grid node (i, j[, k]) sits at ``grid_lower + dx (i, j[, k])``.  Particles always carry
+vec3 positions/velocities and mat33 F and C; the 2-D kernels read and write only the x, y
+parts (and keep C's third row/column zero and F's (2, 2) entry at 1, plane strain).
+"""
+from __future__ import annotations
+
+import kernelcore as kc
+
+from .collide_shapes import box_closest
+from .mpm_constitutive import update_particle_material
+
+BOUNDARY_STICKY = 0
+BOUNDARY_SLIP = 1
+BOUNDARY_SEPARATE = 2
+BOUNDARY_CODES = {"sticky": BOUNDARY_STICKY, "slip": BOUNDARY_SLIP, "separate": BOUNDARY_SEPARATE}
+
+
+@kc.func
+def bspline_weights(f: float):
+    """Quadratic B-spline weights of nodes base + 0, 1, 2 for a particle at base + f, f in [0.5, 1.5)."""
+    return kc.vec3(0.5 * (1.5 - f) * (1.5 - f), 0.75 - (f - 1.0) * (f - 1.0), 0.5 * (f - 0.5) * (f - 0.5))
+
+
+@kc.func
+def stencil_base(xg: float, n: int):
+    """Lowest node of a particle's stencil, kept inside the grid (escaped particles are clamped, never written out of bounds)."""
+    return kc.clamp(int(xg - 0.5), 0, n - 3)
+
+
+@kc.func
+def material_update(p: int, q: kc.array(dtype=kc.vec3), C: kc.array(dtype=kc.mat33),
+                    F: kc.array(dtype=kc.mat33), Jp: kc.array(dtype=float), material: kc.array(dtype=kc.int32),
+                    mat_kind: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float), mat_nu: kc.array(dtype=float),
+                    mat_hardening: kc.array(dtype=float), mat_theta_c: kc.array(dtype=float),
+                    mat_theta_s: kc.array(dtype=float), mat_friction: kc.array(dtype=float),
+                    mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                    dt: float):
+    m = material[p]
+    return update_particle_material(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m],
+                                    mat_theta_c[m], mat_theta_s[m], mat_friction[m], mat_viscosity[m],
+                                    actuation[p], act_axis)
+
+
+# ------------------------------------------------------------------------------------------------
+# 2-D
+# ------------------------------------------------------------------------------------------------
+@kc.kernel
+def p2g_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc.array(dtype=kc.mat33),
+                  F: kc.array(dtype=kc.mat33), Jp: kc.array(dtype=float), mass: kc.array(dtype=float),
+                  volume: kc.array(dtype=float), material: kc.array(dtype=kc.int32),
+                  mat_kind: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float), mat_nu: kc.array(dtype=float),
+                  mat_hardening: kc.array(dtype=float), mat_theta_c: kc.array(dtype=float),
+                  mat_theta_s: kc.array(dtype=float), mat_friction: kc.array(dtype=float),
+                  mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                  grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
+                  F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
+                  grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
+    p = kc.tid()
+    Fn, Jn, tau = material_update(p, q, C, F, Jp, material, mat_kind, mat_E, mat_nu, mat_hardening, mat_theta_c,
+                                  mat_theta_s, mat_friction, mat_viscosity, actuation, act_axis, dt)
+    F_out[p] = Fn
+    Jp_out[p] = Jn
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    Cp = C[p]
+    s = -dt * volume[p] * 4.0 * inv_dx * inv_dx
+    affine = kc.mat22(s * tau[0, 0] + mp * Cp[0, 0], s * tau[0, 1] + mp * Cp[0, 1],
+                      s * tau[1, 0] + mp * Cp[1, 0], s * tau[1, 1] + mp * Cp[1, 1])
+    xp = q[p] - grid_lower
+    gx = xp[0] * inv_dx
+    gy = xp[1] * inv_dx
+    bx = stencil_base(gx, nx)
+    by = stencil_base(gy, ny)
+    fx = kc.vec2(gx - float(bx), gy - float(by))
+    wx = bspline_weights(fx[0])
+    wy = bspline_weights(fx[1])
+    vp = qd[p]
+    mv = kc.vec2(vp[0], vp[1]) * mp
+    for i in range(3):
+        for j in range(3):
+            dpos = (kc.vec2(float(i), float(j)) - fx) * dx
+            w = wx[i] * wy[j]
+            grid_mv[bx + i, by + j] += (mv + affine * dpos) * w
+            grid_m[bx + i, by + j] += w * mp
+
+
+@kc.func
+def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int, friction: float):
+    """Grid velocity [m/s] of a node at signed distance ``phi`` from a wall with unit normal n (free side).
+
+    Inside (phi < 0): sticky stops the node; slip removes the normal velocity; separate
+    removes it only when it points into the wall.  While the node presses on the wall
+    (normal velocity v_n < 0), Coulomb friction slows the tangential velocity by
+    ``friction * |v_n|`` (stopping it when that is enough).
+    """
+    out = v
+    if phi < 0.0:
+        vn = kc.dot(v, n)
+        if boundary == 0:
+            out = kc.vec3(0.0, 0.0, 0.0)
+        else:
+            if boundary == 1 or vn < 0.0:
+                vt = v - n * vn
+                out = vt
+                if vn < 0.0:
+                    lt = kc.length(vt)
+                    if lt <= -friction * vn:
+                        out = kc.vec3(0.0, 0.0, 0.0)
+                    else:
+                        out = vt * (1.0 + friction * vn / lt)
+    return out
+
+
+@kc.func
+def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, boundary: int,
+                  friction: float):
+    """Grid velocity after a node at ``x`` [m] meets a static sphere (0), box (1) or plane (2); meshes are skipped."""
+    phi = float(1.0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    if kind == 0:
+        d = x - pos
+        r = kc.length(d)
+        phi = r - scale[0]
+        if r > 0.0:
+            n = d / r
+    if kind == 1:
+        b = box_closest(kc.transpose(rot) * (x - pos), scale)
+        n = rot * kc.vec3(b[0], b[1], b[2])
+        phi = b[3]
+    if kind == 2:
+        n = rot * kc.vec3(0.0, 1.0, 0.0)
+        phi = kc.dot(x - pos, n)
+    return collide_plane(v, n, phi, boundary, friction)
+
+
+@kc.func
+def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary: int, friction: float):
+    """The two domain walls across ``axis``: nodes 0..pad lie at or beyond the lower bound, n-1-pad.. the upper."""
+    lo = float(i - pad) - 0.5
+    hi = float(n - 1 - pad - i) - 0.5
+    out = collide_plane(v, axis, lo, boundary, friction)
+    return collide_plane(out, -axis, hi, boundary, friction)
+
+
+@kc.kernel
+def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
+                          min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
+                          friction: float,
+                          ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
+                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                          grid_v: kc.array(dtype=kc.vec2, ndim=2)):
+    i, j = kc.tid()
+    m = grid_m[i, j]
+    v = kc.vec3(0.0, 0.0, 0.0)
+    if m > min_mass:
+        mv = grid_mv[i, j]
+        v = kc.vec3(mv[0] / m + gravity[0] * dt, mv[1] / m + gravity[1] * dt, 0.0)
+    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
+    xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
+    if ground != 0:
+        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+    for s in range(shape_count):
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
+    grid_v[i, j] = kc.vec2(v[0], v[1])
+
+
+@kc.kernel
+def g2p_2d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_lower: kc.vec3,
+                  dx: float, nx: int, ny: int, dt: float,
+                  q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3), C_out: kc.array(dtype=kc.mat33)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    x = q[p]
+    xp = x - grid_lower
+    gx = xp[0] * inv_dx
+    gy = xp[1] * inv_dx
+    bx = stencil_base(gx, nx)
+    by = stencil_base(gy, ny)
+    fx = kc.vec2(gx - float(bx), gy - float(by))
+    wx = bspline_weights(fx[0])
+    wy = bspline_weights(fx[1])
+    new_v = kc.vec2(0.0, 0.0)
+    new_B = kc.mat22(0.0, 0.0, 0.0, 0.0)
+    for i in range(3):
+        for j in range(3):
+            dpos = kc.vec2(float(i), float(j)) - fx
+            w = wx[i] * wy[j]
+            gv = grid_v[bx + i, by + j]
+            new_v += gv * w
+            new_B += kc.outer(gv, dpos) * w
+    c = 4.0 * inv_dx
+    qd_out[p] = kc.vec3(new_v[0], new_v[1], 0.0)
+    C_out[p] = kc.mat33(c * new_B[0, 0], c * new_B[0, 1], 0.0, c * new_B[1, 0], c * new_B[1, 1], 0.0, 0.0, 0.0, 0.0)
+    q_out[p] = kc.vec3(x[0] + dt * new_v[0], x[1] + dt * new_v[1], x[2])
+
+
+# ------------------------------------------------------------------------------------------------
+# 3-D
+# ------------------------------------------------------------------------------------------------
+@kc.kernel
+def p2g_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc.array(dtype=kc.mat33),
+                  F: kc.array(dtype=kc.mat33), Jp: kc.array(dtype=float), mass: kc.array(dtype=float),
+                  volume: kc.array(dtype=float), material: kc.array(dtype=kc.int32),
+                  mat_kind: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float), mat_nu: kc.array(dtype=float),
+                  mat_hardening: kc.array(dtype=float), mat_theta_c: kc.array(dtype=float),
+                  mat_theta_s: kc.array(dtype=float), mat_friction: kc.array(dtype=float),
+                  mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                  grid_lower: kc.vec3, dx: float, nx: int, ny: int, nz: int, dt: float,
+                  F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
+                  grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
+    p = kc.tid()
+    Fn, Jn, tau = material_update(p, q, C, F, Jp, material, mat_kind, mat_E, mat_nu, mat_hardening, mat_theta_c,
+                                  mat_theta_s, mat_friction, mat_viscosity, actuation, act_axis, dt)
+    F_out[p] = Fn
+    Jp_out[p] = Jn
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    affine = tau * (-dt * volume[p] * 4.0 * inv_dx * inv_dx) + C[p] * mp
+    g = (q[p] - grid_lower) * inv_dx
+    bx = stencil_base(g[0], nx)
+    by = stencil_base(g[1], ny)
+    bz = stencil_base(g[2], nz)
+    fx = g - kc.vec3(float(bx), float(by), float(bz))
+    wx = bspline_weights(fx[0])
+    wy = bspline_weights(fx[1])
+    wz = bspline_weights(fx[2])
+    mv = qd[p] * mp
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                dpos = (kc.vec3(float(i), float(j), float(k)) - fx) * dx
+                w = wx[i] * wy[j] * wz[k]
+                grid_mv[bx + i, by + j, bz + k] += (mv + affine * dpos) * w
+                grid_m[bx + i, by + j, bz + k] += w * mp
+
+
+@kc.kernel
+def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
+                          min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int,
+                          boundary: int, friction: float,
+                          ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
+                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                          grid_v: kc.array(dtype=kc.vec3, ndim=3)):
+    i, j, k = kc.tid()
+    m = grid_m[i, j, k]
+    v = kc.vec3(0.0, 0.0, 0.0)
+    if m > min_mass:
+        v = grid_mv[i, j, k] / m + gravity * dt
+    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
+    v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
+    xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
+    if ground != 0:
+        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+    for s in range(shape_count):
+        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
+    grid_v[i, j, k] = v
+
+
+@kc.kernel
+def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
+                  dx: float, nx: int, ny: int, nz: int, dt: float,
+                  q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3), C_out: kc.array(dtype=kc.mat33)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    x = q[p]
+    g = (x - grid_lower) * inv_dx
+    bx = stencil_base(g[0], nx)
+    by = stencil_base(g[1], ny)
+    bz = stencil_base(g[2], nz)
+    fx = g - kc.vec3(float(bx), float(by), float(bz))
+    wx = bspline_weights(fx[0])
+    wy = bspline_weights(fx[1])
+    wz = bspline_weights(fx[2])
+    new_v = kc.vec3(0.0, 0.0, 0.0)
+    new_B = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                dpos = kc.vec3(float(i), float(j), float(k)) - fx
+                w = wx[i] * wy[j] * wz[k]
+                gv = grid_v[bx + i, by + j, bz + k]
+                new_v += gv * w
+                new_B += kc.outer(gv, dpos) * w
+    qd_out[p] = new_v
+    C_out[p] = new_B * (4.0 * inv_dx)
+    q_out[p] = x + new_v * dt
+
+
+# ------------------------------------------------------------------------------------------------
+# launchers
+# ------------------------------------------------------------------------------------------------
+@kc.kernel
+def zero_grid_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
+    i, j = kc.tid()
+    grid_mv[i, j] = kc.vec2(0.0, 0.0)
+    grid_m[i, j] = 0.0
+
+
+@kc.kernel
+def zero_grid_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
+    i, j, k = kc.tid()
+    grid_mv[i, j, k] = kc.vec3(0.0, 0.0, 0.0)
+    grid_m[i, j, k] = 0.0
+
+
+def zero_grid(grid, device):
+    """Clear a step's grid momentum and mass (a launch, so a Tape records it)."""
+    kernel = zero_grid_2d_kernel if len(grid.shape) == 2 else zero_grid_3d_kernel
+    kc.launch(kernel, dim=grid.shape, inputs=[grid.mv, grid.m], device=device)
+
+
+def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out):
+    """P2G: new F, Jp into ``state_out``; mass [kg] and momentum [kg m/s] into ``grid``."""
+    inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
+              state_in.particle_Jp, model.particle_mass, model.particle_volume, model.particle_material,
+              model.material_mpm_model, model.material_youngs_modulus, model.material_poisson_ratio,
+              model.material_hardening, model.material_critical_compression, model.material_critical_stretch,
+              model.material_friction_angle, model.material_viscosity, actuation, act_axis,
+              grid.lower, grid.dx, *grid.shape, float(dt)]
+    kernel = p2g_2d_kernel if len(grid.shape) == 2 else p2g_3d_kernel
+    kc.launch(kernel, dim=model.particle_count, inputs=inputs,
+              outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
+
+
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt):
+    """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and static
+    sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says).
+
+    Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
+    velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
+    which underflows float32 (inf * 0 = NaN gradients, always so when denormals are flushed).
+    """
+    kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
+    kc.launch(kernel, dim=grid.shape,
+              inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
+                      int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
+                      model.shape_count, model.shape_type, model.shape_pos, model.shape_rot, model.shape_scale],
+              outputs=[grid.v], device=model.device)
+
+
+def grid_to_particle(model, state_in, grid, dt, state_out):
+    """G2P: velocities, APIC matrices C [1/s] and advected positions into ``state_out``."""
+    kernel = g2p_2d_kernel if len(grid.shape) == 2 else g2p_3d_kernel
+    kc.launch(kernel, dim=model.particle_count,
+              inputs=[state_in.particle_q, grid.v, grid.lower, grid.dx, *grid.shape, float(dt)],
+              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)

@@ -1,0 +1,216 @@
+"""SolverMPM: moving-least-squares MPM with APIC transfers on a dense grid, 2-D or 3-D.
+
+Particles carry position, velocity, the APIC affine matrix C, the elastic deformation
+gradient F and a plastic scalar Jp (``State.particle_C/F/Jp``); materials come from
+``builder.add_material(model=...)`` and particles from ``add_particles(..., volume=,
+density=)``.  A step is zero grid -> P2G -> grid update -> G2P (sim/mpm_transfer.py).
+
+Differentiability and memory: each step writes its grid (momentum, mass, velocity) into
+buffers owned by ``state_out`` (``state_out.mpm_grid``, attached on the first step that
+writes into that state and reused afterwards).  A taped run over N states therefore keeps
+N grids, which is what the backward pass reads, and nothing is overwritten.  Per state:
+particles ``N_p (3 vec3 + 2 mat33 + 1 float) = 112 N_p`` bytes and grid
+``(d + 1 + d) 4 nodes`` bytes, doubled with gradients.  The 2-D diffmpm size (6.4K
+particles, 128^2 grid, 1024 steps) needs about 1025 x 2 x (0.72 + 0.36) MB ~ 2.2 GB.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernelcore as kc
+
+from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
+from ..mpm_transfer import BOUNDARY_CODES, grid_to_particle, particle_to_grid, update_grid, zero_grid
+
+#: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
+#: bound outwards, and a stencil (3 nodes) always fits.
+GRID_PAD = 3
+
+
+class MPMGrid:
+    """One step's dense grid: momentum ``mv`` [kg m/s], mass ``m`` [kg], velocity ``v`` [m/s].
+
+    ``shape`` = nodes per axis (d,), node (i, j[, k]) at ``lower + dx (i, j[, k])``.
+    """
+
+    def __init__(self, shape, lower, dx, pad, device, requires_grad):
+        vec = kc.vec2 if len(shape) == 2 else kc.vec3
+        self.shape = tuple(int(s) for s in shape)
+        self.lower = lower
+        self.dx = float(dx)
+        self.pad = int(pad)
+        self.mv = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
+        self.m = kc.zeros(self.shape, dtype=float, device=device, requires_grad=requires_grad)
+        self.v = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
+
+    @property
+    def nbytes(self) -> int:
+        d = len(self.shape)
+        return int(np.prod(self.shape)) * 4 * (2 * d + 1)
+
+
+class SolverMPM:
+    """MLS-MPM (APIC, quadratic B-splines) for the model's continuum particles.
+
+    Args:
+        model: a :class:`sim.Model` whose particles all have a volume > 0 and a material
+            made with ``add_material(model=...)``.
+        dx: grid spacing [m] (> 0).
+        bounds: (lower, upper) corners of the domain [m], d numbers each (3 allowed in 2-D,
+            z ignored).  Walls sit on these bounds; every particle must start inside.
+        dim: 2 (x, y; plane strain, particles keep their z) or 3.
+        boundary: "sticky" (walls stop the material), "slip" (normal velocity removed) or
+            "separate" (only velocity into a wall removed); also used for the ground plane
+            and the model's static sphere/box/plane shapes (mesh shapes are ignored).
+        friction: Coulomb friction coefficient of walls and colliders (slip/separate): a node
+            pressing on a wall loses up to ``friction * |v_n|`` of its tangential speed.
+        actuation_axis: unit material direction (3,) along which ``Control.particle_actuation``
+            pulls [Pa] (default y, as in diffmpm).
+        cfl: time-step guard: ``step`` raises when ``dt > cfl * dx / c``, c the largest
+            elastic wave speed sqrt((lambda + 2 mu) / rho) (bulk sqrt(K / rho) for fluids)
+            of the initial materials.  Fast particles (|v| dt > dx) are not checked (that
+            would need a read-back from the device).
+        gravity: (3,) [m/s^2], default the model's gravity.
+
+    Attributes:
+        max_dt: the largest time step the guard accepts [s].
+        grid_shape: nodes per axis.
+    """
+
+    def __init__(self, model, dx: float, bounds, dim: int = 3, boundary: str = "separate", friction: float = 0.0,
+                 actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None):
+        if dim not in (2, 3):
+            raise ValueError(f"SolverMPM: dim must be 2 or 3, got {dim!r}")
+        try:
+            dx_ok = math.isfinite(float(dx)) and float(dx) > 0
+        except (TypeError, ValueError):
+            dx_ok = False
+        if not dx_ok:
+            raise ValueError(f"SolverMPM: dx must be a finite number > 0, got {dx!r}")
+        if boundary not in BOUNDARY_CODES:
+            raise ValueError(f"SolverMPM: boundary must be one of {sorted(BOUNDARY_CODES)}, got {boundary!r}")
+        if not (math.isfinite(friction) and friction >= 0):
+            raise ValueError(f"SolverMPM: friction must be finite and >= 0, got {friction!r}")
+        self.friction = float(friction)
+        if not (math.isfinite(cfl) and cfl > 0):
+            raise ValueError(f"SolverMPM: cfl must be finite and > 0, got {cfl!r}")
+        self.model = model
+        self.dim = int(dim)
+        self.dx = float(dx)
+        self.boundary = BOUNDARY_CODES[boundary]
+        self.cfl = float(cfl)
+        lower, upper = self._check_bounds(bounds)
+        self.bounds = (lower, upper)
+        cells = np.maximum(np.ceil((upper - lower) / self.dx - 1e-6).astype(int), 1)
+        self.grid_shape = tuple(int(c) + 2 * GRID_PAD + 1 for c in cells)
+        glo = np.zeros(3)
+        glo[:dim] = lower - GRID_PAD * self.dx
+        self.grid_lower = kc.vec3(*glo)
+        axis = np.asarray(actuation_axis, np.float64).reshape(-1)
+        if axis.shape != (3,) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) < 1e-12:
+            raise ValueError(f"SolverMPM: actuation_axis must be 3 finite numbers, not all zero, got {actuation_axis!r}")
+        self.actuation_axis = kc.vec3(*(axis / np.linalg.norm(axis)))
+        g = np.asarray(model.gravity if gravity is None else gravity, np.float64).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"SolverMPM: gravity must be 3 finite numbers, got {gravity!r}")
+        if dim == 2:
+            g[2] = 0.0
+        self.gravity = kc.vec3(*g)
+        self._check_particles()
+        self.wave_speed = self._max_wave_speed()
+        self.max_dt = self.cfl * self.dx / self.wave_speed
+        # grid nodes below this mass get no velocity (see mpm_transfer.update_grid): 1e-9 of the
+        # lightest particle changes momentum far below float32 round-off
+        self.min_node_mass = 1.0e-9 * float(model.particle_mass.numpy().min())
+        self._zero_actuation = kc.zeros(model.particle_count, dtype=float, device=model.device)
+
+    # -- construction checks ------------------------------------------------------------------------
+    def _check_bounds(self, bounds):
+        d = self.dim
+        try:
+            lower = np.asarray(bounds[0], np.float64).reshape(-1)
+            upper = np.asarray(bounds[1], np.float64).reshape(-1)
+            ok = len(bounds) == 2
+        except (TypeError, IndexError, ValueError):
+            ok = False
+        if ok and d == 2 and lower.shape == (3,) and upper.shape == (3,):
+            lower, upper = lower[:2], upper[:2]
+        if not ok or lower.shape != (d,) or upper.shape != (d,) or not (np.all(np.isfinite(lower))
+                                                                       and np.all(np.isfinite(upper))):
+            raise ValueError(f"SolverMPM: bounds must be (lower, upper) with {d} finite numbers each, got {bounds!r}")
+        if np.any(upper - lower < 2 * self.dx):
+            raise ValueError(f"SolverMPM: bounds={bounds!r} must span at least 2 dx = {2 * self.dx:g} m on every axis")
+        return lower, upper
+
+    def _check_particles(self):
+        m = self.model
+        if m.particle_count == 0:
+            raise ValueError("SolverMPM: the model has no particles")
+        d = self.dim
+        q = m.particle_q.numpy()[:, :d]
+        lower, upper = self.bounds
+        outside = np.nonzero(np.any((q < lower) | (q > upper), axis=1))[0]
+        if len(outside):
+            p = int(outside[0])
+            raise ValueError(f"SolverMPM: bounds=({lower.tolist()}, {upper.tolist()}) do not contain particle {p} at "
+                             f"{q[p].tolist()} ({len(outside)} particles outside)")
+        vol = m.particle_volume.numpy()
+        if np.any(vol <= 0):
+            p = int(np.nonzero(vol <= 0)[0][0])
+            raise ValueError(f"SolverMPM: particle {p} has no volume; add MPM particles with add_particles(..., "
+                             "volume=..., density=...) or add_particle_grid(..., density=...)")
+        codes = m.material_mpm_model.numpy()[m.particle_material.numpy()]
+        if np.any(codes == MPM_NONE):
+            p = int(np.nonzero(codes == MPM_NONE)[0][0])
+            raise ValueError(f"SolverMPM: particle {p} has material {int(m.particle_material.numpy()[p])} without a "
+                             f"continuum model; create one with add_material(model=one of {sorted(MPM_MODEL_CODES)})")
+        if np.any(m.particle_mass.numpy() <= 0):
+            raise ValueError("SolverMPM: every MPM particle needs a mass > 0")
+
+    def _max_wave_speed(self):
+        """Largest elastic wave speed [m/s] over the particles' initial materials."""
+        m = self.model
+        mat = m.particle_material.numpy()
+        rho = m.particle_mass.numpy().astype(np.float64) / m.particle_volume.numpy()
+        E = m.material_youngs_modulus.numpy().astype(np.float64)[mat]
+        nu = m.material_poisson_ratio.numpy().astype(np.float64)[mat]
+        code = m.material_mpm_model.numpy()[mat]
+        mu = E / (2 * (1 + nu))
+        la = E * nu / ((1 + nu) * (1 - 2 * nu))
+        modulus = la + 2 * mu
+        bulk = E / (3 * (1 - 2 * nu))
+        modulus = np.where(code == MPM_FLUID, bulk, modulus)
+        # snow stiffens under compression: allow for Jp down to 1 - theta_c
+        hard = m.material_hardening.numpy().astype(np.float64)[mat] * m.material_critical_compression.numpy()[mat]
+        modulus = np.where(code == MPM_SNOW, modulus * np.exp(hard), modulus)
+        return float(np.sqrt(np.max(modulus / rho)))
+
+    # -- stepping ----------------------------------------------------------------------------------
+    def grid_for(self, state):
+        """The grid buffers owned by ``state`` (created the first time a step writes into it)."""
+        g = state.mpm_grid
+        if g is None or g.shape != self.grid_shape or g.dx != self.dx:
+            g = MPMGrid(self.grid_shape, self.grid_lower, self.dx, GRID_PAD, self.model.device,
+                        state.particle_q.requires_grad)
+            state.mpm_grid = g
+        return g
+
+    def step(self, model, state_in, state_out, control, dt: float):
+        """Advance ``state_in`` by ``dt`` [s] into ``state_out``; ``control.particle_actuation`` [Pa] may be None."""
+        if not (dt > 0 and dt <= self.max_dt):
+            raise ValueError(f"SolverMPM.step: dt={dt!r} must lie in (0, {self.max_dt:.4g}] s: the CFL guard "
+                             f"cfl * dx / c = {self.cfl:g} * {self.dx:g} / {self.wave_speed:.4g} m/s (take substeps "
+                             f"of at most SolverMPM.max_dt, or pass a larger cfl=)")
+        if state_in.particle_F is None or state_out.particle_F is None:
+            raise ValueError("SolverMPM.step: states need particle_F/C/Jp: make them with model.state() on a model "
+                             "with continuum particles (volume > 0)")
+        act = None if control is None else getattr(control, "particle_actuation", None)
+        if act is None:
+            act = self._zero_actuation
+        grid = self.grid_for(state_out)
+        zero_grid(grid, model.device)
+        particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out)
+        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt)
+        grid_to_particle(model, state_in, grid, dt, state_out)
