@@ -20,10 +20,22 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   ``kc:springs:kd`` [N s/m].  Contact material: ``kc:material:ke``,
   ``kc:material:restitution``, ``kc:material:mu``, ``kc:material:cohesion``,
   ``kc:material:cohesionDistance``.
-* Static colliders: ``Mesh``, ``Cube``, ``Sphere`` and ``Plane`` prims with
+* Static colliders: ``Mesh``, ``Cube``, ``Sphere``, ``Capsule`` and ``Plane`` prims with
   ``PhysicsCollisionAPI`` (the same ``kc:material:*`` attributes apply).  A Plane
   collides as an infinite half-space on the side its axis points to.  Without the API
   these prims are visual only and ignored.
+* Rigid bodies: a prim with ``PhysicsRigidBodyAPI`` (an ``Xform`` or itself a collider)
+  is a body whose frame is the prim's world transform (without scale); the ``Cube``,
+  ``Sphere`` and ``Capsule`` colliders at or below it are its shapes.
+  ``physics:velocity`` [units/s] and ``physics:angularVelocity`` [deg/s] set its initial
+  motion.  ``PhysicsMassAPI``: ``physics:mass`` [kg], ``physics:centerOfMass`` (body
+  frame), ``physics:diagonalInertia`` with ``physics:principalAxes`` on the body override
+  what the shapes give; ``physics:density`` [kg/m^3] on the body or a collider sets the
+  shapes' density (default 1000).
+* Physics materials: a ``Material`` with ``PhysicsMaterialAPI`` bound to a collider or
+  body (``material:binding:physics`` or ``material:binding``) gives ``physics:restitution``
+  and ``physics:dynamicFriction`` (mu); ``kc:material:*`` attributes on the prim win.
+* ``bool kc:toi`` on the PhysicsScene: time-of-impact contacts (``SolverSemiImplicit(toi=True)``).
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders are ignored; any other
   prim type is an error.
 
@@ -42,7 +54,8 @@ import sim
 SOLVERS = ("semi_implicit", "dem")
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "PhysicsMaterial", "SkelRoot", "Skeleton", "RenderSettings", "RenderProduct", "RenderVar"}
-COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Plane"}
+COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Capsule", "Plane"}
+BODY_SHAPE_TYPES = {"Cube", "Sphere", "Capsule"}
 MATERIAL_ATTRS = {"ke": "ke", "restitution": "restitution", "mu": "mu", "cohesion": "cohesion",
                   "cohesionDistance": "cohesion_distance"}
 
@@ -76,6 +89,7 @@ class Scene:
         self.frames = 100
         self.up_axis = "Y"
         self.particle_groups = []
+        self.toi = False
         self.items = []
         self.notes = []
 
@@ -91,7 +105,7 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
-        return sim.SolverSemiImplicit(model)
+        return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
         b = self.builder
@@ -99,8 +113,8 @@ class Scene:
                  f"solver: {self.solver}, frame dt {self.frame_dt:g} s, {self.substeps} substeps "
                  f"(dt {self.dt:g} s), {self.frames} frames, up axis {self.up_axis}",
                  f"gravity: ({b.gravity[0]:g}, {b.gravity[1]:g}, {b.gravity[2]:g}) m/s^2",
-                 f"particles: {b.particle_count}, springs: {b.spring_count}, colliders: {b.shape_count}, "
-                 f"materials: {b.material_count}"]
+                 f"particles: {b.particle_count}, springs: {b.spring_count}, bodies: {b.body_count}, "
+                 f"shapes: {b.shape_count}, materials: {b.material_count}" + (", time of impact" if self.toi else "")]
         lines += [f"  {p}: {d}" for p, d in self.items]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -147,6 +161,7 @@ class _Reader:
                 raise SceneError(path, f"metersPerUnit must be > 0, got {self.mpu}")
         up = UsdGeom.GetStageUpAxis(stage) if stage.HasAuthoredMetadata("upAxis") else "Y"
         self.scene.up_axis = "Z" if str(up) == "Z" else "Y"
+        self.bodies = {}  # prim path -> body index
 
     # -- helpers ---------------------------------------------------------------------------------
     def err(self, prim, msg):
@@ -200,7 +215,7 @@ class _Reader:
         m = self.cache.GetLocalToWorldTransform(prim)
         return np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
 
-    def decompose(self, prim):
+    def decompose(self, prim, allow_shear=False):
         """(translation [m], rotation quaternion (x, y, z, w), scale (3,)) of the prim's world transform."""
         m = self.cache.GetLocalToWorldTransform(prim)
         xf = self.Gf.Transform(m)
@@ -210,13 +225,36 @@ class _Reader:
         im = rq.GetImaginary()
         q = (float(im[0]), float(im[1]), float(im[2]), float(rq.GetReal()))
         po = xf.GetPivotOrientation().GetQuat()
-        if abs(po.GetReal()) < 0.999999:
+        if abs(po.GetReal()) < 0.999999 and not allow_shear:
             raise self.err(prim, "shear or non-orthogonal scale in the transform is not supported for colliders")
         return t, q, s
 
+    def physics_material(self, prim):
+        """{restitution, mu} from a PhysicsMaterialAPI material bound to ``prim`` (or its body)."""
+        for rel_name in ("material:binding:physics", "material:binding"):
+            rel = prim.GetRelationship(rel_name)
+            targets = rel.GetTargets() if rel else []
+            if targets:
+                mat = self.stage.GetPrimAtPath(targets[0])
+                if not mat or not mat.IsValid():
+                    raise self.err(prim, f"{rel_name} points at {targets[0]}, which does not exist")
+                if not mat.HasAPI(self.UsdPhysics.MaterialAPI):
+                    continue
+                out = {}
+                for usd_name, py_name in (("physics:restitution", "restitution"), ("physics:dynamicFriction", "mu")):
+                    v = self.attr(mat, usd_name)
+                    if v is not None:
+                        out[py_name] = float(v)
+                return out
+        return {}
+
     def material(self, prim):
-        """Material index for the prim's kc:material:* attributes (0 = default when none)."""
+        """Material index for the prim's kc:material:* attributes and bound physics material (0 = default)."""
         params = {}
+        owner = self.body_prim_of(prim)
+        if owner is not None and owner != prim:
+            params.update(self.physics_material(owner))
+        params.update(self.physics_material(prim))
         for usd_name, py_name in MATERIAL_ATTRS.items():
             v = self.attr(prim, f"kc:material:{usd_name}")
             if v is not None:
@@ -245,6 +283,8 @@ class _Reader:
             t = str(prim.GetTypeName())
             if prim.IsA(UsdPhysics.Scene):
                 continue
+            if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+                self.read_rigid_body(prim)
             if t == "Points":
                 self.read_points(prim)
             elif t in COLLIDER_TYPES:
@@ -301,6 +341,7 @@ class _Reader:
                 if solver not in SOLVERS:
                     raise self.err(prim, f"kc:solver must be one of {SOLVERS}, got '{solver}'")
                 sc.solver = solver
+            sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -415,8 +456,99 @@ class _Reader:
             raise self.err(prim, f"{name} has {v.size} values for {n} points (give one or one per point)")
         return v
 
+    # -- rigid bodies ---------------------------------------------------------------------------------
+    def body_prim_of(self, prim):
+        """The nearest prim at or above ``prim`` that is a rigid body, or None."""
+        p = prim
+        while p and p.IsValid() and not p.IsPseudoRoot():
+            if str(p.GetPath()) in self.bodies:
+                return p
+            p = p.GetParent()
+        return None
+
+    def read_rigid_body(self, prim):
+        b = self.scene.builder
+        if self.body_prim_of(prim.GetParent()) is not None:
+            raise self.err(prim, "a rigid body inside another rigid body is not supported")
+        t, q, _ = self.decompose(prim, allow_shear=True)
+        vel = self.attr(prim, "physics:velocity", np.zeros(3), kind="vec3") * self.mpu
+        ang = np.radians(self.attr(prim, "physics:angularVelocity", np.zeros(3), kind="vec3"))
+        mass = inertia = com = None
+        if prim.HasAPI(self.UsdPhysics.MassAPI):
+            m = self.attr(prim, "physics:mass")
+            if m is not None and m != 0:  # 0: not authored (USD's convention)
+                if not m > 0:
+                    raise self.err(prim, f"physics:mass must be > 0, got {m}")
+                mass = float(m)
+            c = self.attr(prim, "physics:centerOfMass", kind="vec3")
+            if c is not None and np.all(np.isfinite(c)) and np.all(np.abs(c) < 1e30):
+                com = c * self.mpu
+            d = self.attr(prim, "physics:diagonalInertia", kind="vec3")
+            if d is not None and np.any(d != 0):
+                pa = prim.GetAttribute("physics:principalAxes")
+                axes = pa.Get() if pa and pa.HasAuthoredValue() else None
+                rot = np.eye(3)
+                if axes is not None:
+                    im = axes.GetImaginary()
+                    rot = _quat_matrix((im[0], im[1], im[2], axes.GetReal()))
+                inertia = rot @ np.diag(d * self.mpu * self.mpu) @ rot.T
+        try:
+            idx = b.add_body(tuple(t) + tuple(q), mass=mass, inertia=inertia, com=com, name=prim.GetName(),
+                             vel=vel, ang_vel=ang)
+        except ValueError as e:
+            raise self.err(prim, str(e).replace("add_body: ", "")) from None
+        self.bodies[str(prim.GetPath())] = idx
+        self.scene.items.append((str(prim.GetPath()), f"rigid body {idx}" + (f", mass {mass:g} kg" if mass else "")))
+
+    def shape_frame(self, prim):
+        """(body index or -1, pos, rot quaternion, scale (3,)) of a collider prim: in its body's frame when it
+        belongs to a rigid body, else in world."""
+        t, q, s = self.decompose(prim)
+        owner = self.body_prim_of(prim)
+        if owner is None:
+            return -1, t, q, s
+        bt, bq, _ = self.decompose(owner, allow_shear=True)
+        inv = (-bq[0], -bq[1], -bq[2], bq[3])
+        return self.bodies[str(owner.GetPath())], _rotate(inv, t - bt), _quat_mul(inv, q), s
+
+    def density(self, prim):
+        """physics:density [kg/m^3] of a collider (or its body), default 1000."""
+        for p in (prim, self.body_prim_of(prim)):
+            if p is not None and p.HasAPI(self.UsdPhysics.MassAPI):
+                d = self.attr(p, "physics:density")
+                if d is not None and d != 0:
+                    if not d > 0:
+                        raise self.err(p, f"physics:density must be > 0, got {d}")
+                    return float(d) / self.mpu ** 3
+        return 1000.0
+
+    def read_capsule(self, prim):
+        r = self.attr(prim, "radius", 0.5)
+        h = self.attr(prim, "height", 1.0)
+        axis = self.attr(prim, "axis", "Z", kind="token")
+        for name, v in (("radius", r), ("height", h)):
+            if np.ndim(v) or not v > 0:
+                raise self.err(prim, f"{name} must be > 0, got {v}")
+        s2 = math.sqrt(0.5)
+        # our capsule runs along local Y; USD's along `axis`
+        to_axis = {"Y": (0.0, 0.0, 0.0, 1.0), "Z": (s2, 0.0, 0.0, s2), "X": (0.0, 0.0, -s2, s2)}.get(axis)
+        if to_axis is None:
+            raise self.err(prim, f"axis must be X, Y or Z, got '{axis}'")
+        body, t, q, s = self.shape_frame(prim)
+        s = np.abs(s)
+        if s.max() - s.min() > 1e-6 * s.max():
+            raise self.err(prim, f"non-uniform scale {s.tolist()} on a Capsule collider is not supported")
+        radius, half = r * s[0] * self.mpu, 0.5 * h * s[0] * self.mpu
+        self.scene.builder.add_shape_capsule(t, _quat_mul(q, to_axis), radius, half, material=self.material(prim),
+                                             name=prim.GetName(), body=body, density=self.density(prim))
+        where = f"body {body}" if body >= 0 else "static"
+        self.scene.items.append((str(prim.GetPath()), f"Capsule collider ({where}): radius {radius:g} m, "
+                                                       f"half height {half:g} m"))
+
     # -- colliders ------------------------------------------------------------------------------------
     def read_mesh(self, prim):
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "Mesh colliders on rigid bodies are not supported (static only)")
         pts = self.attr(prim, "points", kind="vec3s")
         counts = self.attr(prim, "faceVertexCounts", kind="ints")
         indices = self.attr(prim, "faceVertexIndices", kind="ints")
@@ -447,26 +579,32 @@ class _Reader:
         size = self.attr(prim, "size", 2.0)
         if np.ndim(size) or not size > 0:
             raise self.err(prim, f"size must be > 0, got {size}")
-        t, q, s = self.decompose(prim)
+        body, t, q, s = self.shape_frame(prim)
         he = 0.5 * size * np.abs(s) * self.mpu
         if np.any(he <= 0):
             raise self.err(prim, f"scale must be non-zero, got {s.tolist()}")
-        self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName())
-        self.scene.items.append((str(prim.GetPath()), f"Cube collider: half extents {np.round(he, 4).tolist()} m"))
+        self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName(), body=body,
+                                         density=self.density(prim))
+        where = f" (body {body})" if body >= 0 else ""
+        self.scene.items.append((str(prim.GetPath()), f"Cube collider{where}: half extents {np.round(he, 4).tolist()} m"))
 
     def read_sphere(self, prim):
         r = self.attr(prim, "radius", 1.0)
         if np.ndim(r) or not r > 0:
             raise self.err(prim, f"radius must be > 0, got {r}")
-        t, q, s = self.decompose(prim)
+        body, t, q, s = self.shape_frame(prim)
         s = np.abs(s)
         if s.max() - s.min() > 1e-6 * s.max():
             raise self.err(prim, f"non-uniform scale {s.tolist()} on a Sphere collider is not supported")
         radius = r * s[0] * self.mpu
-        self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName())
-        self.scene.items.append((str(prim.GetPath()), f"Sphere collider: radius {radius:g} m"))
+        self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName(), body=body,
+                                            density=self.density(prim), rot=q)
+        where = f" (body {body})" if body >= 0 else ""
+        self.scene.items.append((str(prim.GetPath()), f"Sphere collider{where}: radius {radius:g} m"))
 
     def read_plane(self, prim):
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "Plane colliders on rigid bodies are not supported (static only)")
         axis = self.attr(prim, "axis", "Z", kind="token")
         width = float(self.attr(prim, "width", 2.0))
         length = float(self.attr(prim, "length", 2.0))
@@ -496,6 +634,10 @@ def _quat_mul(a, b):
 
 
 def _rotate(q, v):
+    return _quat_matrix(q) @ np.asarray(v, np.float64)
+
+
+def _quat_matrix(q):
     from sim.builder import quat_to_matrix
 
-    return quat_to_matrix(q) @ np.asarray(v, np.float64)
+    return quat_to_matrix(q)

@@ -185,10 +185,10 @@ def test_nan_stops_with_frame_and_quantity_and_keeps_frames(tmp_path):
 
 @pytest.mark.parametrize("body, prim, words", [
     ('''
-    def Capsule "pill" (prepend apiSchemas = ["PhysicsCollisionAPI"])
+    def Cylinder "pill" (prepend apiSchemas = ["PhysicsCollisionAPI"])
     {
     }
-    ''', "/pill", "unsupported prim type 'Capsule'"),
+    ''', "/pill", "unsupported prim type 'Cylinder'"),
     ('''
     def BasisCurves "hair"
     {
