@@ -98,7 +98,7 @@ def eval_body_pair_contacts_kernel(
         body_inv_inertia: kc.array(dtype=kc.mat33),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), skip_pair_kind: int,
+        shape_material: kc.array(dtype=int), shape_swept: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
@@ -132,7 +132,7 @@ def eval_body_pair_contacts_kernel(
                     if kb != BOX:
                         if k == 0:
                             if i < j:
-                                if ka + kb != skip_pair_kind:  # (sphere, sphere) pairs swept by sim/toi.py
+                                if shape_swept[i] + shape_swept[j] < 2:  # both swept: sim/toi.py
                                     round_pair = 1
                     else:
                         pt = shape_point(ka, scale_a, k)
@@ -201,11 +201,12 @@ class BodyPairContacts:
 
     Args:
         model: the sim.Model.
-        skip_sphere_pairs: leave sphere-sphere pairs out (the time-of-impact solver sweeps them).
+        swept_shapes: shape indices that the time-of-impact solver sweeps against each other
+            (spheres alone on their body); pairs of two of them are left out here.
         grid_dim: hash grid cells per axis (None: from the shape count).
     """
 
-    def __init__(self, model, skip_sphere_pairs: bool = False, grid_dim: int | None = None):
+    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None):
         shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
         scale = model.shape_scale.numpy() if model.shape_count else np.zeros((0, 3), np.float32)
@@ -220,8 +221,9 @@ class BodyPairContacts:
         self.shape_bound = kc.array(bound, dtype=float, device=dev)
         self.centers = kc.zeros(self.count, dtype=kc.vec3, device=dev)
         self.speed_bound = kc.zeros(1, dtype=float, device=dev)  # largest body speed seen [m/s] (sim/toi.py)
-        # the two kinds' sum that is left out: SPHERE + SPHERE = 0; -1 never matches
-        self.skip_pair_kind = 0 if skip_sphere_pairs else -1
+        swept = set(int(s) for s in swept_shapes)
+        self.shape_swept = kc.array(np.array([int(s in swept) for s in ids], np.int32).reshape(-1), dtype=kc.int32,
+                                    device=dev)
         self.grid = None
         if self.active:
             if grid_dim is None:
@@ -244,7 +246,7 @@ class BodyPairContacts:
                   inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, state.body_q,
                           state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
                           model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                          model.shape_material, self.skip_pair_kind, *material_inputs(model),
+                          model.shape_material, self.shape_swept, *material_inputs(model),
                           model.material_max_cohesion_distance, float(dt)],
                   outputs=[wrenches], device=model.device)
         self.record_rebuild(model, state.body_q)

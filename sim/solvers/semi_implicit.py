@@ -69,7 +69,7 @@ class SolverSemiImplicit:
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
-                self.body_pairs = BodyPairContacts(model, skip_sphere_pairs=self.toi)
+                self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
