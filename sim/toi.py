@@ -403,14 +403,15 @@ def body_speed_bound_kernel(body_qd: kc.array(dtype=kc.spatial_vector), body_f: 
     kc.atomic_max(speed_bound, 0, kc.length(v))
 
 
-def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes, pairs=None):
+def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes, pairs=None, no_speed=None):
     """Newton–Euler step of the bodies (as sim.body_integrate) with time-of-impact contacts for the
     bodies that ``toi_shapes`` (kc int (B,), from :func:`body_toi_shapes`) marks.
 
     ``pairs``: the solver's ``sim.collide_body_pairs.BodyPairContacts`` (its hash grid must hold
     ``state_in``'s shapes) to sweep swept spheres against each other, or None.  Its
     ``speed_bound`` only grows (the largest body speed seen), so that the grid search
-    radius replayed in the backward pass is never smaller than the forward one.
+    radius replayed in the backward pass is never smaller than the forward one.  ``no_speed``:
+    a float array (1,) passed in its place when there are no pairs (preallocated by the caller).
     """
     if model.body_count == 0:
         return
@@ -422,7 +423,7 @@ def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_sh
         grid_id, pair_count, pair_ids, max_bound = pairs.grid.id, pairs.count, pairs.shape_ids, pairs.max_bound
         speed_bound = pairs.speed_bound
     if speed_bound is None:
-        speed_bound = kc.zeros(1, dtype=float, device=model.device)
+        speed_bound = no_speed if no_speed is not None else kc.zeros(1, dtype=float, device=model.device)
     kc.launch(integrate_bodies_toi_kernel, dim=model.body_count,
               inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
                       model.body_inertia, model.body_inv_inertia, toi_shapes, model.gravity, float(dt),

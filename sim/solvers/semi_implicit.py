@@ -65,6 +65,7 @@ class SolverSemiImplicit:
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
+                self._no_speed = kc.zeros(1, dtype=float, device=model.device)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
@@ -99,7 +100,8 @@ class SolverSemiImplicit:
             if self.body_pairs is not None:
                 self.body_pairs.eval(model, state_in, wrenches, dt)
             if self.toi:
-                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs)
+                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
+                                     self._no_speed)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
 
@@ -119,5 +121,6 @@ class SolverDEM(SolverSemiImplicit):
     particles' contact materials (see :mod:`sim.contact`).
     """
 
-    def __init__(self, model, grid_dim: int | None = None, brute_force_contacts: bool = False):
-        super().__init__(model, particle_contacts=True, grid_dim=grid_dim, brute_force_contacts=brute_force_contacts)
+    def __init__(self, model, grid_dim: int | None = None, brute_force_contacts: bool = False, toi: bool = False):
+        super().__init__(model, particle_contacts=True, grid_dim=grid_dim, brute_force_contacts=brute_force_contacts,
+                         toi=toi)
