@@ -32,8 +32,8 @@ class SolverSemiImplicit:
             against the ground and static planes, spheres and boxes, instead of penalty
             forces: nothing tunnels, bounces have exactly the material's restitution at any
             step, and gradients through a bounce are those of the real bounce.  Other
-            contacts (boxes and capsules on bodies, static capsules and meshes, particle
-            pairs) stay penalty contacts.
+            contacts (boxes and capsules on bodies, particles against body shapes, static
+            capsules and meshes, particle pairs) stay penalty contacts.
 
     Which to pick: penalty contacts (the default) give resting contact, rolling and
     stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
@@ -80,12 +80,14 @@ class SolverSemiImplicit:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         forces = state_out.particle_f
+        wrenches = state_out.body_f
         zero_forces(forces)
+        zero_body_forces(wrenches)
         eval_control_forces(model, control, forces)
         eval_springs(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
-        eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi)
+        eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         if self.toi:
@@ -93,8 +95,6 @@ class SolverSemiImplicit:
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
-            wrenches = state_out.body_f
-            zero_body_forces(wrenches)
             eval_body_control_forces(model, control, wrenches)
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
             if self.body_pairs is not None:
