@@ -93,6 +93,7 @@ def body_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: kc.arr
 @kc.kernel
 def eval_body_pair_contacts_kernel(
         grid: kc.uint64, shape_ids: kc.array(dtype=int), shape_bound: kc.array(dtype=float), max_bound: float,
+        centers: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
         body_inv_inertia: kc.array(dtype=kc.mat33),
@@ -118,7 +119,8 @@ def eval_body_pair_contacts_kernel(
     elif ka == SPHERE:
         points = 1
     if k < points:
-        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound + cohesion_reach)
+        # a tenth of a bound more: the onset smoothing of sim/contact.py starts before the surfaces touch
+        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound * 1.1 + cohesion_reach)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
             sb = shape_ids[j]
@@ -141,6 +143,9 @@ def eval_body_pair_contacts_kernel(
             use = round_pair
             if pt[3] >= 0.0:
                 use = 1
+            # bounding spheres apart (with the margin of the query): nothing to do
+            if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
+                use = 0
             if use != 0:
                 tfb = body_q[bb]
                 rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
@@ -235,7 +240,7 @@ class BodyPairContacts:
         kc.launch(body_shape_centers_kernel, dim=self.count,
                   inputs=[self.shape_ids, model.shape_body, model.shape_pos, body_q], outputs=[self.centers],
                   device=model.device, record_tape=False)
-        self.grid.build(self.centers, 2.0 * self.max_bound + model.material_max_cohesion_distance)
+        self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
 
     def eval(self, model, state, wrenches, dt: float):
         """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,))."""
@@ -243,7 +248,7 @@ class BodyPairContacts:
             return
         self._rebuild(model, state.body_q)
         kc.launch(eval_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
-                  inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, state.body_q,
+                  inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
                           state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
                           model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                           model.shape_material, self.shape_swept, *material_inputs(model),
