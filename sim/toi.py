@@ -1,10 +1,11 @@
-"""Time-of-impact (continuous) contacts of particles and sphere bodies with static colliders.
+"""Time-of-impact (continuous) contacts of particles and sphere bodies (kernels + launchers).
 
 With ``SolverSemiImplicit(model, toi=True)`` a particle, or a body whose only shape is a
 sphere, is not pushed out by penalty forces.  Instead the integrator sweeps the sphere
 along the straight path of the step, ``x0 + s v1 dt`` for s in [0, 1] (``v1`` the velocity
-after this step's forces), against the ground and every static plane, sphere and box,
-and takes the earliest hit ``s``.  There it applies the impact impulse
+after this step's forces), against the ground and every static plane, sphere and box
+(and, for a sphere body, every other swept sphere body along the relative motion; both
+work out the same impulse), and takes the earliest hit ``s``.  There it applies the impact impulse
 
     normal:   j_n = -(1 + e) v_n / w_n                 (e = 0 below the resting speed)
     friction: j_t = min(mu j_n, |v_t| / w_t)  against the sliding direction
@@ -26,7 +27,8 @@ resting ball stays on the ground instead of hopping by ``g dt^2`` each step.  A 
 swept as the box inflated by the radius (its edges and corners are square, not rounded:
 a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early).  One impact per
 step: after a bounce the rest of the step is not swept again.  Static capsules and
-meshes keep the penalty contact.
+meshes, shapes on other bodies than swept spheres, and particles against body shapes
+keep the penalty contact.
 """
 from __future__ import annotations
 
