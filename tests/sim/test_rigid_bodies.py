@@ -69,7 +69,7 @@ def test_given_mass_inertia_and_com_override_the_shapes():
 @pytest.mark.parametrize("call, match", [
     (lambda b: b.add_body(mass=-1.0), "add_body: mass"),
     (lambda b: b.add_body(mass=0.0), "add_body: mass"),
-    (lambda b: b.add_body(xform=(0, 0, 0, 0, 0, 0, 0)), "add_body: rot must be a non-zero quaternion"),
+    (lambda b: b.add_body(xform=(0, 0, 0, 0, 0, 0, 0)), "add_body: the rotation of xform must be a non-zero"),
     (lambda b: b.add_body(mass=1.0, inertia=(1.0, 1.0, 0.0)), "add_body: inertia is degenerate"),
     (lambda b: b.add_body(mass=1.0, inertia=(1.0, 1.0, 3.0)), "add_body: inertia is degenerate"),
     (lambda b: b.add_shape_box(body=5), "add_shape_box: body 5 does not exist"),
