@@ -98,6 +98,9 @@ class BodyBuilder:
             t[6] = 1.0
         if t.shape != (7,) or not np.all(np.isfinite(t)):
             raise ValueError(f"{who}: xform must be a transform (p, q) of 7 finite numbers, got {xform!r}")
+        if np.linalg.norm(t[3:]) < 1e-12:
+            raise ValueError(f"{who}: the rotation of xform must be a non-zero quaternion (x, y, z, w), "
+                             f"got {tuple(t[3:].tolist())}")
         q = _check_quat(t[3:], who)
         if mass is not None and not (np.isfinite(mass) and mass > 0):
             raise ValueError(f"{who}: mass must be finite and > 0, got {mass!r}")
