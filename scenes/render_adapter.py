@@ -1,18 +1,21 @@
 """Draw a sim.Model / sim.State with any renderer of the render/ interface.
 
 This is the one place where simulation data meets the renderers (render/ knows nothing
-of sim/): static colliders are drawn once, particles (with velocities) and springs every
-frame.  Objects are named by the prim path they came from ("World/grains"), so a USD
-output mirrors the input's hierarchy and two prims called "grains" under different
+of sim/): static colliders are drawn once; particles (with velocities), springs and the
+shapes of rigid bodies every frame (body shapes as time-sampled transforms in a USD file).
+Objects are named by the prim path they came from ("World/grains", "World/crate/box"), so a
+USD output mirrors the input's hierarchy and two prims called "grains" under different
 parents stay two objects.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from sim.model import SHAPE_BOX, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from sim.builder import quat_to_matrix
+from sim.model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 PARTICLE_COLOR = (0.85, 0.55, 0.2)
+BODY_COLOR = (0.3, 0.55, 0.85)
 COLLIDER_COLOR = (0.55, 0.58, 0.65)
 SPRING_COLOR = (0.9, 0.9, 0.75)
 # one colour per contact material index (material 0, the default, gets PARTICLE_COLOR)
@@ -49,8 +52,11 @@ class ModelRenderer:
         self._names = _UniqueNames()
         groups = list(particle_groups) if particle_groups else ([("particles", range(n))] if n else [])
         shape_names = list(shape_names) if shape_names is not None else list(model.shape_name)
-        # colliders first: a particle set nested under a collider prim must not inherit its transform
-        self.shape_names = [self._names.add(_prim_name(s)) for s in shape_names[:model.shape_count]]
+        # colliders first: a particle set (or another collider, e.g. the second shape of a body
+        # that is itself a Cube) nested under a collider prim must not inherit its transform
+        self.shape_names = []
+        for s in shape_names[:model.shape_count]:
+            self.shape_names.append(self._names.add(_prim_name(s), avoid_under=self.shape_names))
         self._shape_keys = list(shape_names[:model.shape_count])
         self.groups = []
         for name, rng in groups:
@@ -62,6 +68,8 @@ class ModelRenderer:
                 key = _prim_name(name) + "_springs" if name != "springs" else "springs"
                 self.spring_groups.append((self._names.add(key, avoid_under=self.shape_names), rng))
         self._static_done = False
+        body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
+        self._body_shapes = [s for s in range(model.shape_count) if body[s] >= 0]
 
     def group_color(self, key, rng):
         if key in self.colors:
@@ -77,7 +85,10 @@ class ModelRenderer:
         types = m.shape_type.numpy() if m.shape_count else []
         pos = m.shape_pos.numpy() if m.shape_count else []
         scale = m.shape_scale.numpy() if m.shape_count else []
+        body = m.shape_body.numpy() if m.shape_count else []
         for s, t in enumerate(types):
+            if body[s] >= 0:
+                continue  # drawn every frame (render_bodies)
             name = self.shape_names[s]
             color = self.colors.get(self._shape_keys[s], COLLIDER_COLOR)
             rot = tuple(float(x) for x in m.shape_quat[s])
@@ -86,6 +97,8 @@ class ModelRenderer:
                 r.render_sphere(name, p, rot, float(scale[s][0]), color=color)
             elif t == SHAPE_BOX:
                 r.render_box(name, p, rot, tuple(float(x) for x in scale[s]), color=color)
+            elif t == SHAPE_CAPSULE:
+                r.render_capsule(name, p, rot, float(scale[s][0]), float(scale[s][1]), color=color)
             elif t == SHAPE_PLANE:
                 w = float(scale[s][0]) or self.ground_size
                 length = float(scale[s][1]) or self.ground_size
@@ -105,6 +118,8 @@ class ModelRenderer:
         r.begin_frame(time)
         if not self._static_done:
             self.render_static()
+        if self._body_shapes:
+            self.render_bodies(state)
         if self.groups or self.spring_groups:
             q = state.particle_q.numpy()
         if self.groups:
@@ -115,6 +130,26 @@ class ModelRenderer:
         for name, rng in self.spring_groups:
             r.render_line_list(name, q, self._springs[rng.start:rng.stop], color=SPRING_COLOR)
         r.end_frame()
+
+    def render_bodies(self, state):
+        """The shapes of the rigid bodies at ``state.body_q`` (world pose = body frame x shape frame)."""
+        r, m = self.renderer, self.model
+        body_q = state.body_q.numpy()
+        types, body = m.shape_type.numpy(), m.shape_body.numpy()
+        pos, scale = m.shape_pos.numpy(), m.shape_scale.numpy()
+        for s in self._body_shapes:
+            bq = body_q[body[s]].astype(np.float64)
+            p = bq[:3] + quat_to_matrix(bq[3:]) @ pos[s]
+            q = _quat_mul(bq[3:], m.shape_quat[s])
+            name = self.shape_names[s]
+            color = self.colors.get(self._shape_keys[s], BODY_COLOR)
+            p, q = tuple(float(x) for x in p), tuple(float(x) for x in q)
+            if types[s] == SHAPE_SPHERE:
+                r.render_sphere(name, p, q, float(scale[s][0]), color=color)
+            elif types[s] == SHAPE_BOX:
+                r.render_box(name, p, q, tuple(float(x) for x in scale[s]), color=color)
+            elif types[s] == SHAPE_CAPSULE:
+                r.render_capsule(name, p, q, float(scale[s][0]), float(scale[s][1]), color=color)
 
     def bounds(self, state):
         """(lower (3,), upper (3,)) [m] of particles and bounded colliders (planes excluded)."""
@@ -127,10 +162,17 @@ class ModelRenderer:
         types = m.shape_type.numpy() if m.shape_count else []
         pos = m.shape_pos.numpy() if m.shape_count else []
         scale = m.shape_scale.numpy() if m.shape_count else []
+        body = m.shape_body.numpy() if m.shape_count else []
+        body_q = state.body_q.numpy() if m.body_count else None
         for s, t in enumerate(types):
-            if t in (SHAPE_SPHERE, SHAPE_BOX):
-                reach = float(np.linalg.norm(scale[s])) if t == SHAPE_BOX else float(scale[s][0])
-                boxes += [pos[s] - reach, pos[s] + reach]
+            if t in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
+                reach = {SHAPE_BOX: float(np.linalg.norm(scale[s])), SHAPE_SPHERE: float(scale[s][0]),
+                         SHAPE_CAPSULE: float(scale[s][0] + scale[s][1])}[t]
+                centre = pos[s].astype(np.float64)
+                if body[s] >= 0:  # shape_pos is in the body frame
+                    bq = body_q[body[s]].astype(np.float64)
+                    centre = bq[:3] + quat_to_matrix(bq[3:]) @ centre
+                boxes += [centre - reach, centre + reach]
             elif t == SHAPE_MESH:
                 pts = np.asarray(m.shape_mesh_points[s][0])
                 boxes += [pts.min(0), pts.max(0)]
@@ -163,6 +205,14 @@ def _prim_name(path) -> str:
     """A prim path ("/World/grains") as a renderer name ("World/grains"), each part made prim-safe."""
     parts = [_safe_name(p) for p in str(path).split("/") if p]
     return "/".join(parts) or "object"
+
+
+def _quat_mul(a, b):
+    """Hamilton product a b of quaternions (x, y, z, w)."""
+    ax, ay, az, aw = (float(x) for x in a)
+    bx, by, bz, bw = (float(x) for x in b)
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
 
 
 def _quat_from_y(n):

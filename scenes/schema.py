@@ -15,7 +15,8 @@ MATERIAL = ("kc:material:ke", "kc:material:restitution", "kc:material:mu", "kc:m
 
 #: prim kind -> the kc: attributes it accepts
 KC_ATTRIBUTES = {
-    "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping"),
+    "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping",
+                     "kc:toi"),
     "Points": ("kc:grid:dims", "kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed",
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL,
@@ -25,7 +26,7 @@ KC_ATTRIBUTES = {
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})
 
 #: prim types the loader knows (for suggestions on a misspelled type name)
-KNOWN_TYPES = ("Points", "Mesh", "Cube", "Sphere", "Plane", "Xform", "Scope", "PhysicsScene", "Material")
+KNOWN_TYPES = ("Points", "Mesh", "Cube", "Sphere", "Capsule", "Plane", "Xform", "Scope", "PhysicsScene", "Material")
 
 
 def suggest(name: str, candidates) -> str:

@@ -20,21 +20,34 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   ``kc:springs:kd`` [N s/m].  Contact material: ``kc:material:ke``,
   ``kc:material:restitution``, ``kc:material:mu``, ``kc:material:cohesion``,
   ``kc:material:cohesionDistance``.
-* Static colliders: ``Mesh``, ``Cube``, ``Sphere`` and ``Plane`` prims with
+* Static colliders: ``Mesh``, ``Cube``, ``Sphere``, ``Capsule`` and ``Plane`` prims with
   ``PhysicsCollisionAPI`` (the same ``kc:material:*`` attributes apply).  A Plane
   collides as an infinite half-space on the side its axis points to.  Without the API
   these prims are visual only and ignored.
-* Physics materials: a ``material:binding:physics`` (on the prim or an ancestor) to a
-  ``Material`` with ``PhysicsMaterialAPI`` gives ``physics:dynamicFriction`` (Coulomb
-  ``mu``) and ``physics:restitution``; ``kc:material:*`` on the prim override them.
+* Rigid bodies: a prim with ``PhysicsRigidBodyAPI`` (an ``Xform`` or itself a collider)
+  is a body whose frame is the prim's world transform (without scale); the ``Cube``,
+  ``Sphere`` and ``Capsule`` colliders at or below it are its shapes (``Mesh`` and
+  ``Plane`` colliders stay static: an error on a body).  ``physics:velocity``
+  [units/s] and ``physics:angularVelocity`` [deg/s] set its initial motion.
+  ``physics:rigidBodyEnabled = false`` makes it a static collider, as UsdPhysics defines.
+  ``PhysicsMassAPI`` on the body: ``physics:mass`` [kg], ``physics:centerOfMass`` (body
+  frame), ``physics:diagonalInertia`` with ``physics:principalAxes`` override what the
+  shapes give; ``physics:density`` [kg/m^3] on the body or one of its colliders sets
+  the shapes' density (default 1000).  ``PhysicsMassAPI`` on a prim that is not part of
+  a body has no effect (a warning).
+* Physics materials: a ``material:binding:physics`` (or a plain ``material:binding`` to
+  a material with ``PhysicsMaterialAPI``) on the prim or an ancestor (e.g. its body)
+  gives ``physics:dynamicFriction`` (Coulomb ``mu``) and ``physics:restitution``;
+  ``kc:material:*`` on the prim override them.
+* ``bool kc:toi`` on the PhysicsScene: time-of-impact contacts (``SolverSemiImplicit(toi=True)``).
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
 Nothing is ignored silently: every authored prim, attribute, relationship and applied
 API schema is either read or reported.  ``kc:`` attributes are checked against
 :mod:`scenes.schema` (a misspelling is an error suggesting the nearest known name).  A
-UsdPhysics/UsdGeom feature that kcsim does not support yet (rigid bodies, joints, mass
-API, animated transforms, other collider types, unused attributes, ...) is a *warning*
+UsdPhysics/UsdGeom feature that kcsim does not support yet (joints, kinematic bodies,
+animated transforms, other collider types, unused attributes, ...) is a *warning*
 naming the prim and the feature, collected in ``Scene.warnings`` — an error when loading
 with ``strict=True`` (``kcsim --strict``).  An unresolved sublayer or reference, an
 unknown prim type and a scene with nothing to simulate are errors.
@@ -61,9 +74,11 @@ SOLVERS = ("semi_implicit", "dem")
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
                  "GeomCamera"}
-COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Plane"}
+COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Capsule", "Plane"}
+# collider types that can be shapes of a rigid body (Mesh and Plane colliders are static only)
+BODY_SHAPE_TYPES = {"Cube", "Sphere", "Capsule"}
 # UsdGeom prims that can be drawn but not (yet) collide: visual only without PhysicsCollisionAPI
-VISUAL_TYPES = {"Capsule", "Cylinder", "Cone", "BasisCurves", "NurbsCurves", "NurbsPatch", "PointInstancer",
+VISUAL_TYPES = {"Cylinder", "Cone", "BasisCurves", "NurbsCurves", "NurbsPatch", "PointInstancer",
                 "HermiteCurves", "TetMesh", "Capsule_1", "Cylinder_1"}
 # attributes that only affect how a prim looks (never physics): read by nobody, reported to nobody
 PRESENTATION_ATTRS = {"visibility", "purpose", "extent", "xformOpOrder", "doubleSided", "normals",
@@ -119,6 +134,7 @@ class Scene:
         self.spring_groups = {}
         self.group_colors = {}
         self.shape_paths = []
+        self.toi = False
         self.items = []
         self.notes = []
         self.warnings = []
@@ -140,7 +156,7 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
-        return sim.SolverSemiImplicit(model)
+        return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
         b = self.builder
@@ -148,8 +164,8 @@ class Scene:
                  f"solver: {self.solver}, frame dt {self.frame_dt:g} s, {self.substeps} substeps "
                  f"(dt {self.dt:g} s), {self.frames} frames, up axis {self.up_axis}",
                  f"gravity: ({b.gravity[0]:g}, {b.gravity[1]:g}, {b.gravity[2]:g}) m/s^2",
-                 f"particles: {b.particle_count}, springs: {b.spring_count}, colliders: {b.shape_count}, "
-                 f"materials: {b.material_count}"]
+                 f"particles: {b.particle_count}, springs: {b.spring_count}, bodies: {b.body_count}, "
+                 f"shapes: {b.shape_count}, materials: {b.material_count}" + (", time of impact" if self.toi else "")]
         lines += [f"  {p}: {d}" for p, d in self.items]
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -228,7 +244,6 @@ class _Reader:
         self.used = {}  # prim path -> names of attributes/relationships read (or already reported)
         self.kinds = {}  # prim path -> schema kind for the kc: check ("Points", "collider", ...)
         self.bound_materials = set()  # paths of physics materials bound to something
-        self.skipped_roots = []  # paths of rigid bodies whose subtree is not simulated
         self.particles_planned = 0
         self.mpu = 1.0
         if stage.HasAuthoredMetadata("metersPerUnit"):
@@ -237,6 +252,7 @@ class _Reader:
                 raise SceneError(path, f"metersPerUnit must be > 0, got {self.mpu}")
         up = UsdGeom.GetStageUpAxis(stage) if stage.HasAuthoredMetadata("upAxis") else "Y"
         self.scene.up_axis = "Z" if str(up) == "Z" else "Y"
+        self.bodies = {}  # prim path -> body index
 
     # -- helpers ---------------------------------------------------------------------------------
     def err(self, prim, msg):
@@ -334,7 +350,7 @@ class _Reader:
                 return
             p = p.GetParent()
 
-    def decompose(self, prim):
+    def decompose(self, prim, allow_shear=False):
         """(translation [m], rotation quaternion (x, y, z, w), scale (3,)) of the prim's world transform."""
         self.world(prim)  # checks: static, finite
         m = self.cache.GetLocalToWorldTransform(prim)
@@ -345,19 +361,26 @@ class _Reader:
         im = rq.GetImaginary()
         q = (float(im[0]), float(im[1]), float(im[2]), float(rq.GetReal()))
         po = xf.GetPivotOrientation().GetQuat()
-        if abs(po.GetReal()) < 0.999999:
+        if abs(po.GetReal()) < 0.999999 and not allow_shear:
             raise self.err(prim, "shear or non-orthogonal scale in the transform is not supported for colliders")
         return t, q, s
 
     def physics_material(self, prim):
-        """kc material parameters from a bound UsdPhysics material (prim or ancestor), {} if none."""
+        """kc material parameters from a bound UsdPhysics material (prim or ancestor, e.g. the
+        prim's rigid body), {} if none.  ``material:binding:physics`` wins over a plain
+        ``material:binding``, which counts only when its target has PhysicsMaterialAPI."""
         p = prim
         while p and not p.IsPseudoRoot():
-            rel = p.GetRelationship("material:binding:physics")
-            if rel and rel.HasAuthoredTargets():
-                self.use(p, "material:binding:physics")
+            for rel_name in ("material:binding:physics", "material:binding"):
+                rel = p.GetRelationship(rel_name)
+                if not (rel and rel.HasAuthoredTargets()):
+                    continue
                 targets = rel.GetTargets()
                 mat = self.stage.GetPrimAtPath(targets[0]) if targets else None
+                if rel_name == "material:binding":
+                    if mat is None or not mat.IsValid() or not mat.HasAPI(self.UsdPhysics.MaterialAPI):
+                        continue  # a visual material binding (presentation only)
+                self.use(p, rel_name)
                 if mat is None or not mat.IsValid():
                     raise self.err(p, f"material:binding:physics targets {targets[0] if targets else 'nothing'}, "
                                       f"which does not exist")
@@ -365,26 +388,30 @@ class _Reader:
                     self.warn(p, f"material:binding:physics targets {mat.GetPath()}, which has no "
                                  f"PhysicsMaterialAPI (ignored)")
                     return {}
-                self.bound_materials.add(mat.GetPath())
-                params = {}
-                mu = self.attr(mat, "physics:dynamicFriction")
-                mu_s = self.attr(mat, "physics:staticFriction")
-                if mu is None and mu_s is not None:
-                    mu = mu_s
-                elif mu is not None and mu_s is not None and abs(mu - mu_s) > 1e-9:
-                    self.warn(mat, f"physics:staticFriction {mu_s:g} differs from physics:dynamicFriction "
-                                   f"{mu:g}; kcsim has one Coulomb coefficient and uses the dynamic one")
-                if mu is not None:
-                    params["mu"] = float(mu)
-                e = self.attr(mat, "physics:restitution")
-                if e is not None:
-                    params["restitution"] = float(e)
-                if self.attr(mat, "physics:density") is not None and self.kinds.get(prim.GetPath()) == "Points":
-                    self.warn(mat, "physics:density of a physics material is not used for particles (their mass "
-                                   "comes from kc:mass or kc:density)")
-                return params
+                return self.read_physics_material(mat, prim)
             p = p.GetParent()
         return {}
+
+    def read_physics_material(self, mat, prim):
+        """{mu, restitution} of a Material prim with PhysicsMaterialAPI bound to ``prim``."""
+        self.bound_materials.add(mat.GetPath())
+        params = {}
+        mu = self.attr(mat, "physics:dynamicFriction")
+        mu_s = self.attr(mat, "physics:staticFriction")
+        if mu is None and mu_s is not None:
+            mu = mu_s
+        elif mu is not None and mu_s is not None and abs(mu - mu_s) > 1e-9:
+            self.warn(mat, f"physics:staticFriction {mu_s:g} differs from physics:dynamicFriction "
+                           f"{mu:g}; kcsim has one Coulomb coefficient and uses the dynamic one")
+        if mu is not None:
+            params["mu"] = float(mu)
+        e = self.attr(mat, "physics:restitution")
+        if e is not None:
+            params["restitution"] = float(e)
+        if self.attr(mat, "physics:density") is not None and self.kinds.get(prim.GetPath()) == "Points":
+            self.warn(mat, "physics:density of a physics material is not used for particles (their mass "
+                           "comes from kc:mass or kc:density)")
+        return params
 
     def material(self, prim):
         """Material index for the prim's physics material and kc:material:* attributes (0 = default)."""
@@ -442,12 +469,12 @@ class _Reader:
         for prim in prims:  # after all bindings are known
             self.check_unused(prim)
         self.check_undefined()
-        if self.scene.builder.particle_count == 0:
-            why = ""
-            if self.skipped_roots:
-                why = f" (rigid bodies such as {self.skipped_roots[0]} are not supported yet)"
-            raise SceneError(self.path, f"nothing to simulate: the scene has no Points prim (particles){why}; "
-                                        f"see scenes/library/*.usda for examples")
+        b = self.scene.builder
+        if b.particle_count == 0 and b.body_count == 0:
+            raise SceneError(self.path, "nothing to simulate: the scene has no Points prim (particles) and no "
+                                        "rigid body (PhysicsRigidBodyAPI); see scenes/library/*.usda for examples")
+        if b.particle_count == 0:
+            self.scene.notes.append("the scene has no particles (rigid bodies only)")
         return self.scene
 
     def check_kc_names(self, prim, kind):
@@ -462,18 +489,13 @@ class _Reader:
         UsdPhysics = self.UsdPhysics
         t = str(prim.GetTypeName())
         path = prim.GetPath()
-        for root in self.skipped_roots:
-            if path.HasPrefix(root):
-                self.kinds[path] = "skipped"
-                return
         if prim.HasAPI(UsdPhysics.RigidBodyAPI):
-            enabled = self.attr(prim, "physics:rigidBodyEnabled", True, kind="bool")
-            if enabled:
-                self.kinds[path] = "skipped"
-                self.skipped_roots.append(path)
-                self.warn(prim, "PhysicsRigidBodyAPI (a dynamic rigid body) is not supported yet; the prim and "
-                                "its children are not simulated (not even as static colliders)")
-                return
+            # disabled: a static collider, as USD Physics defines it
+            if self.attr(prim, "physics:rigidBodyEnabled", True, kind="bool"):
+                if t == "Points":
+                    raise self.err(prim, "PhysicsRigidBodyAPI on a Points prim is not supported (particles are "
+                                         "simulated one by one; put the body's colliders under an Xform)")
+                self.read_rigid_body(prim)
         if t == "Points":
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
@@ -513,15 +535,16 @@ class _Reader:
         """Report every authored property and physics API of ``prim`` that nothing read."""
         path = prim.GetPath()
         kind = self.kinds.get(path, "ignored")
-        if kind == "skipped":
-            return  # covered by the rigid body warning
         used = self.used.get(path, set())
+        in_body = self.body_prim_of(prim) is not None
         for api in prim.GetAppliedSchemas():
             api = str(api)
             if api in ("PhysicsCollisionAPI",) and kind in ("collider", "visual", "unsupported", "ignored"):
                 continue  # read (or reported) with the prim
             if api == "PhysicsRigidBodyAPI" and "physics:rigidBodyEnabled" in used:
-                continue  # a disabled body: a static collider, as USD Physics defines it
+                continue  # read: a body, or a disabled one (a static collider, as USD Physics defines it)
+            if api == "PhysicsMassAPI" and in_body:
+                continue  # read by read_rigid_body / density (its unread attributes are reported below)
             if api == "PhysicsMaterialAPI":
                 if path not in self.bound_materials:
                     self.scene.notes.append(f"{path}: physics material not bound to any prim (unused)")
@@ -530,7 +553,8 @@ class _Reader:
             if api.startswith(("Physics", "Physx", "PhysX")):
                 if api == "PhysicsMassAPI":
                     hint = " (particle mass comes from kc:mass or kc:density)" if kind == "Points" else ""
-                    self.warn(prim, f"PhysicsMassAPI is not supported yet; physics:mass and friends are "
+                    self.warn(prim, f"PhysicsMassAPI has no effect on a prim that is not part of a rigid body "
+                                    f"(no PhysicsRigidBodyAPI on it or an ancestor); physics:mass and friends are "
                                     f"ignored{hint}")
                 elif api == "PhysicsMeshCollisionAPI":
                     approx = self.attr(prim, "physics:approximation", "none", kind="token")
@@ -636,6 +660,7 @@ class _Reader:
                     raise self.err(prim, f"kc:solver must be one of {SOLVERS}, got '{solver}'"
                                          f"{schema.suggest(solver, SOLVERS)}")
                 sc.solver = solver
+            sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -794,6 +819,99 @@ class _Reader:
             raise self.err(prim, f"{name} has {v.size} values for {n} points (give one or one per point)")
         return v
 
+    # -- rigid bodies ---------------------------------------------------------------------------------
+    def body_prim_of(self, prim):
+        """The nearest prim at or above ``prim`` that is a rigid body, or None."""
+        p = prim
+        while p and p.IsValid() and not p.IsPseudoRoot():
+            if str(p.GetPath()) in self.bodies:
+                return p
+            p = p.GetParent()
+        return None
+
+    def read_rigid_body(self, prim):
+        b = self.scene.builder
+        if self.body_prim_of(prim.GetParent()) is not None:
+            raise self.err(prim, "a rigid body inside another rigid body is not supported")
+        t, q, _ = self.decompose(prim, allow_shear=True)
+        vel = self.attr(prim, "physics:velocity", np.zeros(3), kind="vec3") * self.mpu
+        ang = np.radians(self.attr(prim, "physics:angularVelocity", np.zeros(3), kind="vec3"))
+        mass = inertia = com = None
+        if prim.HasAPI(self.UsdPhysics.MassAPI):
+            m = self.attr(prim, "physics:mass")
+            if m is not None and m != 0:  # 0: not authored (USD's convention)
+                if not m > 0:
+                    raise self.err(prim, f"physics:mass must be > 0, got {m}")
+                mass = float(m)
+            c = self.attr(prim, "physics:centerOfMass", kind="vec3")
+            if c is not None and np.all(np.isfinite(c)) and np.all(np.abs(c) < 1e30):
+                com = c * self.mpu
+            d = self.attr(prim, "physics:diagonalInertia", kind="vec3")
+            if d is not None and np.any(d != 0):
+                self.use(prim, "physics:principalAxes")
+                pa = prim.GetAttribute("physics:principalAxes")
+                axes = pa.Get() if pa and pa.HasAuthoredValue() else None
+                rot = np.eye(3)
+                if axes is not None:
+                    im = axes.GetImaginary()
+                    rot = _quat_matrix((im[0], im[1], im[2], axes.GetReal()))
+                inertia = rot @ np.diag(d * self.mpu * self.mpu) @ rot.T
+        try:
+            idx = b.add_body(tuple(t) + tuple(q), mass=mass, inertia=inertia, com=com, name=prim.GetName(),
+                             vel=vel, ang_vel=ang)
+        except ValueError as e:
+            raise self.err(prim, str(e).replace("add_body: ", "")) from None
+        self.bodies[str(prim.GetPath())] = idx
+        self.scene.items.append((str(prim.GetPath()), f"rigid body {idx}" + (f", mass {mass:g} kg" if mass else "")))
+
+    def shape_frame(self, prim):
+        """(body index or -1, pos, rot quaternion, scale (3,)) of a collider prim: in its body's frame when it
+        belongs to a rigid body, else in world."""
+        t, q, s = self.decompose(prim)
+        owner = self.body_prim_of(prim)
+        if owner is None:
+            return -1, t, q, s
+        bt, bq, _ = self.decompose(owner, allow_shear=True)
+        inv = (-bq[0], -bq[1], -bq[2], bq[3])
+        return self.bodies[str(owner.GetPath())], _rotate(inv, t - bt), _quat_mul(inv, q), s
+
+    def density(self, prim):
+        """physics:density [kg/m^3] of a body's collider (or of its body), default 1000; static
+        colliders have no mass (a PhysicsMassAPI on them is reported by check_unused)."""
+        if self.body_prim_of(prim) is None:
+            return 1000.0
+        for p in (prim, self.body_prim_of(prim)):
+            if p is not None and p.HasAPI(self.UsdPhysics.MassAPI):
+                d = self.attr(p, "physics:density")
+                if d is not None and d != 0:
+                    if not d > 0:
+                        raise self.err(p, f"physics:density must be > 0, got {d}")
+                    return float(d) / self.mpu ** 3
+        return 1000.0
+
+    def read_capsule(self, prim):
+        r = self.attr(prim, "radius", 0.5)
+        h = self.attr(prim, "height", 1.0)
+        axis = self.attr(prim, "axis", "Z", kind="token")
+        for name, v in (("radius", r), ("height", h)):
+            if np.ndim(v) or not v > 0:
+                raise self.err(prim, f"{name} must be > 0, got {v}")
+        s2 = math.sqrt(0.5)
+        # our capsule runs along local Y; USD's along `axis`
+        to_axis = {"Y": (0.0, 0.0, 0.0, 1.0), "Z": (s2, 0.0, 0.0, s2), "X": (0.0, 0.0, -s2, s2)}.get(axis)
+        if to_axis is None:
+            raise self.err(prim, f"axis must be X, Y or Z, got '{axis}'")
+        body, t, q, s = self.shape_frame(prim)
+        s = np.abs(s)
+        if s.max() - s.min() > 1e-6 * s.max():
+            raise self.err(prim, f"non-uniform scale {s.tolist()} on a Capsule collider is not supported")
+        radius, half = r * s[0] * self.mpu, 0.5 * h * s[0] * self.mpu
+        shape = self.scene.builder.add_shape_capsule(t, _quat_mul(q, to_axis), radius, half,
+                                                     material=self.material(prim), name=prim.GetName(), body=body,
+                                                     density=self.density(prim))
+        where = f" (body {body})" if body >= 0 else ""
+        self.add_collider(prim, shape, f"Capsule collider{where}: radius {radius:g} m, half height {half:g} m")
+
     # -- colliders ------------------------------------------------------------------------------------
     def add_collider(self, prim, shape, desc):
         self.scene.shape_paths.append(str(prim.GetPath()))
@@ -803,6 +921,8 @@ class _Reader:
         self.scene.items.append((str(prim.GetPath()), desc))
 
     def read_mesh(self, prim):
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "Mesh colliders on rigid bodies are not supported (static only)")
         pts = self.attr(prim, "points", kind="vec3s")
         counts = self.attr(prim, "faceVertexCounts", kind="ints")
         indices = self.attr(prim, "faceVertexIndices", kind="ints")
@@ -836,26 +956,32 @@ class _Reader:
         size = self.attr(prim, "size", 2.0)
         if np.ndim(size) or not size > 0:
             raise self.err(prim, f"size must be > 0, got {size}")
-        t, q, s = self.decompose(prim)
+        body, t, q, s = self.shape_frame(prim)
         he = 0.5 * size * np.abs(s) * self.mpu
         if np.any(he <= 0):
             raise self.err(prim, f"scale must be non-zero, got {s.tolist()}")
-        shape = self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName())
-        self.add_collider(prim, shape, f"Cube collider: half extents {np.round(he, 4).tolist()} m")
+        shape = self.scene.builder.add_shape_box(t, q, he, material=self.material(prim), name=prim.GetName(),
+                                                 body=body, density=self.density(prim))
+        where = f" (body {body})" if body >= 0 else ""
+        self.add_collider(prim, shape, f"Cube collider{where}: half extents {np.round(he, 4).tolist()} m")
 
     def read_sphere(self, prim):
         r = self.attr(prim, "radius", 1.0)
         if np.ndim(r) or not r > 0:
             raise self.err(prim, f"radius must be > 0, got {r}")
-        t, q, s = self.decompose(prim)
+        body, t, q, s = self.shape_frame(prim)
         s = np.abs(s)
         if s.max() - s.min() > 1e-6 * s.max():
             raise self.err(prim, f"non-uniform scale {s.tolist()} on a Sphere collider is not supported")
         radius = r * s[0] * self.mpu
-        shape = self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName())
-        self.add_collider(prim, shape, f"Sphere collider: radius {radius:g} m")
+        shape = self.scene.builder.add_shape_sphere(t, radius, material=self.material(prim), name=prim.GetName(),
+                                                    body=body, density=self.density(prim), rot=q)
+        where = f" (body {body})" if body >= 0 else ""
+        self.add_collider(prim, shape, f"Sphere collider{where}: radius {radius:g} m")
 
     def read_plane(self, prim):
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "Plane colliders on rigid bodies are not supported (static only)")
         axis = self.attr(prim, "axis", "Z", kind="token")
         width = float(self.attr(prim, "width", 2.0))
         length = float(self.attr(prim, "length", 2.0))
@@ -916,6 +1042,10 @@ def _quat_mul(a, b):
 
 
 def _rotate(q, v):
+    return _quat_matrix(q) @ np.asarray(v, np.float64)
+
+
+def _quat_matrix(q):
     from sim.builder import quat_to_matrix
 
-    return quat_to_matrix(q) @ np.asarray(v, np.float64)
+    return quat_to_matrix(q)

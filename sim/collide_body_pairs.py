@@ -93,12 +93,13 @@ def body_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: kc.arr
 @kc.kernel
 def eval_body_pair_contacts_kernel(
         grid: kc.uint64, shape_ids: kc.array(dtype=int), shape_bound: kc.array(dtype=float), max_bound: float,
+        centers: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
         body_inv_inertia: kc.array(dtype=kc.mat33),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), skip_pair_kind: int,
+        shape_material: kc.array(dtype=int), shape_swept: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
@@ -118,7 +119,8 @@ def eval_body_pair_contacts_kernel(
     elif ka == SPHERE:
         points = 1
     if k < points:
-        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound + cohesion_reach)
+        # a tenth of a bound more: the onset smoothing of sim/contact.py starts before the surfaces touch
+        query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound * 1.1 + cohesion_reach)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
             sb = shape_ids[j]
@@ -132,7 +134,7 @@ def eval_body_pair_contacts_kernel(
                     if kb != BOX:
                         if k == 0:
                             if i < j:
-                                if ka + kb != skip_pair_kind:  # (sphere, sphere) pairs swept by sim/toi.py
+                                if shape_swept[i] + shape_swept[j] < 2:  # both swept: sim/toi.py
                                     round_pair = 1
                     else:
                         pt = shape_point(ka, scale_a, k)
@@ -141,6 +143,9 @@ def eval_body_pair_contacts_kernel(
             use = round_pair
             if pt[3] >= 0.0:
                 use = 1
+            # bounding spheres apart (with the margin of the query): nothing to do
+            if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
+                use = 0
             if use != 0:
                 tfb = body_q[bb]
                 rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
@@ -201,11 +206,12 @@ class BodyPairContacts:
 
     Args:
         model: the sim.Model.
-        skip_sphere_pairs: leave sphere-sphere pairs out (the time-of-impact solver sweeps them).
+        swept_shapes: shape indices that the time-of-impact solver sweeps against each other
+            (spheres alone on their body); pairs of two of them are left out here.
         grid_dim: hash grid cells per axis (None: from the shape count).
     """
 
-    def __init__(self, model, skip_sphere_pairs: bool = False, grid_dim: int | None = None):
+    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None):
         shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
         scale = model.shape_scale.numpy() if model.shape_count else np.zeros((0, 3), np.float32)
@@ -220,8 +226,9 @@ class BodyPairContacts:
         self.shape_bound = kc.array(bound, dtype=float, device=dev)
         self.centers = kc.zeros(self.count, dtype=kc.vec3, device=dev)
         self.speed_bound = kc.zeros(1, dtype=float, device=dev)  # largest body speed seen [m/s] (sim/toi.py)
-        # the two kinds' sum that is left out: SPHERE + SPHERE = 0; -1 never matches
-        self.skip_pair_kind = 0 if skip_sphere_pairs else -1
+        swept = set(int(s) for s in swept_shapes)
+        self.shape_swept = kc.array(np.array([int(s in swept) for s in ids], np.int32).reshape(-1), dtype=kc.int32,
+                                    device=dev)
         self.grid = None
         if self.active:
             if grid_dim is None:
@@ -233,7 +240,7 @@ class BodyPairContacts:
         kc.launch(body_shape_centers_kernel, dim=self.count,
                   inputs=[self.shape_ids, model.shape_body, model.shape_pos, body_q], outputs=[self.centers],
                   device=model.device, record_tape=False)
-        self.grid.build(self.centers, 2.0 * self.max_bound + model.material_max_cohesion_distance)
+        self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
 
     def eval(self, model, state, wrenches, dt: float):
         """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,))."""
@@ -241,10 +248,10 @@ class BodyPairContacts:
             return
         self._rebuild(model, state.body_q)
         kc.launch(eval_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
-                  inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, state.body_q,
+                  inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
                           state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
                           model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                          model.shape_material, self.skip_pair_kind, *material_inputs(model),
+                          model.shape_material, self.shape_swept, *material_inputs(model),
                           model.material_max_cohesion_distance, float(dt)],
                   outputs=[wrenches], device=model.device)
         self.record_rebuild(model, state.body_q)

@@ -1,8 +1,9 @@
 """Particle contacts with the ground plane and static analytic shapes (kernel + launcher).
 
-Each particle tests the ground and every static sphere, box, capsule and plane shape;
-mesh shapes are handled in sim/collide_mesh.py.  Shapes carried by rigid bodies are not
-seen by particles (yet).  Per particle: a gather (no atomics between threads).
+Each particle tests the ground and every sphere, box, capsule and plane shape; mesh
+shapes are handled in sim/collide_mesh.py.  Per particle: a gather of its own force; a
+shape carried by a rigid body moves with it, and the reaction goes to that body's
+wrench (``atomic_add``).
 """
 from __future__ import annotations
 
@@ -56,10 +57,13 @@ def eval_particle_shape_contacts_kernel(
         shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float, toi: int,
-        f: kc.array(dtype=kc.vec3)):
+        f: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     w = inv_mass[i]
     if w > 0.0:
@@ -67,40 +71,42 @@ def eval_particle_shape_contacts_kernel(
         v = qd[i]
         r = radius[i]
         mi = particle_material[i]
-        # no force beyond the cohesion range plus half the smoothing window (sim/contact.py)
-        reach = cohesion_reach + 0.5 * dt * kc.length(v)
         fi = kc.vec3(0.0, 0.0, 0.0)
         if ground != 0 and toi == 0:
+            # no force beyond the cohesion range plus half the smoothing window (sim/contact.py)
             gap = kc.dot(ground_normal, x) - ground_offset - r
-            if gap < reach:
+            if gap < cohesion_reach + 0.5 * dt * kc.length(v):
                 fi = fi + mixed_contact_force(ground_normal, gap, v, w, mi, ground_material, material_ke,
                                               material_damping_ratio, material_mu, material_cohesion,
                                               material_cohesion_distance, dt)
         for s in range(shape_count):
             t = shape_type[s]
-            if shape_body[s] >= 0:
-                t = MESH  # carried by a body: skipped here (like meshes, handled elsewhere)
-            if toi != 0 and t != CAPSULE:
+            b = shape_body[s]
+            if toi != 0 and b < 0 and t != CAPSULE:
                 t = MESH  # swept in the integrator (sim/toi.py)
+            pos = shape_pos[s]
+            rot = shape_rot[s]
+            if b >= 0:  # carried by a body: its pose in world now
+                tf = body_q[b]
+                rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * rot
+                pos = kc.transform_point(tf, pos)
             n = kc.vec3(0.0, 1.0, 0.0)
             gap = float(1.0e30)
             if t == SPHERE:
-                d = x - shape_pos[s]
+                d = x - pos
                 dist = kc.length(d)
                 if dist > 0.0:
                     n = d / dist
                 gap = dist - shape_scale[s][0] - r
             elif t == BOX:
-                rot = shape_rot[s]
-                local = kc.transpose(rot) * (x - shape_pos[s])
+                local = kc.transpose(rot) * (x - pos)
                 nd = box_closest(local, shape_scale[s])
                 n = rot * kc.vec3(nd[0], nd[1], nd[2])
                 gap = nd[3] - r
             elif t == CAPSULE:
-                rot = shape_rot[s]
                 axis = rot * kc.vec3(0.0, 1.0, 0.0)
                 h = shape_scale[s][1]
-                rel = x - shape_pos[s]
+                rel = x - pos
                 along = kc.clamp(kc.dot(rel, axis), -h, h)
                 d = rel - axis * along
                 dist = kc.length(d)
@@ -108,29 +114,51 @@ def eval_particle_shape_contacts_kernel(
                     n = d / dist
                 gap = dist - shape_scale[s][0] - r
             elif t == PLANE:
-                rot = shape_rot[s]
                 n = rot * kc.vec3(0.0, 1.0, 0.0)
-                gap = kc.dot(n, x - shape_pos[s]) - r
-            if gap < reach:
-                fi = fi + mixed_contact_force(n, gap, v, w, mi, shape_material[s], material_ke,
-                                              material_damping_ratio, material_mu, material_cohesion,
-                                              material_cohesion_distance, dt)
+                gap = kc.dot(n, x - pos) - r
+            # the surface's velocity and effective inverse mass (a static shape: 0 and 0)
+            v_rel = v
+            w_sum = w
+            arm = kc.vec3(0.0, 0.0, 0.0)
+            if b >= 0:
+                arm = x - n * r - kc.transform_point(body_q[b], body_com[b])
+                v_rel = v - kc.spatial_top(body_qd[b]) - kc.cross(kc.spatial_bottom(body_qd[b]), arm)
+                rb = kc.quat_to_matrix(kc.transform_get_rotation(body_q[b]))
+                rn = kc.cross(arm, n)
+                w_sum = w + body_inv_mass[b] + kc.dot(rn, rb * body_inv_inertia[b] * kc.transpose(rb) * rn)
+            if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                fs = mixed_contact_force(n, gap, v_rel, w_sum, mi, shape_material[s], material_ke,
+                                         material_damping_ratio, material_mu, material_cohesion,
+                                         material_cohesion_distance, dt)
+                fi = fi + fs
+                if b >= 0:
+                    # the reaction on the body, along the same line as the force on the particle (through
+                    # its centre): a particle cannot spin, so friction at the surface would create angular
+                    # momentum; this way the pair conserves it
+                    kc.atomic_add(body_f, b, kc.spatial_vector(-fs, kc.cross(arm + n * r, -fs)))
         f[i] += fi
 
 
-def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False):
-    """Add ground and static sphere/box/capsule/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
+def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False, wrenches=None):
+    """Add ground and sphere/box/capsule/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
 
     ``dt`` [s] is the step the forces will act over (it bounds static friction, see sim/contact.py).
-    ``toi``: only capsules (the others are swept by sim/toi.py).
+    ``toi``: static shapes other than capsules are swept by sim/toi.py instead.  Shapes on
+    bodies push with their body's motion and effective mass; the reaction wrenches go to
+    ``wrenches`` (spatial_vector, (B,); required when the model has body shapes).
     """
     if model.particle_count == 0 or (not model.ground and model.shape_count == len(model.mesh_shape_indices)):
         return
+    if wrenches is None:
+        if model.body_count:
+            raise ValueError("eval_particle_shape_contacts: the model has bodies; pass wrenches= (B,) for the reactions")
+        wrenches = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
     kc.launch(eval_particle_shape_contacts_kernel, dim=model.particle_count,
               inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
                       model.particle_material, int(model.ground), model.ground_normal, model.ground_offset,
                       model.ground_material, model.shape_count, model.shape_type, model.shape_body,
                       model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, *material_inputs(model),
+                      model.shape_scale, model.shape_material, state.body_q, state.body_qd, model.body_com,
+                      model.body_inv_mass, model.body_inv_inertia, *material_inputs(model),
                       model.material_max_cohesion_distance, float(dt), int(bool(toi))],
-              outputs=[forces], device=model.device)
+              outputs=[forces, wrenches], device=model.device)

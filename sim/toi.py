@@ -1,10 +1,11 @@
-"""Time-of-impact (continuous) contacts of particles and sphere bodies with static colliders.
+"""Time-of-impact (continuous) contacts of particles and sphere bodies (kernels + launchers).
 
 With ``SolverSemiImplicit(model, toi=True)`` a particle, or a body whose only shape is a
 sphere, is not pushed out by penalty forces.  Instead the integrator sweeps the sphere
 along the straight path of the step, ``x0 + s v1 dt`` for s in [0, 1] (``v1`` the velocity
-after this step's forces), against the ground and every static plane, sphere and box,
-and takes the earliest hit ``s``.  There it applies the impact impulse
+after this step's forces), against the ground and every static plane, sphere and box
+(and, for a sphere body, every other swept sphere body along the relative motion; both
+work out the same impulse), and takes the earliest hit ``s``.  There it applies the impact impulse
 
     normal:   j_n = -(1 + e) v_n / w_n                 (e = 0 below the resting speed)
     friction: j_t = min(mu j_n, |v_t| / w_t)  against the sliding direction
@@ -26,7 +27,8 @@ resting ball stays on the ground instead of hopping by ``g dt^2`` each step.  A 
 swept as the box inflated by the radius (its edges and corners are square, not rounded:
 a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early).  One impact per
 step: after a bounce the rest of the step is not swept again.  Static capsules and
-meshes keep the penalty contact.
+meshes, shapes on other bodies than swept spheres, and particles against body shapes
+keep the penalty contact.
 """
 from __future__ import annotations
 
@@ -403,14 +405,15 @@ def body_speed_bound_kernel(body_qd: kc.array(dtype=kc.spatial_vector), body_f: 
     kc.atomic_max(speed_bound, 0, kc.length(v))
 
 
-def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes, pairs=None):
+def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_shapes, pairs=None, no_speed=None):
     """Newton–Euler step of the bodies (as sim.body_integrate) with time-of-impact contacts for the
     bodies that ``toi_shapes`` (kc int (B,), from :func:`body_toi_shapes`) marks.
 
     ``pairs``: the solver's ``sim.collide_body_pairs.BodyPairContacts`` (its hash grid must hold
     ``state_in``'s shapes) to sweep swept spheres against each other, or None.  Its
     ``speed_bound`` only grows (the largest body speed seen), so that the grid search
-    radius replayed in the backward pass is never smaller than the forward one.
+    radius replayed in the backward pass is never smaller than the forward one.  ``no_speed``:
+    a float array (1,) passed in its place when there are no pairs (preallocated by the caller).
     """
     if model.body_count == 0:
         return
@@ -422,7 +425,7 @@ def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_sh
         grid_id, pair_count, pair_ids, max_bound = pairs.grid.id, pairs.count, pairs.shape_ids, pairs.max_bound
         speed_bound = pairs.speed_bound
     if speed_bound is None:
-        speed_bound = kc.zeros(1, dtype=float, device=model.device)
+        speed_bound = no_speed if no_speed is not None else kc.zeros(1, dtype=float, device=model.device)
     kc.launch(integrate_bodies_toi_kernel, dim=model.body_count,
               inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
                       model.body_inertia, model.body_inv_inertia, toi_shapes, model.gravity, float(dt),

@@ -80,3 +80,35 @@ def test_mpm_benchmark_runs_and_its_gradient_matches_taichi(tmp_path):
         assert d["cases"]["diffmpm2d"]["gradient_rel_diff_vs_taichi"] < 1e-4
     else:
         pytest.skip("taichi is not installed: the peer comparison was skipped")
+
+
+def test_rigid_benchmark_kernelcore_pile_lands(tmp_path):
+    """kernelcore only (no Newton): the JSON fields, and the pile's bottom layer rests on the ground."""
+    import bench_rigid
+
+    out = tmp_path / "rigid.json"
+    bench_rigid.main(["--sizes", "12", "--steps", "2", "--settle", "150", "--repeats", "1", "--kc-threads", "default",
+                      "--no-newton", "--profile", "--out", str(out)])
+    d = json.loads(out.read_text())
+    r = d["results"]["12"]
+    assert d["newton_unavailable"] == "not requested (--no-newton)"
+    assert r["kc"]["steps_per_second"] > 0 and r["kc_profile_s_per_step"]["integrate_bodies"] > 0
+    # the lowest bodies rest on the ground: a capsule on its side at 0.04 m, a sphere at 0.06 m
+    assert 0.035 < r["kc"]["min_height_m"] < 0.065
+
+
+def test_rigid_benchmark_newton_simulates_the_same_pile(tmp_path):
+    """With Newton installed: both engines run the same pile; after 0.25 s (free fall, then the
+    bottom layer lands) the bodies' heights agree, and a speedup is reported."""
+    pytest.importorskip("newton", reason="newton (pip install newton) is the benchmark's reference engine")
+    import bench_rigid
+
+    kc_pile, nt_pile = bench_rigid.KcPile(9), bench_rigid.NewtonPile(9)
+    for p in (kc_pile, nt_pile):
+        p.steps(250)
+    np.testing.assert_allclose(kc_pile.heights(), nt_pile.heights(), atol=0.01)
+    out = tmp_path / "rigid.json"
+    bench_rigid.main(["--sizes", "9", "--steps", "2", "--settle", "2", "--repeats", "1", "--kc-threads", "default",
+                      "--out", str(out)])
+    r = json.loads(out.read_text())["results"]["9"]
+    assert r["speedup_kc_vs_newton"] > 0 and r["newton"]["steps_per_second"] > 0

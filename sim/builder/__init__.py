@@ -11,14 +11,14 @@ import numpy as np
 import kernelcore as kc
 
 from ..model import Model
-from .bodies import BodyBuilder, combine_mass_properties, shape_mass_properties
+from .bodies import BodyBuilder, combine_mass_properties, mesh_mass_properties, shape_mass_properties
 from .materials import MaterialBuilder, damping_ratio_from_restitution, restitution_of_damping_ratio
 from .particles import ParticleBuilder
 from .shapes import ShapeBuilder, quat_to_matrix
 from .springs import SpringBuilder
 
 __all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_damping_ratio", "quat_to_matrix",
-           "shape_mass_properties", "combine_mass_properties"]
+           "shape_mass_properties", "combine_mass_properties", "mesh_mass_properties"]
 
 
 class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder):

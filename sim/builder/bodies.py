@@ -45,6 +45,35 @@ def shape_mass_properties(kind: int, scale, density: float):
     return 0.0, np.zeros((3, 3))
 
 
+def mesh_mass_properties(points, triangles, density: float):
+    """Mass [kg], centre of mass (3,) [m] and inertia about it (3, 3) [kg m^2] of the solid
+    bounded by a closed triangle mesh, from its volume integrals.
+
+    ``points`` (n, 3) [m]; ``triangles`` (m, 3) vertex indices wound counter-clockwise seen
+    from outside; ``density`` [kg/m^3].  Each triangle spans a tetrahedron with the origin;
+    their signed volumes, first and second moments add up to the solid's (the parts outside
+    cancel), so any closed mesh works, convex or not.  ValueError when the enclosed volume
+    is not positive (an open mesh, or triangles wound inwards).
+    """
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    t = np.asarray(triangles, np.int64).reshape(-1, 3)
+    a, b, c = p[t[:, 0]], p[t[:, 1]], p[t[:, 2]]
+    det = np.einsum("ij,ij->i", a, np.cross(b, c))  # 6 x the signed volume of (0, a, b, c)
+    volume = det.sum() / 6.0
+    if not volume > 1e-12 * max(1.0, float(np.abs(p).max()) ** 3):
+        raise ValueError(f"mesh encloses volume {volume:g} m^3: it must be closed with its triangles wound "
+                         f"counter-clockwise seen from outside")
+    s = a + b + c
+    com = (det[:, None] * s).sum(0) / 24.0 / volume  # each tetrahedron's centroid is s / 4
+    # covariance of each tetrahedron with a vertex at the origin: det / 120 (a a^T + b b^T + c c^T + s s^T)
+    cov = np.einsum("i,ijk->jk", det, np.einsum("ij,ik->ijk", a, a) + np.einsum("ij,ik->ijk", b, b)
+                    + np.einsum("ij,ik->ijk", c, c) + np.einsum("ij,ik->ijk", s, s)) / 120.0
+    cov = cov - volume * np.outer(com, com)  # about the centre of mass
+    mass = density * volume
+    inertia = density * (np.trace(cov) * np.eye(3) - cov)
+    return mass, com, inertia
+
+
 def combine_mass_properties(parts):
     """Total mass, centre of mass (3,) and inertia about it (3, 3) of ``parts``.
 
@@ -98,6 +127,9 @@ class BodyBuilder:
             t[6] = 1.0
         if t.shape != (7,) or not np.all(np.isfinite(t)):
             raise ValueError(f"{who}: xform must be a transform (p, q) of 7 finite numbers, got {xform!r}")
+        if np.linalg.norm(t[3:]) < 1e-12:
+            raise ValueError(f"{who}: the rotation of xform must be a non-zero quaternion (x, y, z, w), "
+                             f"got {tuple(t[3:].tolist())}")
         q = _check_quat(t[3:], who)
         if mass is not None and not (np.isfinite(mass) and mass > 0):
             raise ValueError(f"{who}: mass must be finite and > 0, got {mass!r}")

@@ -33,8 +33,8 @@ class SolverSemiImplicit:
             against the ground and static planes, spheres and boxes, instead of penalty
             forces: nothing tunnels, bounces have exactly the material's restitution at any
             step, and gradients through a bounce are those of the real bounce.  Other
-            contacts (boxes and capsules on bodies, static capsules and meshes, particle
-            pairs) stay penalty contacts.
+            contacts (boxes and capsules on bodies, particles against body shapes, static
+            capsules and meshes, particle pairs) stay penalty contacts.
 
     Which to pick: penalty contacts (the default) give resting contact, rolling and
     stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
@@ -66,11 +66,12 @@ class SolverSemiImplicit:
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
+                self._no_speed = kc.zeros(1, dtype=float, device=model.device)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
-                self.body_pairs = BodyPairContacts(model, skip_sphere_pairs=self.toi)
+                self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -81,12 +82,14 @@ class SolverSemiImplicit:
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
         forces = state_out.particle_f
+        wrenches = state_out.body_f
         zero_forces(forces)
+        zero_body_forces(wrenches)
         eval_control_forces(model, control, forces)
         eval_springs(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
-        eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi)
+        eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         if self.toi:
@@ -94,14 +97,13 @@ class SolverSemiImplicit:
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
-            wrenches = state_out.body_f
-            zero_body_forces(wrenches)
             eval_body_control_forces(model, control, wrenches)
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
             if self.body_pairs is not None:
                 self.body_pairs.eval(model, state_in, wrenches, dt)
             if self.toi:
-                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs)
+                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
+                                     self._no_speed)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
 
@@ -121,5 +123,6 @@ class SolverDEM(SolverSemiImplicit):
     particles' contact materials (see :mod:`sim.contact`).
     """
 
-    def __init__(self, model, grid_dim: int | None = None, brute_force_contacts: bool = False):
-        super().__init__(model, particle_contacts=True, grid_dim=grid_dim, brute_force_contacts=brute_force_contacts)
+    def __init__(self, model, grid_dim: int | None = None, brute_force_contacts: bool = False, toi: bool = False):
+        super().__init__(model, particle_contacts=True, grid_dim=grid_dim, brute_force_contacts=brute_force_contacts,
+                         toi=toi)

@@ -251,12 +251,12 @@ def Cube "crate" (prepend apiSchemas = ["PhysicsCollisionAPI", "PhysicsRigidBody
 }
 ''')
     sc = scenes.load(path, strict=True)
-    assert sc.warnings == [] and "/crate" in sc.shape_paths
+    assert sc.warnings == [] and "/crate" in sc.shape_paths and sc.builder.body_count == 0
     enabled = _write(tmp_path, SIMPLE + '''
 def Cube "crate" (prepend apiSchemas = ["PhysicsCollisionAPI", "PhysicsRigidBodyAPI"])
 {
 }
 ''', name="enabled.usda")
-    sc = scenes.load(enabled)
-    assert "/crate" not in sc.shape_paths  # never silently a static collider
-    assert any("prim /crate: PhysicsRigidBodyAPI" in w for w in sc.warnings)
+    sc = scenes.load(enabled, strict=True)  # an enabled body is read: nothing to warn about
+    assert sc.warnings == [] and sc.shape_paths[-1] == "/crate" and sc.builder.body_count == 1
+    assert sc.builder.shape_body[-1] == 0  # the cube is the body's shape, not a static collider

@@ -189,3 +189,38 @@ def test_gradient_through_sphere_box_body_contact_matches_finite_differences():
     eps = 1e-3
     fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
     np.testing.assert_allclose(grad, fd, rtol=0.03, atol=3e-3)
+
+
+def test_fast_spheres_do_not_pass_through_each_other_with_toi():
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    for x, v in ((0.0, 100.0), (1.0, -100.0)):
+        body = b.add_body(kc.transform(kc.vec3(x, 0, 0), kc.quat(0, 0, 0, 1)), vel=(v, 0, 0))
+        b.add_shape_sphere(radius=0.01, body=body)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m, toi=True)
+    s0, s1 = m.state(), m.state()
+    for _ in range(2):  # each moves 1 m per step; they meet after 0.49 m
+        solver.step(m, s0, s1, None, 0.01)
+        s0, s1 = s1, s0
+    np.testing.assert_allclose(s0.body_qd.numpy()[:, 0], [-100.0, 100.0], rtol=1e-5)
+    np.testing.assert_allclose(s0.body_q.numpy()[:, 0], [0.49 - 1.51, 0.51 + 1.51], atol=1e-4)
+
+
+def test_swept_sphere_still_hits_a_body_it_does_not_sweep():
+    # with toi=True a lone sphere is swept, but a two-sphere dumbbell is not: their contact stays a penalty one
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=1e4, restitution=0.5, mu=0.0)
+    ball = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)), vel=(1.0, 0, 0))
+    b.add_shape_sphere(radius=0.1, body=ball)
+    dumbbell = b.add_body(kc.transform(kc.vec3(0.5, 0, 0), kc.quat(0, 0, 0, 1)))
+    b.add_shape_sphere(radius=0.1, body=dumbbell)
+    b.add_shape_sphere(pos=(0.3, 0, 0), radius=0.1, body=dumbbell)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m, toi=True)
+    s0, s1 = m.state(), m.state()
+    for _ in range(600):
+        solver.step(m, s0, s1, None, 1e-3)
+        s0, s1 = s1, s0
+    qd = s0.body_qd.numpy()
+    assert qd[dumbbell, 0] > 0.3 and s0.body_q.numpy()[ball, 0] < 0.35  # pushed, not passed through

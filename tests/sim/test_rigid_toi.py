@@ -58,6 +58,7 @@ class Rollout:
         tape.backward(grads={_q(self.kind, self.states[-1]): seed})
         s0 = self.states[0]
         g = (float(_q(self.kind, s0).grad.numpy()[0, 1]), float(_qd(self.kind, s0).grad.numpy()[0, 1]))
+        self.d_restitution = float(self.m.material_restitution.grad.numpy()[0])
         tape.zero()
         return loss, g
 
@@ -73,6 +74,8 @@ def test_bouncing_ball_gradients_are_those_of_the_real_bounce(kind):
     np.testing.assert_allclose(loss, 0.15 + E * u * (t - t_hit), atol=1e-5)
     np.testing.assert_allclose(d_h0, -E, rtol=0.02)
     np.testing.assert_allclose(d_vy0, -E * t, rtol=0.02)
+    # the material is differentiable too: d h_T / d e = u T - (h0 - 0.15)
+    np.testing.assert_allclose(roll.d_restitution, u * t - (H0 - 0.15), rtol=0.02)
     # and float64 central finite differences of the simulation agree
     eps = 1e-3
     fd_h0 = (roll.run(H0 + eps) - roll.run(H0 - eps)) / (2 * eps)
