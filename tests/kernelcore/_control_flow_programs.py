@@ -10,7 +10,8 @@ float64 numbers. The programs mix:
 - ``and`` / ``or`` conditions (also stored in a flag first) whose right side reads past
   the end of ``x`` or takes the square root / logarithm of a negative number when the left
   side already decides;
-- ``a if c else b`` whose untaken side does the same.
+- ``a if c else b`` whose untaken side does the same;
+- clamped builtins at their edges (``acos``/``asin`` of a clamped argument, ``atan2(0, 0)``).
 
 The Python run raises on any of those (``math.sqrt(-1)``, ``x[8]`` of an 8-element numpy
 array), so it checks the generator as well as the compiler; it also records every branch
@@ -33,6 +34,10 @@ NESTED_DYNAMIC = True
 
 SMOOTH = ["acc * 0.9 + a", "kc.sin(acc) + b", "acc * a - b * 0.5", "kc.tanh(acc + a)", "acc + kc.cos(b * acc)",
           "kc.sqrt(1.0 + acc * acc) * b", "acc + 0.1 * kc.float64({J}) * a", "acc * 0.5 + a * b"]
+# clamped builtins at their edges: acos/asin of a clamped argument (at and past +-1 the
+# adjoint must be the documented 0, never NaN or inf times 0), atan2 at (0, 0)
+CLAMPED = ["kc.acos(kc.clamp(acc * 0.5, -1.0, 1.0)) + a", "acc * 0.5 + kc.asin(kc.clamp(b * 3.0, -1.0, 1.0))",
+           "acc + kc.atan2(a * 0.0, b * 0.0)", "kc.acos(kc.clamp(kc.cos(acc) * 2.0, -1.0, 1.0)) * b"]
 # the untaken side is NaN or reads past the end of x
 TERNARIES = ["kc.sqrt(acc) if acc > 0.0 else acc * 0.5",
              "kc.log(a) * acc if a > 0.0 else acc - a",
@@ -73,7 +78,7 @@ class _ProgramWriter:
         return self.fill(self.pick(PLAIN_CONDS + SHORT_CONDS))
 
     def value(self):
-        return self.fill(self.pick(SMOOTH + TERNARIES))
+        return self.fill(self.pick(SMOOTH + TERNARIES + CLAMPED))
 
     def put(self, depth, text):
         self.lines.append("    " * depth + text)
@@ -193,6 +198,11 @@ class _RecordDecisions(ast.NodeTransformer):
 class PyKC:
     """The kernel language's names for a plain Python (float64) run; math raises on NaN inputs."""
     sin, cos, tanh, sqrt, log = math.sin, math.cos, math.tanh, math.sqrt, math.log
+    acos, asin, atan2 = math.acos, math.asin, math.atan2
+
+    @staticmethod
+    def clamp(x, lo, hi):
+        return min(max(x, lo), hi)
     float64 = float
     thread = 0
 
