@@ -40,6 +40,10 @@ def test_specialised_per_dtype_values():
     yi = kc.zeros(3, dtype=kc.int32)
     kc.launch(scale_sq, 3, inputs=[xi, 2], outputs=[yi])
     np.testing.assert_array_equal(yi.numpy(), [2, 8, 18])
+    # a numpy array specialises by its dtype too
+    y64 = kc.zeros(3, dtype=kc.float64)
+    kc.launch(scale_sq, 3, inputs=[xs, kc.float64(2.0)], outputs=[y64])
+    np.testing.assert_allclose(y64.numpy(), 2.0 * xs * xs, rtol=1e-15)
     # one specialisation per signature, built once
     keys = set(scale_sq.specializations)
     kc.launch(scale_sq, 3, inputs=[xi, 5], outputs=[yi])
@@ -129,3 +133,14 @@ def test_launch_errors():
         kc.launch(scale_sq, 2, inputs=[kc.zeros((2, 2), dtype=float), 1.0], outputs=[x])
     with pytest.raises(TypeError, match="is generic"):
         scale_sq.source
+
+
+def test_specialisation_compiles_as_cuda():
+    from kernelcore import nvrtc
+
+    if not nvrtc.is_available():
+        pytest.skip("NVRTC not available")
+    spec = kc.overload(scale_sq, [kc.array(dtype=kc.float64), kc.float64, kc.array(dtype=kc.float64)])
+    source = spec.cuda_source
+    assert f"{spec.cname}_cuda_fwd" in source and "array_t<kc::float64>" in source
+    nvrtc.cached_cubin("cuda_test_generics_" + spec.cname, source, "generics.cu", "sm_80")
