@@ -144,3 +144,12 @@ def test_specialisation_compiles_as_cuda():
     source = spec.cuda_source
     assert f"{spec.cname}_cuda_fwd" in source and "array_t<kc::float64>" in source
     nvrtc.cached_cubin("cuda_test_generics_" + spec.cname, source, "generics.cu", "sm_80")
+
+
+def test_specialisation_that_does_not_type_check_names_the_line():
+    with pytest.raises(kc.KernelCompileError, match=r"test_generics\.py:\d+"):
+        kc.launch(add_vec, 1, inputs=[kc.zeros(1, dtype=kc.vec3), kc.mat22(1.0, 0.0, 0.0, 1.0)])
+    # the kernel's other specialisations are unaffected
+    a = kc.zeros(2, dtype=kc.float32)
+    kc.launch(add_vec, 2, inputs=[a, 0.5])
+    np.testing.assert_allclose(a.numpy(), [0.5, 0.5])
