@@ -18,6 +18,7 @@ from .device import (  # noqa: F401
     Device, init, get_device, set_device, ScopedDevice, synchronize, is_cuda_available, get_cuda_device_count,
 )
 from .kernel import kernel, Kernel  # noqa: F401
+from .kernel_generic import overload  # noqa: F401
 from .function import func, func_grad, func_replay, func_native  # noqa: F401
 from .kernel_api import tid, printf, identity, constant, static  # noqa: F401
 from .autodiff_api import adjoint  # noqa: F401

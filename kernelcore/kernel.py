@@ -13,6 +13,8 @@ from .adjoint import format_reverse, reverse_block
 
 
 class Kernel:
+    generic = False  # typing.Any arguments: specialised per launch (kernel_generic.py)
+
     def __init__(self, pyfunc, module=None, enable_backward=True):
         from .module import get_module
 
@@ -20,21 +22,26 @@ class Kernel:
         self.key = pyfunc.__name__
         self.defn = FuncDef(pyfunc, "kernel")
         self.enable_backward = enable_backward
-        for n in self.defn.arg_names:
-            t = self.defn.arg_types[n]
-            if t is Any or (isinstance(t, ArrayType) and t.dtype is Any):
-                raise self.defn.error(f"kernel argument '{n}' must have a concrete type (generic Any is for @kc.func)")
         self.arg_names = list(self.defn.arg_names)
         self.arg_types = [self.defn.arg_types[n] for n in self.arg_names]
         digest = hashlib.sha256(f"{self.defn.module}.{pyfunc.__qualname__}\n{self.defn.source}".encode()).hexdigest()[:10]
         self.cname = f"k_{self.key}_{digest}"
         self.module = get_module(module or pyfunc.__module__)
         self._irs = {}
-        self.module.register(self)
+        self.generic = any(t is Any or (isinstance(t, ArrayType) and t.dtype is Any) for t in self.arg_types)
+        if self.generic:
+            # never compiled itself: each launch runs a specialisation (kernel_generic.py)
+            self.specializations = {}
+            self.explicit_overloads = []
+        else:
+            self.module.register(self)
 
     def ir(self):
         from .module import options_key
 
+        if self.generic:
+            raise TypeError(f"kernel '{self.key}' is generic (typing.Any arguments): it has no code of its own; "
+                            "launch it, or take a specialisation from kc.overload(...)")
         key = options_key()
         ir = self._irs.get(key)
         if ir is None:

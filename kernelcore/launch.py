@@ -182,6 +182,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if len(params) != len(kernel.arg_types):
         raise TypeError(f"kernel '{kernel.key}' takes {len(kernel.arg_types)} arguments "
                         f"({', '.join(kernel.arg_names)}), got {len(params)}")
+    if kernel.generic:
+        from .kernel_generic import resolve
+
+        kernel = resolve(kernel, params)
     dev = _launch_device(device, params)
     adj_params = None
     if adjoint and (adj_inputs is not None or adj_outputs is not None):

@@ -21,7 +21,7 @@ LAYERS = [
                   "frontend", "function"]),
     ("emit", ["emit_cpp", "emit_cuda", "adjoint_reads"]),
     ("build", ["cache", "toolchain", "nvrtc", "module"]),
-    ("kernel", ["kernel"]),
+    ("kernel", ["kernel", "kernel_generic"]),
     ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call"]),
     ("tape", ["tape", "autograd"]),
     ("package", ["", "builtins.docgen"]),  # "": kernelcore/__init__.py, which imports everything
