@@ -570,3 +570,67 @@ def test_svd3_warp_out_parameter_form():
     kc.launch(svd_out_params, 1, inputs=[out])
     m = np.array([[2.0, 0.1, 0.0], [0.0, 1.0, 0.2], [0.3, 0.0, 3.0]])
     assert out.numpy()[0] == pytest.approx(np.linalg.svd(m)[1][0], rel=1e-12)
+
+
+# ---- a loop counter bound before the loop keeps its last value after it (Python; Warp 1.19 gives
+# [4, 3, 2, 1] below too). A dynamic loop used to drop it: k read -1, the value before the loop.
+
+@kc.kernel
+def counter_after_loop(x: F64, n: int, out: F64):
+    i = kc.tid()
+    k = int(-1)
+    for k in range(n):
+        if x[(i + k) % 8] < -0.5:
+            break
+    m = 0
+    for m in range(n):
+        m = m + 10
+    c = int(-1)
+    for c in range(3):                  # unrolled
+        if x[(i + c) % 8] < -0.5:
+            break
+    out[i] = x[i] * kc.float64(k) + 100.0 * kc.float64(m) + 1000.0 * kc.float64(c)
+
+
+def ref_counter_after_loop(x, i, n):
+    k = -1
+    for k in range(n):
+        if x[(i + k) % 8] < -0.5:
+            break
+    m = 0
+    for m in range(n):
+        m = m + 10
+    c = -1
+    for c in range(3):
+        if x[(i + c) % 8] < -0.5:
+            break
+    return x[i] * k + 100.0 * m + 1000.0 * c
+
+
+@pytest.mark.parametrize("n", [6, 0])
+def test_loop_counter_keeps_its_last_value_after_the_loop(n):
+    _check(counter_after_loop, ref_counter_after_loop, n=n)
+
+
+@pytest.mark.xfail(strict=True, reason="an unrolled inner loop whose counter name is carried by an enclosing "
+                   "dynamic loop fails to compile: \"'j' changes type inside the loop (int32 -> int literal)\" "
+                   "(the unrolled counter is a weak int literal; Python and Warp accept it)")
+def test_unrolled_inner_counter_reuses_a_carried_name():
+    @kc.kernel
+    def reuse(x: F64, n: int, out: F64):
+        i = kc.tid()
+        j = int(0)
+        s = kc.float64(0.0)
+        for k in range(n):
+            for j in range(2):
+                s = s + x[(i + j + k) % 8]
+        out[i] = s + kc.float64(j)
+
+    def ref(x, i, n):
+        j, s = 0, 0.0
+        for k in range(n):
+            for j in range(2):
+                s = s + x[(i + j + k) % 8]
+        return s + j
+
+    _check(reuse, ref)
