@@ -634,3 +634,96 @@ def test_unrolled_inner_counter_reuses_a_carried_name():
         return s + j
 
     _check(reuse, ref)
+
+
+# ---- side effects (atomics in @kc.func calls) happen only on the evaluated side of and/or/ternaries,
+# in a while condition and under continue
+
+@kc.func
+def count_and_test(c: kc.array(dtype=kc.int32), v: kc.float64):
+    kc.atomic_add(c, 0, 1)
+    return v > 0.5
+
+
+@kc.func
+def count_and_double(c: kc.array(dtype=kc.int32), v: kc.float64):
+    kc.atomic_add(c, 1, 1)
+    return v * 2.0
+
+
+@kc.kernel
+def side_effects_in_short_circuits(x: F64, c: kc.array(dtype=kc.int32), out: F64):
+    i = kc.tid()
+    s = kc.float64(0.0)
+    k = int(0)
+    while k < 8 and (x[k] > -0.5 or count_and_test(c, x[k])):
+        v = x[k]
+        s = s + (count_and_double(c, v) if v > 0.0 else -v)
+        if v < 0.0 or count_and_test(c, v):
+            k += 1
+            continue
+        s = s + 1.0
+        k += 1
+    out[i] = s
+
+
+def test_side_effects_only_on_the_evaluated_side():
+    x0 = _x0()
+    c = kc.zeros(2, dtype=kc.int32)
+    out = kc.zeros(1, dtype=kc.float64)
+    kc.launch(side_effects_in_short_circuits, 1, inputs=[kc.array(x0, dtype=kc.float64), c], outputs=[out])
+    calls = [0, 0]
+
+    def test(v):
+        calls[0] += 1
+        return v > 0.5
+
+    def double(v):
+        calls[1] += 1
+        return v * 2.0
+
+    s, k = 0.0, 0
+    while k < 8 and (x0[k] > -0.5 or test(x0[k])):
+        v = x0[k]
+        s = s + (double(v) if v > 0.0 else -v)
+        if v < 0.0 or test(v):
+            k += 1
+            continue
+        s = s + 1.0
+        k += 1
+    assert out.numpy()[0] == pytest.approx(s, rel=1e-14)
+    np.testing.assert_array_equal(c.numpy(), calls)
+
+
+# ---- element stores through negative indices inside a loop with continue, under a tape
+
+@kc.kernel
+def negative_index_element_stores(x: F64, v: kc.array(dtype=kc.vec3d), n: int):
+    i = kc.tid()
+    for k in range(n):
+        if x[k] < -0.5:
+            continue
+        v[-1 - i][-1] += x[k] * x[k]
+        v[i - 4].x = x[k] * 3.0
+
+
+def test_negative_index_element_stores_under_a_tape():
+    x0 = _x0()
+    x = kc.array(x0, dtype=kc.float64, requires_grad=True)
+    v = kc.zeros(4, dtype=kc.vec3d, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        kc.launch(negative_index_element_stores, 4, inputs=[x, v, 6])
+    valid = [k for k in range(6) if x0[k] >= -0.5]
+    expected = np.zeros((4, 3))
+    expected[:, 2] = sum(x0[k] ** 2 for k in valid)
+    expected[:, 0] = 3.0 * x0[valid[-1]]
+    np.testing.assert_allclose(v.numpy(), expected, rtol=1e-14)
+    seed = np.zeros((4, 3))
+    seed[:, [0, 2]] = 1.0
+    tape.backward(grads={v: kc.array(seed, dtype=kc.vec3d)})
+    grad = np.zeros(8)
+    for k in valid:
+        grad[k] += 4 * 2.0 * x0[k]
+    grad[valid[-1]] += 4 * 3.0     # only the last store of v[i].x survives
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-13, atol=1e-13)
