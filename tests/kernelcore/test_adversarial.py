@@ -727,3 +727,68 @@ def test_negative_index_element_stores_under_a_tape():
         grad[k] += 4 * 2.0 * x0[k]
     grad[valid[-1]] += 4 * 3.0     # only the last store of v[i].x survives
     np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-13, atol=1e-13)
+
+
+# ---- quat_to_axis_angle, acos, atan2 under continue; polar and qr3 in a while loop with break
+
+@kc.kernel
+def qaa(x: F64, n: int, out: F64):
+    i = kc.tid()
+    s = kc.float64(0.0)
+    for k in range(n):
+        a = x[(i + k) % 8]
+        if a < -0.5:
+            continue
+        q = kc.quat_from_axis_angle(kc.normalize(kc.vec3d(a, kc.float64(1.0), a * a)), 1.0 + a)
+        axis, ang = kc.quat_to_axis_angle(q)
+        s = s + ang * axis[0] + kc.acos(kc.clamp(a, -1.0, 1.0)) + kc.atan2(a, 0.5 - a)
+    out[i] = s
+
+
+def r_qaa(x, i, n):
+    s = 0.0
+    for k in range(n):
+        a = x[(i + k) % 8]
+        if a < -0.5: continue
+        ax = np.array([a, 1.0, a * a]); ax /= np.linalg.norm(ax)
+        s += (1 + a) * ax[0] + math.acos(min(max(a, -1), 1)) + math.atan2(a, 0.5 - a)
+    return s
+
+
+def test_quat_to_axis_angle_acos_atan2_in_a_loop_with_continue():
+    _check(qaa, r_qaa)
+
+
+
+@kc.kernel
+def polar_loop(x: F64, n: int, out: F64):
+    i = kc.tid()
+    s = kc.float64(0.0)
+    k = int(0)
+    while k < n:
+        a = x[(i + k) % 8]
+        k += 1
+        m = kc.mat33d(2.0 + a, 0.3 * a, kc.float64(0.1), kc.float64(0.2), 1.0 - 0.5 * a, a * a, kc.float64(0.5), kc.float64(-0.4), kc.float64(3.0))
+        R, S = kc.polar(m)
+        Q, Rr = kc.qr3(m)
+        s = s + R[0, 1] + S[1, 1] + kc.abs(Rr[2, 2])
+        if s > 6.0:
+            break
+    out[i] = s
+
+
+def r_polar(x, i, n):
+    s = 0.0; k = 0
+    while k < n:
+        a = x[(i + k) % 8]; k += 1
+        m = np.array([[2 + a, .3 * a, .1], [.2, 1 - .5 * a, a * a], [.5, -.4, 3.]])
+        U, sv, Vt = np.linalg.svd(m)
+        R = U @ Vt; S = Vt.T @ np.diag(sv) @ Vt
+        Q, Rr = np.linalg.qr(m)
+        s += R[0, 1] + S[1, 1] + abs(Rr[2, 2])
+        if s > 6.0: break
+    return s
+
+
+def test_polar_and_qr3_in_a_while_loop_with_break():
+    _check(polar_loop, r_polar)
