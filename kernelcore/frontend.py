@@ -923,6 +923,9 @@ class _Builder:
         if ctx["brk"]:
             self.assign(ctx["brk"], self.const(False, T.bool_))
         names = self._assigned_names(s.body + ([s.test] if kind == "while" else []))
+        if kind == "range":
+            # a counter name bound before the loop keeps its last value after it (Python, Warp 1.19)
+            names.add(s.target.id)
         if has_ret:
             names |= {"__ret"} | {f"__retval{k}" for k in range(len(self.ret_types or ()))}
         if ctx["brk"]:
