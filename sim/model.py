@@ -157,12 +157,16 @@ class Model:
             plane (width, length, 0) (display only), mesh the scale baked into its vertices [m].
         shape_density: float (K,) [kg/m^3] (body shapes).
         shape_name: list of K names.
-        shape_mesh_points: {shape index: (points (n, 3) world [m], indices (3 m,))} of meshes.
-        shape_mesh: uint64 (K,) — ``geometry.Mesh.id`` of mesh shapes, else 0.
+        shape_mesh_points: {shape index: (points (n, 3) [m], indices (3 m,))} of meshes: static ones
+            in world, those on bodies in the shape's own frame (scale applied; shape_pos/shape_rot
+            then place it in the body frame).
+        shape_mesh: uint64 (K,) — ``geometry.Mesh.id`` of mesh shapes (in the frames above), else 0.
+        shape_mesh_convex: {shape index: bool} — the mesh is a convex hull (``is_convex=True``).
         shape_material: int (K,).
-        shape_meshes: list of ``geometry.Mesh`` (kept alive here), vertices in world.
-        mesh_shapes: int (number of mesh shapes,) — indices of the mesh shapes.
+        shape_meshes: list of ``geometry.Mesh`` (kept alive here).
+        mesh_shapes: int (number of static mesh shapes,) — indices of the static mesh shapes.
         mesh_shape_indices: the same as a Python list.
+        body_mesh_shape_indices: list of the mesh shapes carried by bodies.
 
     Scene settings:
         gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);
@@ -188,6 +192,7 @@ class Model:
         self.shape_meshes = []
         self.shape_quat = np.zeros((0, 4), np.float32)
         self.mesh_shape_indices = []
+        self.body_mesh_shape_indices = []
 
     # -- factories ---------------------------------------------------------------------------
     def state(self, requires_grad=None) -> State:

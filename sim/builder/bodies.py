@@ -15,7 +15,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .shapes import _check_quat, _check_vec3, quat_to_matrix
 
 
@@ -166,7 +166,13 @@ class BodyBuilder:
         """(mass, com (3,), inertia (3, 3)) of body ``b`` from its shapes and the given overrides."""
         parts = []
         for s in range(self.shape_count):
-            if self.shape_body[s] == b:
+            if self.shape_body[s] == b and self.shape_type[s] == SHAPE_MESH:
+                if self.shape_mesh_closed[s]:  # an open mesh (allowed with a given mass) adds no mass
+                    pts, idx = self.shape_mesh_data[s]
+                    m, c, i_local = mesh_mass_properties(pts, idx.reshape(-1, 3), self.shape_density[s])
+                    rot = quat_to_matrix(self.shape_quat[s])
+                    parts.append((m, np.asarray(self.shape_pos[s]) + rot @ c, rot, i_local))
+            elif self.shape_body[s] == b:
                 m, i_local = shape_mass_properties(self.shape_type[s], self.shape_scale[s], self.shape_density[s])
                 if m > 0:
                     parts.append((m, self.shape_pos[s], quat_to_matrix(self.shape_quat[s]), i_local))

@@ -11,6 +11,7 @@ import numpy as np
 import kernelcore as kc
 
 from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .mesh_checks import check_no_degenerate_triangles, check_triangles, convex_hull, open_edge_count
 
 
 def quat_to_matrix(q) -> np.ndarray:
@@ -50,7 +51,10 @@ class ShapeBuilder:
         self.shape_material = []
         self.shape_body = []          # -1: static, else the index of the body that carries it
         self.shape_density = []       # [kg/m^3], used by body shapes only
-        self.shape_mesh_data = []     # (points (n, 3) world, indices (3 m,)) for mesh shapes, else None
+        self.shape_mesh_data = []     # (points (n, 3), indices (3 m,)) for mesh shapes, else None: static in
+        #                               world, on a body in the shape's own frame (scale baked in)
+        self.shape_mesh_closed = []   # mesh shapes: bounds a solid (its density gives mass), else None
+        self.shape_mesh_convex = []   # mesh shapes: is its own convex hull (is_convex=True), else None
         self.shape_name = []
         self.ground = False
         self.ground_normal = (0.0, 1.0, 0.0)
@@ -72,14 +76,15 @@ class ShapeBuilder:
         self.ground_offset = float(offset)
         self.ground_material = self._check_material(material, "set_ground_plane")
 
-    def _add_shape(self, kind, pos, rot, scale, material, name, mesh=None, body=-1, density=1000.0):
+    def _add_shape(self, kind, pos, rot, scale, material, name, mesh=None, body=-1, density=1000.0,
+                   mesh_closed=None, mesh_convex=None):
         who = f"add_shape_{kind}"
         body = int(body)
         if not -1 <= body < self.body_count:
             raise ValueError(f"{who}: body {body} does not exist ({self.body_count} bodies; -1 means static)")
         if body >= 0 and not (np.isfinite(density) and density > 0):
             raise ValueError(f"{who}: density must be finite and > 0, got {density!r}")
-        if body >= 0 and kind in ("plane", "mesh"):
+        if body >= 0 and kind == "plane":
             raise ValueError(f"{who}: {kind} shapes can only be static (body=-1), got body={body}")
         kinds = {"sphere": SHAPE_SPHERE, "box": SHAPE_BOX, "plane": SHAPE_PLANE, "mesh": SHAPE_MESH,
                  "capsule": SHAPE_CAPSULE}
@@ -94,6 +99,8 @@ class ShapeBuilder:
         self.shape_body.append(body)
         self.shape_density.append(float(density))
         self.shape_mesh_data.append(mesh)
+        self.shape_mesh_closed.append(mesh_closed)
+        self.shape_mesh_convex.append(mesh_convex)
         self.shape_name.append(name or f"{kind}_{self.shape_count}")
         return self.shape_count - 1
 
@@ -141,25 +148,64 @@ class ShapeBuilder:
         """
         return self._add_shape("plane", pos, rot, (float(width), float(length), 0.0), material, name)
 
-    def add_shape_mesh(self, points, indices, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), scale=(1.0, 1.0, 1.0),
-                       material: int = 0, name: str | None = None) -> int:
-        """Static triangle mesh; ``points`` (n, 3) [m] in local space, ``indices`` (3 m,) or (m, 3).
+    def add_shape_mesh(self, points, indices=None, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0),
+                       scale=(1.0, 1.0, 1.0), material: int = 0, name: str | None = None, body: int = -1,
+                       density: float = 1000.0, is_convex: bool | None = None) -> int:
+        """Triangle mesh shape; ``points`` (n, 3) [m] in local space, ``indices`` (3 m,) or (m, 3).
 
-        The transform (``pos``, ``rot``, ``scale``) is baked into the vertices at finalize.
-        Triangles should be wound counter-clockwise seen from outside (for inside tests).
+        Triangles are wound counter-clockwise seen from outside (the inside tests and the
+        mass integrals rely on it).  ``scale`` multiplies the local points, then ``rot``
+        and ``pos`` place them.
+
+        ``body=-1``: a static collider (terrain, bowls; may be open), its transform baked into
+        world vertices.  ``body=b``: carried by body ``b``, ``pos``/``rot`` in the body frame;
+        the mesh must be closed (every edge shared by two triangles) and its ``density``
+        [kg/m^3] x enclosed volume gives the body its mass, centre of mass and inertia, unless
+        the body was given a mass (``add_body(mass=...)``, then an open mesh adds none).
+        Contacts query it in its own frame through a BVH (``geometry.Mesh``), so nothing is
+        rebuilt while the body moves.
+
+        ``is_convex=True``: the shape is the convex hull of ``points`` (``indices`` may be None);
+        None or False: the triangles as given.
         """
-        pts = np.asarray(points, np.float64).reshape(-1, 3)
-        idx = np.asarray(indices, np.int64).reshape(-1)
-        if len(idx) == 0 or len(idx) % 3:
-            raise ValueError(f"add_shape_mesh: indices must hold a positive multiple of 3 entries, got {len(idx)}")
-        if idx.min() < 0 or idx.max() >= len(pts):
-            raise ValueError(f"add_shape_mesh: indices must lie in [0, {len(pts)}), got [{idx.min()}, {idx.max()}]")
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("add_shape_mesh: points must be finite")
-        s = _check_vec3(scale, "add_shape_mesh", "scale", positive=True)
-        q = _check_quat(rot, "add_shape_mesh")
-        world = (pts * s) @ quat_to_matrix(q).T + _check_vec3(pos, "add_shape_mesh", "pos")
-        return self._add_shape("mesh", pos, rot, tuple(s), material, name, mesh=(world, idx.astype(np.int32)))
+        who = "add_shape_mesh"
+        if is_convex not in (None, True, False):
+            raise ValueError(f"{who}: is_convex must be None, True or False, got {is_convex!r}")
+        if indices is None and not is_convex:
+            raise ValueError(f"{who}: indices are required unless is_convex=True (the convex hull of the points)")
+        s = _check_vec3(scale, who, "scale", positive=True)
+        q = _check_quat(rot, who)
+        p = _check_vec3(pos, who, "pos")
+        if is_convex:
+            pts = np.asarray(points, np.float64).reshape(-1, 3)
+            if not np.all(np.isfinite(pts)):
+                raise ValueError(f"{who}: points must be finite")
+            pts, tris = convex_hull(pts * s, who)
+        else:
+            pts, tris = check_triangles(points, indices, who)
+            pts = pts * s
+        body = int(body)
+        if not -1 <= body < self.body_count:
+            raise ValueError(f"{who}: body {body} does not exist ({self.body_count} bodies; -1 means static)")
+        closed = None
+        if body >= 0:
+            check_no_degenerate_triangles(pts, tris, who)
+            closed = open_edge_count(tris) == 0
+            if closed:
+                volume = np.einsum("ij,ij->i", pts[tris[:, 0]], np.cross(pts[tris[:, 1]], pts[tris[:, 2]])).sum()
+                if not volume > 0:
+                    raise ValueError(f"{who}: the mesh on body {body} encloses volume {volume / 6:g} m^3: wind its "
+                                     f"triangles counter-clockwise seen from outside")
+            elif self.body_mass_given[body] is None:
+                raise ValueError(f"{who}: the mesh on body {body} is open ({open_edge_count(tris)} edges not shared by "
+                                 f"exactly two triangles), so density={density!r} gives no mass: close the mesh or give "
+                                 f"add_body(mass=..., inertia=...)")
+            # kept in the shape's own frame (pos/rot stay in shape_pos/shape_rot, applied per step)
+            mesh = (pts, tris.reshape(-1).astype(np.int32))
+        else:
+            mesh = (pts @ quat_to_matrix(q).T + p, tris.reshape(-1).astype(np.int32))
+        return self._add_shape("mesh", pos, rot, tuple(s), material, name, mesh=mesh, body=body, density=density,
+                               mesh_closed=closed, mesh_convex=bool(is_convex))
 
     def _finalize_shapes(self, m, device, requires_grad):
         k = self.shape_count
@@ -177,11 +223,15 @@ class ShapeBuilder:
         mesh_ids = np.zeros(k, np.uint64)
         m.shape_meshes = []
         m.shape_mesh_points = {}
-        m.mesh_shape_indices = [s for s in range(k) if self.shape_type[s] == SHAPE_MESH]
-        if m.mesh_shape_indices:
+        all_meshes = [s for s in range(k) if self.shape_type[s] == SHAPE_MESH]
+        # particles and bodies collide with the static ones in world; body meshes move (sim/collide_body_mesh.py)
+        m.mesh_shape_indices = [s for s in all_meshes if self.shape_body[s] < 0]
+        m.body_mesh_shape_indices = [s for s in all_meshes if self.shape_body[s] >= 0]
+        m.shape_mesh_convex = {s: bool(self.shape_mesh_convex[s]) for s in all_meshes}
+        if all_meshes:
             import geometry  # only when the scene has meshes
 
-            for s in m.mesh_shape_indices:
+            for s in all_meshes:
                 pts, idx = self.shape_mesh_data[s]
                 mesh = geometry.Mesh(kc.array(pts.astype(np.float32), dtype=kc.vec3, device=device),
                                      kc.array(idx, dtype=kc.int32, device=device))

@@ -72,6 +72,11 @@ class SolverSemiImplicit:
                 from ..collide_body_pairs import BodyPairContacts
 
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
+        self.body_mesh_contacts = None
+        if model.body_count:
+            from ..collide_body_mesh import make_body_mesh_contacts
+
+            self.body_mesh_contacts = make_body_mesh_contacts(model)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -101,6 +106,8 @@ class SolverSemiImplicit:
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
             if self.body_pairs is not None:
                 self.body_pairs.eval(model, state_in, wrenches, dt)
+            if self.body_mesh_contacts is not None:
+                self.body_mesh_contacts.eval(model, state_in, wrenches, dt)
             if self.toi:
                 integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
                                      self._no_speed)

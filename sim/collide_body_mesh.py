@@ -1,0 +1,421 @@
+"""Contacts that involve triangle meshes and rigid bodies: penalty forces (kernels + launchers).
+
+Mesh shapes on bodies keep their vertices in their own frame (``geometry.Mesh`` built once
+at finalize); a point is brought into that frame to query the mesh's BVH, so nothing is
+refit while the body moves.  Which side of a surface a point is on comes from the
+angle-weighted pseudo-normal of its closest feature (``mesh_query_point_sign_normal``),
+which is right for closed meshes and, near the surface, for open ones (terrain).
+
+Contact points, one thread each:
+
+- a mesh body against the ground, a static plane, box or capsule: each vertex against
+  the collider's signed distance (sim/collide_bodies.py ``static_distance``);
+- a mesh body against a static sphere or capsule: the sphere's centre (the capsule's two
+  ends and its axis point nearest the mesh's origin) against the mesh, inflated by the
+  radius; for a capsule its vertices too (a sphere's closest mesh point is its contact);
+- a sphere, capsule or box body against a static triangle mesh (terrain): its centre,
+  segment ends or corners against the mesh, inflated by the radius; a mesh body: its
+  vertices against the static mesh;
+- body against body when one of them is a mesh (broad phase on a ``geometry.HashGrid`` of
+  shape centres with the shapes' bounding radii, as in sim/collide_body_pairs.py): the
+  mesh's vertices against the other shape (signed distance, or the other mesh), and a
+  primitive's points (sphere centre, capsule ends, box corners) against the mesh.
+
+Not seen: mesh edges against edges (a box edge across a mesh face away from its
+vertices), a static mesh's vertices against a body (a terrain spike into a box face).
+
+The force is the contact law of sim/contact.py with the effective inverse mass of the
+contact point along the normal, ``1/m + (r x n) . I_world^-1 (r x n)`` (summed over both
+bodies for a pair), added to the bodies' wrenches with ``atomic_add``.  Kernels read only
+``state_in``; on a Tape the grid is rebuilt from that state before the adjoint runs.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernelcore as kc
+import geometry  # noqa: F401  (adds the mesh_* and hash_grid_* builtins)
+from kernelcore.device import get_runtime
+
+from .collide_bodies import shape_point, spatial_wrench, static_distance
+from .collide_body_pairs import shape_bounding_radius
+from .contact import material_inputs, mixed_contact_force
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+
+SPHERE = kc.constant(0)
+BOX = kc.constant(1)
+MESH = kc.constant(3)
+CAPSULE = kc.constant(4)
+GROUND = kc.constant(-1)
+FAR = kc.constant(1.0e30)
+
+#: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3)
+ROUND_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3}
+#: contact points of a primitive body shape (sphere centre, capsule ends, box corners)
+PRIMITIVE_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 2, SHAPE_BOX: 8}
+
+
+@kc.func
+def mesh_surface_distance(mesh: kc.uint64, x: kc.vec3, max_dist: float) -> kc.vec4:
+    """(nx, ny, nz, d): unit normal from the mesh's closest point towards ``x`` (outward when x is
+    outside) and the signed distance [m] (< 0 inside), in the mesh's frame; d = FAR when no face
+    lies within ``max_dist`` [m]."""
+    out = kc.vec4(0.0, 1.0, 0.0, FAR)
+    query = kc.mesh_query_point_sign_normal(mesh, x, max_dist)
+    if query.result:
+        cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
+        d = x - cp
+        dist = kc.length(d)
+        side = float(1.0)
+        if query.sign < 0.0:
+            side = -1.0
+        n = kc.mesh_eval_face_normal(mesh, query.face)
+        if dist > 1.0e-7:
+            n = d * (side / dist)
+        out = kc.vec4(n[0], n[1], n[2], side * dist)
+    return out
+
+
+@kc.func
+def inverse_mass_along(n: kc.vec3, arm: kc.vec3, q: kc.transform, inv_mass: float, inv_inertia: kc.mat33) -> float:
+    """Effective inverse mass [1/kg] of a body point ``arm`` [m] from the COM along unit ``n`` (world)."""
+    rot = kc.quat_to_matrix(kc.transform_get_rotation(q))
+    rn = kc.cross(arm, n)
+    return inv_mass + kc.dot(rn, rot * inv_inertia * kc.transpose(rot) * rn)
+
+
+@kc.kernel
+def eval_body_mesh_static_contacts_kernel(
+        item_shape: kc.array(dtype=int), item_static: kc.array(dtype=int), item_k: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        shape_bound: kc.array(dtype=float), shape_vertex_count: kc.array(dtype=int),
+        ground_normal: kc.vec3, ground_offset: float, ground_material: int,
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    t = kc.tid()
+    s = item_shape[t]
+    c = item_static[t]
+    k = item_k[t]
+    b = shape_body[s]
+    kind = shape_type[s]
+    tf = body_q[b]
+    rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
+    pos_s = kc.transform_point(tf, shape_pos[s])
+    qd = body_qd[b]
+    com = kc.transform_point(tf, body_com[b])
+    # the static collider (the ground when c < 0)
+    c_kind = GROUND
+    c_pos = kc.vec3(0.0, 0.0, 0.0)
+    c_rot = kc.identity(3, dtype=float)
+    c_scale = kc.vec3(0.0, 0.0, 0.0)
+    c_material = ground_material
+    c_mesh = kc.uint64(0)
+    if c >= 0:
+        c_kind = shape_type[c]
+        c_pos = shape_pos[c]
+        c_rot = shape_rot[c]
+        c_scale = shape_scale[c]
+        c_material = shape_material[c]
+        c_mesh = shape_mesh[c]
+    # how far a contact may be found: the smoothing window of sim/contact.py plus some overlap
+    speed = kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * shape_bound[s]
+    margin = cohesion_reach + dt * speed + 0.5 * shape_bound[s]
+    n = kc.vec3(0.0, 1.0, 0.0)
+    gap = FAR
+    contact = pos_s
+    if kind == MESH:
+        nv = shape_vertex_count[s]
+        if k < nv:  # a vertex of the body's mesh against the collider
+            x = pos_s + rot_s * kc.mesh_get_point(shape_mesh[s], k)
+            nd = kc.vec4(0.0, 1.0, 0.0, FAR)
+            if c_kind == MESH:
+                nd = mesh_surface_distance(c_mesh, x, margin)
+            elif c_kind != SPHERE:
+                nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+            n = kc.vec3(nd[0], nd[1], nd[2])
+            gap = nd[3]
+            contact = x
+        else:  # a point of a round collider (sphere centre; capsule ends, axis point) against the mesh
+            j = k - nv
+            y = c_pos
+            if c_kind == CAPSULE:
+                axis = c_rot * kc.vec3(0.0, 1.0, 0.0)
+                along = kc.clamp(kc.dot(pos_s - c_pos, axis), -c_scale[1], c_scale[1])
+                if j == 0:
+                    along = -c_scale[1]
+                elif j == 1:
+                    along = c_scale[1]
+                y = c_pos + axis * along
+            nd = mesh_surface_distance(shape_mesh[s], kc.transpose(rot_s) * (y - pos_s), c_scale[0] + margin)
+            if nd[3] < FAR:
+                n_out = rot_s * kc.vec3(nd[0], nd[1], nd[2])  # from the mesh towards the collider
+                gap = nd[3] - c_scale[0]
+                contact = y - n_out * nd[3]                  # the mesh's closest point
+                n = -n_out                                   # the body is pushed away from the collider
+    else:  # a sphere, capsule or box body against a static mesh
+        pt = shape_point(kind, shape_scale[s], k)
+        if pt[3] >= 0.0:
+            x = pos_s + rot_s * kc.vec3(pt[0], pt[1], pt[2])
+            nd = mesh_surface_distance(c_mesh, x, pt[3] + margin)
+            if nd[3] < FAR:
+                n = kc.vec3(nd[0], nd[1], nd[2])
+                gap = nd[3] - pt[3]
+                contact = x - n * pt[3]
+    if gap < FAR:
+        arm = contact - com
+        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+        if gap < cohesion_reach + 0.5 * dt * kc.length(v):
+            w = inverse_mass_along(n, arm, tf, body_inv_mass[b], body_inv_inertia[b])
+            f = mixed_contact_force(n, gap, v, w, shape_material[s], c_material, material_ke,
+                                    material_damping_ratio, material_mu, material_cohesion,
+                                    material_cohesion_distance, dt)
+            kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+
+
+@kc.kernel
+def mesh_pair_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                                   shape_pos: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
+                                   centers: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    s = shape_ids[i]
+    centers[i] = kc.transform_point(body_q[shape_body[s]], shape_pos[s])
+
+
+@kc.kernel
+def eval_mesh_body_pair_contacts_kernel(
+        grid: kc.uint64, item_slot: kc.array(dtype=int), item_k: kc.array(dtype=int),
+        shape_ids: kc.array(dtype=int), slot_bound: kc.array(dtype=float), max_bound: float,
+        centers: kc.array(dtype=kc.vec3),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        shape_vertex_count: kc.array(dtype=int),
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    t = kc.tid()
+    i = item_slot[t]
+    k = item_k[t]
+    sa = shape_ids[i]
+    ba = shape_body[sa]
+    tfa = body_q[ba]
+    qda = body_qd[ba]
+    com_a = kc.transform_point(tfa, body_com[ba])
+    rot_a = kc.quat_to_matrix(kc.transform_get_rotation(tfa)) * shape_rot[sa]
+    pos_a = kc.transform_point(tfa, shape_pos[sa])
+    mesh_a = shape_mesh[sa]
+    bound_a = slot_bound[i]
+    has_vertex = int(0)
+    xa = pos_a
+    if k < shape_vertex_count[sa]:
+        has_vertex = 1
+        xa = pos_a + rot_a * kc.mesh_get_point(mesh_a, k)
+    query = kc.hash_grid_query(grid, pos_a, bound_a + max_bound * 1.1 + cohesion_reach)
+    j = int(0)
+    while kc.hash_grid_query_next(query, j):
+        sb = shape_ids[j]
+        bb = shape_body[sb]
+        kb = shape_type[sb]
+        bound_b = slot_bound[j]
+        use = int(1)
+        if bb == ba:
+            use = 0
+        if kc.length(centers[j] - pos_a) > (bound_a + bound_b) * 1.1 + cohesion_reach:
+            use = 0
+        if use != 0:
+            tfb = body_q[bb]
+            qdb = body_qd[bb]
+            com_b = kc.transform_point(tfb, body_com[bb])
+            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+            pos_b = kc.transform_point(tfb, shape_pos[sb])
+            scale_b = shape_scale[sb]
+            speed = (kc.length(kc.spatial_top(qda)) + kc.length(kc.spatial_bottom(qda)) * bound_a
+                     + kc.length(kc.spatial_top(qdb)) + kc.length(kc.spatial_bottom(qdb)) * bound_b)
+            margin = cohesion_reach + dt * speed
+            # 1. this mesh's vertex k against shape b (not a sphere: its centre's query below covers it)
+            n = kc.vec3(0.0, 1.0, 0.0)
+            gap = FAR
+            if has_vertex != 0:
+                if kb != SPHERE:
+                    if kc.length(xa - pos_b) < bound_b * 1.1 + margin:
+                        nd = kc.vec4(0.0, 1.0, 0.0, FAR)
+                        if kb == MESH:
+                            local = kc.transpose(rot_b) * (xa - pos_b)
+                            nd = mesh_surface_distance(shape_mesh[sb], local, margin + 0.5 * kc.min(bound_a, bound_b))
+                            nb = rot_b * kc.vec3(nd[0], nd[1], nd[2])
+                            nd = kc.vec4(nb[0], nb[1], nb[2], nd[3])
+                        else:
+                            nd = static_distance(xa, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
+                        n = kc.vec3(nd[0], nd[1], nd[2])
+                        gap = nd[3]
+            if gap < FAR:  # the force on a at its vertex, the reaction on b
+                arm_a = xa - com_a
+                arm_b = xa - com_b
+                v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
+                         - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                    w = (inverse_mass_along(n, arm_a, tfa, body_inv_mass[ba], body_inv_inertia[ba])
+                         + inverse_mass_along(n, arm_b, tfb, body_inv_mass[bb], body_inv_inertia[bb]))
+                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
+                                            material_damping_ratio, material_mu, material_cohesion,
+                                            material_cohesion_distance, dt)
+                    kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
+                    kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
+            # 2. point k of primitive b (sphere centre, capsule end, box corner) against this mesh
+            gap = FAR
+            contact = pos_b
+            if kb != MESH:
+                pt = shape_point(kb, scale_b, k)
+                if pt[3] >= 0.0:
+                    y = pos_b + rot_b * kc.vec3(pt[0], pt[1], pt[2])
+                    if kc.length(y - pos_a) < bound_a * 1.1 + pt[3] + margin:
+                        nd = mesh_surface_distance(mesh_a, kc.transpose(rot_a) * (y - pos_a),
+                                                   pt[3] + margin + 0.5 * kc.min(bound_a, bound_b))
+                        if nd[3] < FAR:
+                            n = rot_a * kc.vec3(nd[0], nd[1], nd[2])  # from this mesh towards b's point
+                            gap = nd[3] - pt[3]
+                            contact = y - n * pt[3]
+            if gap < FAR:  # the force on b, the reaction on a
+                arm_a = contact - com_a
+                arm_b = contact - com_b
+                v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
+                         - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                    w = (inverse_mass_along(n, arm_a, tfa, body_inv_mass[ba], body_inv_inertia[ba])
+                         + inverse_mass_along(n, arm_b, tfb, body_inv_mass[bb], body_inv_inertia[bb]))
+                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sb], shape_material[sa], material_ke,
+                                            material_damping_ratio, material_mu, material_cohesion,
+                                            material_cohesion_distance, dt)
+                    kc.atomic_add(body_f, bb, spatial_wrench(f, arm_b))
+                    kc.atomic_add(body_f, ba, spatial_wrench(-f, arm_a))
+
+
+def _vertex_counts(model):
+    counts = np.zeros(model.shape_count, np.int32)
+    for s, (pts, _) in model.shape_mesh_points.items():
+        counts[s] = len(pts)
+    return counts
+
+
+class BodyMeshContacts:
+    """Everything mesh-related that bodies touch, for one model (made once by the solver).
+
+    Static work items (one thread per contact point): mesh bodies against the ground and
+    every static shape; sphere, box and capsule bodies against static meshes.  Pair work
+    items: every vertex of every mesh body (and up to 8 points of the primitives near it)
+    against the body shapes the hash grid finds.
+
+    Args:
+        model: the sim.Model.
+        grid_dim: hash grid cells per axis (None: from the shape count).
+    """
+
+    def __init__(self, model, grid_dim: int | None = None):
+        k = model.shape_count
+        shape_body = model.shape_body.numpy() if k else np.zeros(0, np.int32)
+        shape_type = model.shape_type.numpy() if k else np.zeros(0, np.int32)
+        scale = model.shape_scale.numpy() if k else np.zeros((0, 3), np.float32)
+        counts = _vertex_counts(model)
+        bound = np.zeros(k, np.float32)
+        for s in range(k):
+            if shape_type[s] == SHAPE_MESH and shape_body[s] >= 0:
+                bound[s] = float(np.linalg.norm(np.asarray(model.shape_mesh_points[s][0], np.float64), axis=1).max())
+            elif shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
+                bound[s] = shape_bounding_radius(shape_type[s], scale[s])
+        dev = model.device
+        self.shape_vertex_count = kc.array(counts, dtype=kc.int32, device=dev)
+        self.shape_bound = kc.array(bound, dtype=float, device=dev)
+        body_meshes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_MESH]
+        body_prims = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] in PRIMITIVE_POINTS]
+        static_meshes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_MESH]
+        statics = ([-1] if model.ground else []) + [
+            s for s in range(k)
+            if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
+        items = []
+        for s in body_meshes:
+            for c in statics + static_meshes:
+                extra = ROUND_POINTS.get(int(shape_type[c]), 0) if c >= 0 else 0
+                items += [(s, c, p) for p in range(int(counts[s]) + extra)]
+        for s in body_prims:
+            for c in static_meshes:
+                items += [(s, c, p) for p in range(PRIMITIVE_POINTS[int(shape_type[s])])]
+        items = np.asarray(items, np.int32).reshape(-1, 3)
+        self.static_items = [kc.array(np.ascontiguousarray(items[:, j]), dtype=kc.int32, device=dev)
+                             for j in range(3)]
+        self.static_count = len(items)
+        # body pairs with a mesh on at least one side
+        ids = body_meshes + body_prims
+        self.pair_count = 0
+        self.grid = None
+        if body_meshes and len(set(int(shape_body[s]) for s in ids)) > 1:
+            slot_items = [(i, p) for i, s in enumerate(body_meshes) for p in range(max(int(counts[s]), 8))]
+            slot_items = np.asarray(slot_items, np.int32).reshape(-1, 2)
+            self.pair_count = len(slot_items)
+            self.pair_items = [kc.array(np.ascontiguousarray(slot_items[:, j]), dtype=kc.int32, device=dev)
+                               for j in range(2)]
+            self.shape_ids = kc.array(np.asarray(ids, np.int32), dtype=kc.int32, device=dev)
+            slot_bound = bound[ids].astype(np.float32)
+            self.slot_bound = kc.array(slot_bound, dtype=float, device=dev)
+            self.max_bound = float(slot_bound.max())
+            self.centers = kc.zeros(len(ids), dtype=kc.vec3, device=dev)
+            if grid_dim is None:
+                grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * len(ids) ** (1 / 3)))))))
+            self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
+            self.grid.reserve(len(ids))
+
+    @property
+    def active(self) -> bool:
+        return self.static_count > 0 or self.pair_count > 0
+
+    def eval(self, model, state, wrenches, dt: float):
+        """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,)."""
+        if self.static_count:
+            kc.launch(eval_body_mesh_static_contacts_kernel, dim=self.static_count,
+                      inputs=[*self.static_items, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                              model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos,
+                              model.shape_rot, model.shape_scale, model.shape_material, model.shape_mesh,
+                              self.shape_bound, self.shape_vertex_count, model.ground_normal, model.ground_offset,
+                              model.ground_material, *material_inputs(model), model.material_max_cohesion_distance,
+                              float(dt)],
+                      outputs=[wrenches], device=model.device)
+        if self.pair_count:
+            self._rebuild(model, state.body_q)
+            kc.launch(eval_mesh_body_pair_contacts_kernel, dim=self.pair_count,
+                      inputs=[self.grid.id, *self.pair_items, self.shape_ids, self.slot_bound, self.max_bound,
+                              self.centers, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                              model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos,
+                              model.shape_rot, model.shape_scale, model.shape_material, model.shape_mesh,
+                              self.shape_vertex_count, *material_inputs(model), model.material_max_cohesion_distance,
+                              float(dt)],
+                      outputs=[wrenches], device=model.device)
+            tapes = get_runtime().tape_stack
+            if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
+                body_q = state.body_q
+                tapes[-1].record_func(lambda: self._rebuild(model, body_q), [])
+
+    def _rebuild(self, model, body_q):
+        kc.launch(mesh_pair_shape_centers_kernel, dim=self.centers.shape[0],
+                  inputs=[self.shape_ids, model.shape_body, model.shape_pos, body_q], outputs=[self.centers],
+                  device=model.device, record_tape=False)
+        self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
+
+
+def make_body_mesh_contacts(model):
+    """A :class:`BodyMeshContacts` when the model has bodies and meshes that can touch, else None."""
+    if not model.body_count or not (model.body_mesh_shape_indices or model.mesh_shape_indices):
+        return None
+    contacts = BodyMeshContacts(model)
+    return contacts if contacts.active else None
