@@ -150,6 +150,9 @@ class ModelRenderer:
                 r.render_box(name, p, q, tuple(float(x) for x in scale[s]), color=color)
             elif types[s] == SHAPE_CAPSULE:
                 r.render_capsule(name, p, q, float(scale[s][0]), float(scale[s][1]), color=color)
+            elif types[s] == SHAPE_MESH:  # vertices in the shape's frame (sim/builder/shapes.py): posed here
+                pts, idx = m.shape_mesh_points[s]
+                r.render_mesh(name, np.asarray(pts, np.float64) @ quat_to_matrix(q).T + p, idx, colors=color)
 
     def bounds(self, state):
         """(lower (3,), upper (3,)) [m] of particles and bounded colliders (planes excluded)."""
@@ -174,7 +177,12 @@ class ModelRenderer:
                     centre = bq[:3] + quat_to_matrix(bq[3:]) @ centre
                 boxes += [centre - reach, centre + reach]
             elif t == SHAPE_MESH:
-                pts = np.asarray(m.shape_mesh_points[s][0])
+                pts = np.asarray(m.shape_mesh_points[s][0], np.float64)
+                if body[s] >= 0:  # in the shape's frame: its ball about the body's pose
+                    bq = body_q[body[s]].astype(np.float64)
+                    centre = bq[:3] + quat_to_matrix(bq[3:]) @ pos[s]
+                    reach = float(np.linalg.norm(pts, axis=1).max())
+                    pts = np.array([centre - reach, centre + reach])
                 boxes += [pts.min(0), pts.max(0)]
         if not boxes:
             return np.full(3, -1.0), np.full(3, 1.0)

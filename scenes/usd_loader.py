@@ -26,8 +26,10 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   these prims are visual only and ignored.
 * Rigid bodies: a prim with ``PhysicsRigidBodyAPI`` (an ``Xform`` or itself a collider)
   is a body whose frame is the prim's world transform (without scale); the ``Cube``,
-  ``Sphere`` and ``Capsule`` colliders at or below it are its shapes (``Mesh`` and
-  ``Plane`` colliders stay static: an error on a body).  ``physics:velocity``
+  ``Sphere``, ``Capsule`` and ``Mesh`` colliders at or below it are its shapes (a Mesh
+  must be closed unless the body has a ``physics:mass``; ``Plane`` colliders stay
+  static: an error on a body).  ``PhysicsMeshCollisionAPI`` with
+  ``physics:approximation = "convexHull"`` makes a Mesh collide as its convex hull.  ``physics:velocity``
   [units/s] and ``physics:angularVelocity`` [deg/s] set its initial motion.
   ``physics:rigidBodyEnabled = false`` makes it a static collider, as UsdPhysics defines.
   ``PhysicsMassAPI`` on the body: ``physics:mass`` [kg], ``physics:centerOfMass`` (body
@@ -75,8 +77,8 @@ IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGrap
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
                  "GeomCamera"}
 COLLIDER_TYPES = {"Mesh", "Cube", "Sphere", "Capsule", "Plane"}
-# collider types that can be shapes of a rigid body (Mesh and Plane colliders are static only)
-BODY_SHAPE_TYPES = {"Cube", "Sphere", "Capsule"}
+# collider types that can be shapes of a rigid body (Plane colliders are static only)
+BODY_SHAPE_TYPES = {"Cube", "Sphere", "Capsule", "Mesh"}
 # UsdGeom prims that can be drawn but not (yet) collide: visual only without PhysicsCollisionAPI
 VISUAL_TYPES = {"Cylinder", "Cone", "BasisCurves", "NurbsCurves", "NurbsPatch", "PointInstancer",
                 "HermiteCurves", "TetMesh", "Capsule_1", "Cylinder_1"}
@@ -558,7 +560,7 @@ class _Reader:
                                     f"ignored{hint}")
                 elif api == "PhysicsMeshCollisionAPI":
                     approx = self.attr(prim, "physics:approximation", "none", kind="token")
-                    if approx != "none":
+                    if approx not in ("none", "convexHull"):  # both read by read_mesh
                         self.warn(prim, f"physics:approximation '{approx}' is not supported; the triangle "
                                         f"mesh itself collides")
                 else:
@@ -921,8 +923,6 @@ class _Reader:
         self.scene.items.append((str(prim.GetPath()), desc))
 
     def read_mesh(self, prim):
-        if self.body_prim_of(prim) is not None:
-            raise self.err(prim, "Mesh colliders on rigid bodies are not supported (static only)")
         pts = self.attr(prim, "points", kind="vec3s")
         counts = self.attr(prim, "faceVertexCounts", kind="ints")
         indices = self.attr(prim, "faceVertexIndices", kind="ints")
@@ -944,13 +944,34 @@ class _Reader:
             for m in range(1, c - 1):
                 tris.append((face[0], face[m], face[m + 1]) if orient != "leftHanded" else (face[0], face[m + 1], face[m]))
             k += c
+        approx = "none"
+        if prim.HasAPI(self.UsdPhysics.MeshCollisionAPI):
+            approx = self.attr(prim, "physics:approximation", "none", kind="token")
+        convex = approx == "convexHull"  # other approximations: a warning from check_unused
+        b = self.scene.builder
+        if self.body_prim_of(prim) is not None:
+            # a body's mesh keeps its own frame (queried there as the body moves): pos/rot in the body frame
+            body, t, q, sc = self.shape_frame(prim)
+            local = pts * sc * self.mpu
+            if np.prod(sc) < 0:  # a mirroring scale flips the winding
+                tris = [(a, c, b_) for a, b_, c in tris]
+            try:
+                s = b.add_shape_mesh(local, np.asarray(tris, np.int32), pos=t, rot=q, material=self.material(prim),
+                                     name=prim.GetName(), body=body, density=self.density(prim),
+                                     is_convex=True if convex else None)
+            except ValueError as e:
+                raise self.err(prim, str(e)) from None
+            what = "convex hull" if convex else f"{len(tris)} triangles"
+            self.add_collider(prim, s, f"Mesh collider (body {body}): {len(pts)} vertices, {what}")
+            return
         M = self.world(prim)
         world = (np.hstack([pts, np.ones((len(pts), 1))]) @ M)[:, :3] * self.mpu
         if np.linalg.det(M[:3, :3]) < 0:  # mirrored transform flips the winding
             tris = [(a, c, b_) for a, b_, c in tris]
-        b = self.scene.builder
-        s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName())
-        self.add_collider(prim, s, f"Mesh collider: {len(pts)} vertices, {len(tris)} triangles")
+        s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName(),
+                             is_convex=True if convex else None)
+        what = "convex hull" if convex else f"{len(tris)} triangles"
+        self.add_collider(prim, s, f"Mesh collider: {len(pts)} vertices, {what}")
 
     def read_cube(self, prim):
         size = self.attr(prim, "size", 2.0)
