@@ -62,8 +62,10 @@ def test_mesh_cube_body_has_the_mass_properties_of_the_box(is_convex):
     ref.add_shape_sphere(pos=(0.5, 0, 0), radius=0.1, body=b, density=300.0)
     b = mesh.add_body()
     indices = None if is_convex else CUBE_TRIS
-    mesh.add_shape_mesh(CUBE_POINTS, indices, pos=shape_pos, rot=shape_rot, scale=2 * half, body=b, density=700.0,
-                        is_convex=is_convex)
+    # the mesh's own origin at a corner: its centre of mass lies off the shape frame's origin
+    corner = np.asarray(shape_pos) - quat_to_matrix(shape_rot) @ half
+    mesh.add_shape_mesh(CUBE_POINTS + 0.5, indices, pos=corner, rot=shape_rot, scale=2 * half, body=b,
+                        density=700.0, is_convex=is_convex)
     mesh.add_shape_sphere(pos=(0.5, 0, 0), radius=0.1, body=b, density=300.0)
     m_ref, m = ref.finalize(), mesh.finalize()
     np.testing.assert_allclose(m.body_mass.numpy(), m_ref.body_mass.numpy(), rtol=1e-6)
@@ -261,10 +263,11 @@ def test_gradient_through_mesh_body_pair_contact_matches_finite_differences():
     b.set_material(0, ke=1e4, restitution=0.5, mu=0.3)
     b.add_body(kc.transform(kc.vec3(-0.3, 0.0, 0.0), kc.quat(*_quat(0.3, (0, 1, 1)))))
     b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=0.2, body=0)
-    b.add_body(kc.transform(kc.vec3(0.3, 0.05, 0.0), kc.quat(0, 0, 0, 1)))
+    # both drift 1.5 m along z, three hash grid cells: the backward pass must rebuild each step's grid
+    b.add_body(kc.transform(kc.vec3(0.3, 0.05, 0.0), kc.quat(0, 0, 0, 1)), vel=(0, 0, 5.0))
     b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=(0.3, 0.2, 0.2), body=1)
     w = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 0.5, -0.4, 0.3, 0.2, 0.1, 0.0]])
-    grad, fd, states = _gradient_vs_fd(b, np.array([1.5, 0.1, 0.0, 0.5, 0.0, 1.0]), w, 300, 1e-3, 2e-4)
+    grad, fd, states = _gradient_vs_fd(b, np.array([1.5, 0.1, 5.0, 0.5, 0.0, 1.0]), w, 300, 1e-3, 2e-4)
     assert np.abs(states[-1].body_qd.numpy()[1, :3]).max() > 0.1   # they touched
     assert np.abs(fd).max() > 0.1
     np.testing.assert_allclose(grad, fd, rtol=0.05, atol=5e-3)
