@@ -21,6 +21,9 @@ Contact points, one thread each:
   mesh's vertices against the other shape (signed distance, or the other mesh), and a
   primitive's points (sphere centre, capsule ends, box corners) against the mesh.
 
+Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
+particle's centre against the mesh in its frame, the reaction on the body).
+
 Not seen: mesh edges against edges (a box edge across a mesh face away from its
 vertices), a static mesh's vertices against a body (a terrain spike into a box face).
 
@@ -301,6 +304,69 @@ def eval_mesh_body_pair_contacts_kernel(
                                             material_cohesion_distance, dt)
                     kc.atomic_add(body_f, bb, spatial_wrench(f, arm_b))
                     kc.atomic_add(body_f, ba, spatial_wrench(-f, arm_a))
+
+
+@kc.kernel
+def eval_particle_body_mesh_contacts_kernel(
+        q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        mesh_count: int, body_mesh_shapes: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_mesh: kc.array(dtype=kc.uint64),
+        shape_material: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        f: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector)):
+    t = kc.tid()
+    i = t // mesh_count
+    s = body_mesh_shapes[t - i * mesh_count]
+    w = inv_mass[i]
+    if w > 0.0:
+        x = q[i]
+        r = radius[i]
+        b = shape_body[s]
+        tf = body_q[b]
+        rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
+        pos_s = kc.transform_point(tf, shape_pos[s])
+        qd_b = body_qd[b]
+        com = kc.transform_point(tf, body_com[b])
+        v_surface = kc.spatial_top(qd_b) + kc.cross(kc.spatial_bottom(qd_b), x - com)
+        v_rel = qd[i] - v_surface
+        # the particle in the mesh's frame; reach: the smoothing window of sim/contact.py and some overlap
+        nd = mesh_surface_distance(shape_mesh[s], kc.transpose(rot_s) * (x - pos_s),
+                                   2.0 * r + cohesion_reach + kc.length(v_rel) * dt)
+        if nd[3] < FAR:
+            n = rot_s * kc.vec3(nd[0], nd[1], nd[2])
+            gap = nd[3] - r
+            arm = x - n * r - com
+            v_rel = qd[i] - kc.spatial_top(qd_b) - kc.cross(kc.spatial_bottom(qd_b), arm)
+            if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                w_sum = w + inverse_mass_along(n, arm, tf, body_inv_mass[b], body_inv_inertia[b])
+                fs = mixed_contact_force(n, gap, v_rel, w_sum, particle_material[i], shape_material[s], material_ke,
+                                         material_damping_ratio, material_mu, material_cohesion,
+                                         material_cohesion_distance, dt)
+                f[i] += fs
+                # the reaction along the line through the particle's centre (a particle cannot spin: this way
+                # the pair conserves angular momentum, as in sim/collide_shapes.py)
+                kc.atomic_add(body_f, b, kc.spatial_vector(-fs, kc.cross(x - com, -fs)))
+
+
+def eval_particle_body_mesh_contacts(model, state, forces, wrenches, dt: float):
+    """Add contact forces [N] between particles and mesh shapes on bodies to ``forces`` (vec3, (n,)) and
+    their reactions to ``wrenches`` (spatial_vector, (B,))."""
+    k = len(model.body_mesh_shape_indices)
+    if model.particle_count == 0 or k == 0:
+        return
+    kc.launch(eval_particle_body_mesh_contacts_kernel, dim=model.particle_count * k,
+              inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
+                      model.particle_material, k, model.body_mesh_shapes, model.shape_body, model.shape_pos,
+                      model.shape_rot, model.shape_mesh, model.shape_material, state.body_q, state.body_qd,
+                      model.body_com, model.body_inv_mass, model.body_inv_inertia, *material_inputs(model),
+                      model.material_max_cohesion_distance, float(dt)],
+              outputs=[forces, wrenches], device=model.device)
 
 
 def _vertex_counts(model):

@@ -166,7 +166,8 @@ class Model:
         shape_meshes: list of ``geometry.Mesh`` (kept alive here).
         mesh_shapes: int (number of static mesh shapes,) — indices of the static mesh shapes.
         mesh_shape_indices: the same as a Python list.
-        body_mesh_shape_indices: list of the mesh shapes carried by bodies.
+        body_mesh_shape_indices: list of the mesh shapes carried by bodies; body_mesh_shapes: the same as
+            an int kc array.
 
     Scene settings:
         gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);

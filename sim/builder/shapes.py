@@ -240,6 +240,8 @@ class ShapeBuilder:
                 mesh_ids[s] = np.uint64(mesh.id)
         m.shape_mesh = kc.array(mesh_ids, dtype=kc.uint64, device=device)
         m.mesh_shapes = kc.array(np.asarray(m.mesh_shape_indices, np.int32).reshape(-1), dtype=kc.int32, device=device)
+        m.body_mesh_shapes = kc.array(np.asarray(m.body_mesh_shape_indices, np.int32).reshape(-1), dtype=kc.int32,
+                                      device=device)
         m.ground = bool(self.ground)
         m.ground_normal = kc.vec3(*self.ground_normal)
         m.ground_offset = float(self.ground_offset)
