@@ -113,3 +113,39 @@ def test_open_mesh_on_a_body_needs_a_mass(tmp_path, edit, words):
         return
     with pytest.raises(SceneError, match=words.replace("/", ".")):
         scenes.load(path).finalize()
+
+
+@pytest.mark.gl
+def test_viewer_draws_a_mesh_body_where_the_body_is():
+    import kernelcore as kc
+    import sim
+    from scenes.render_adapter import ModelRenderer
+
+    try:
+        from render import OpenGLViewer
+
+        v = OpenGLViewer(96, 72, headless=True, show_hud=False)
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no headless OpenGL context: {exc}")
+    try:
+        b = sim.ModelBuilder(gravity=(0, 0, 0))
+        body = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)))
+        cube = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], np.float64) - 0.5
+        tris = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+        b.add_shape_mesh(cube, tris, scale=0.3, body=body)
+        m = b.finalize()
+        drawer = ModelRenderer(v, m)
+        v.camera.look_at((0.0, 0.0, 3.0), (0.0, 0.0, 0.0))
+        centroids = []
+        for x in (-0.4, 0.4):
+            state = m.state()
+            state.body_q.numpy()[0, 0] = x
+            drawer.render(state, 0.0)
+            img = v.get_pixels().astype(int)
+            covered = img[..., 2] > img[..., 0] + 60  # the body's blue (background and grid are grey)
+            assert covered.sum() > 50, "the mesh body is not drawn"
+            centroids.append(np.nonzero(covered)[1].mean())
+        assert centroids[1] > centroids[0] + 10  # drawn at the body's pose, not the shape's frame
+    finally:
+        v.close()
