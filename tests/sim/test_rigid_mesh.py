@@ -258,11 +258,28 @@ def test_gradient_through_sphere_on_static_mesh_matches_finite_differences():
     np.testing.assert_allclose(grad, fd, rtol=0.05, atol=5e-3)
 
 
-def test_gradient_through_mesh_body_pair_contact_matches_finite_differences():
+def test_gradient_through_mesh_body_on_static_sphere_matches_finite_differences():
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=2e4, restitution=0.5, mu=0.4)
+    b.add_shape_sphere((0, 0, 0), 0.5)
+    body = b.add_body(kc.transform(kc.vec3(0.1, 0.75, 0.05), kc.quat(*_quat(0.2, (1, 0, 0)))))
+    b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=(0.4, 0.1, 0.3), body=body)
+    w = np.array([[1.0, 0.6, -0.5, 0.2, 0.3, 0.1, 0.0]])
+    grad, fd, states = _gradient_vs_fd(b, np.array([0.3, -1.0, 0.3, 1.0, 0.5, -1.0]), w, 250, 1e-3, 2e-4)
+    assert min(np.linalg.norm(s.body_q.numpy()[0, :3]) for s in states) < 0.56   # it hit the sphere
+    assert np.abs(fd).max() > 0.1
+    np.testing.assert_allclose(grad, fd, rtol=0.05, atol=5e-3)
+
+
+@pytest.mark.parametrize("moving", ["mesh", "sphere"])
+def test_gradient_through_mesh_body_pair_contact_matches_finite_differences(moving):
     b = sim.ModelBuilder(gravity=(0, 0, 0))
     b.set_material(0, ke=1e4, restitution=0.5, mu=0.3)
     b.add_body(kc.transform(kc.vec3(-0.3, 0.0, 0.0), kc.quat(*_quat(0.3, (0, 1, 1)))))
-    b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=0.2, body=0)
+    if moving == "mesh":
+        b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=0.2, body=0)
+    else:  # a sphere body against the mesh body: its centre against the mesh
+        b.add_shape_sphere(radius=0.1, body=0)
     # both drift 1.5 m along z, three hash grid cells: the backward pass must rebuild each step's grid
     b.add_body(kc.transform(kc.vec3(0.3, 0.05, 0.0), kc.quat(0, 0, 0, 1)), vel=(0, 0, 5.0))
     b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=(0.3, 0.2, 0.2), body=1)
