@@ -393,3 +393,18 @@ def test_particle_hitting_a_free_mesh_body_conserves_momentum():
     assert s0.particle_qd.numpy()[0, 0] < 2.0   # the particle bounced off
     np.testing.assert_allclose(p1, p0, atol=1e-4)
     np.testing.assert_allclose(l1, l0, atol=1e-4)
+
+
+def test_wide_mesh_board_rests_on_a_small_static_box_and_ball():
+    # no vertex of the board is above the box or the ball: their corners / centre must hold it
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=1e5, restitution=0.0, mu=0.8)
+    b.add_shape_box((0, -0.05, 0), half_extents=(0.05, 0.05, 0.05))
+    b.add_shape_sphere((2, -0.1, 0), 0.1)
+    for x in (0, 2):
+        body = b.add_body(kc.transform(kc.vec3(x, 0.03, 0), kc.quat(0, 0, 0, 1)))
+        b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=(1.0, 0.05, 1.0), body=body, density=100.0)
+    m, traj = _simulate(b, 1000, 1e-3, every=100)
+    q, qd = traj[-1]
+    np.testing.assert_allclose(q[:, :3], [(0, 0.025, 0), (2, 0.025, 0)], atol=2e-3)
+    assert np.abs(qd).max() < 1e-2
