@@ -210,6 +210,35 @@ def test_mesh_bodies_collide_and_conserve_momentum():
     np.testing.assert_allclose((mass[:, None] * qd[:, :3]).sum(0), (mass[0] * 1.5, mass[0] * 0.1, 0), atol=1e-4)
 
 
+def test_hash_grid_broad_phase_finds_the_same_mesh_contacts_as_all_pairs():
+    from sim.collide_body_mesh import BodyMeshContacts
+
+    rng = np.random.default_rng(7)
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=1e4, restitution=0.5, mu=0.3)
+    for i in range(40):  # a jumble in a 1.2 m cube: meshes, boxes, spheres and capsules, some touching
+        q = rng.normal(size=4)
+        body = b.add_body(kc.transform(kc.vec3(*rng.uniform(0, 1.2, 3)), kc.quat(*(q / np.linalg.norm(q)))),
+                          vel=rng.normal(size=3), ang_vel=rng.normal(size=3))
+        kind = i % 4
+        if kind in (0, 1):
+            b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=rng.uniform(0.1, 0.35, 3), body=body)
+        elif kind == 2:
+            b.add_shape_box(half_extents=rng.uniform(0.05, 0.15, 3), body=body)
+        else:
+            b.add_shape_sphere(radius=rng.uniform(0.05, 0.15), body=body)
+    m = b.finalize()
+    state = m.state()
+    wrenches = []
+    for grid_dim in (None, 1):  # one cell: every shape is a candidate of every other (all pairs)
+        w = kc.zeros(m.body_count, dtype=kc.spatial_vector)
+        BodyMeshContacts(m, grid_dim=grid_dim).eval(m, state, w, 1e-3)
+        wrenches.append(w.numpy())
+    touching = np.abs(wrenches[1]).max(axis=1) > 0
+    assert touching.sum() > 10
+    np.testing.assert_allclose(wrenches[0], wrenches[1], rtol=1e-5, atol=1e-3)
+
+
 # -- gradients -------------------------------------------------------------------------------------
 
 def _gradient_vs_fd(b, qd0, w, steps, dt, eps):
