@@ -13,19 +13,22 @@ Contact points, one thread each:
 - a mesh body against a static sphere or capsule: the sphere's centre (the capsule's two
   ends and its axis point nearest the mesh's origin) against the mesh, inflated by the
   radius; for a capsule its vertices too (a sphere's closest mesh point is its contact);
+  against a static box also the box's corners against the mesh (a board on a small box);
 - a sphere, capsule or box body against a static triangle mesh (terrain): its centre,
   segment ends or corners against the mesh, inflated by the radius; a mesh body: its
   vertices against the static mesh;
 - body against body when one of them is a mesh (broad phase on a ``geometry.HashGrid`` of
   shape centres with the shapes' bounding radii, as in sim/collide_body_pairs.py): the
   mesh's vertices against the other shape (signed distance, or the other mesh), and a
-  primitive's points (sphere centre, capsule ends, box corners) against the mesh.
+  primitive's points (sphere centre, capsule ends, box corners) against the mesh;
+- a static mesh's own vertices against box, capsule and mesh bodies (a spike under a
+  face), found through a ``geometry.Bvh`` over the vertices and the body shape's bounds.
 
 Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
 particle's centre against the mesh in its frame, the reaction on the body).
 
 Not seen: mesh edges against edges (a box edge across a mesh face away from its
-vertices), a static mesh's vertices against a body (a terrain spike into a box face).
+vertices, a terrain ridge across a box face).
 
 The force is the contact law of sim/contact.py with the effective inverse mass of the
 contact point along the normal, ``1/m + (r x n) . I_world^-1 (r x n)`` (summed over both
@@ -54,8 +57,8 @@ CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
 FAR = kc.constant(1.0e30)
 
-#: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3)
-ROUND_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3}
+#: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3), a box's corners
+COLLIDER_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3, SHAPE_BOX: 8}
 #: contact points of a primitive body shape (sphere centre, capsule ends, box corners)
 PRIMITIVE_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 2, SHAPE_BOX: 8}
 
@@ -147,10 +150,15 @@ def eval_body_mesh_static_contacts_kernel(
             n = kc.vec3(nd[0], nd[1], nd[2])
             gap = nd[3]
             contact = x
-        else:  # a point of a round collider (sphere centre; capsule ends, axis point) against the mesh
+        else:  # a point of the collider (sphere centre; capsule ends, axis point; box corner) against the mesh
             j = k - nv
             y = c_pos
-            if c_kind == CAPSULE:
+            rc = c_scale[0]
+            if c_kind == BOX:  # a small box under a large face: no vertex of the mesh touches it
+                corner = shape_point(BOX, c_scale, j)
+                y = c_pos + c_rot * kc.vec3(corner[0], corner[1], corner[2])
+                rc = 0.0
+            elif c_kind == CAPSULE:
                 axis = c_rot * kc.vec3(0.0, 1.0, 0.0)
                 along = kc.clamp(kc.dot(pos_s - c_pos, axis), -c_scale[1], c_scale[1])
                 if j == 0:
@@ -158,10 +166,10 @@ def eval_body_mesh_static_contacts_kernel(
                 elif j == 1:
                     along = c_scale[1]
                 y = c_pos + axis * along
-            nd = mesh_surface_distance(shape_mesh[s], kc.transpose(rot_s) * (y - pos_s), c_scale[0] + margin)
+            nd = mesh_surface_distance(shape_mesh[s], kc.transpose(rot_s) * (y - pos_s), rc + margin)
             if nd[3] < FAR:
                 n_out = rot_s * kc.vec3(nd[0], nd[1], nd[2])  # from the mesh towards the collider
-                gap = nd[3] - c_scale[0]
+                gap = nd[3] - rc
                 contact = y - n_out * nd[3]                  # the mesh's closest point
                 n = -n_out                                   # the body is pushed away from the collider
     else:  # a sphere, capsule or box body against a static mesh
@@ -182,6 +190,60 @@ def eval_body_mesh_static_contacts_kernel(
                                     material_damping_ratio, material_mu, material_cohesion,
                                     material_cohesion_distance, dt)
             kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+
+
+@kc.kernel
+def eval_static_mesh_vertex_contacts_kernel(
+        item_shape: kc.array(dtype=int), item_mesh: kc.array(dtype=int), vertex_bvh: kc.array(dtype=kc.uint64),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        shape_bound: kc.array(dtype=float),
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    t = kc.tid()
+    s = item_shape[t]
+    c = item_mesh[t]
+    b = shape_body[s]
+    kind = shape_type[s]
+    tf = body_q[b]
+    rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
+    pos_s = kc.transform_point(tf, shape_pos[s])
+    qd = body_qd[b]
+    com = kc.transform_point(tf, body_com[b])
+    speed = kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * shape_bound[s]
+    margin = cohesion_reach + dt * speed
+    ext = shape_bound[s] + margin
+    reach = kc.vec3(ext, ext, ext)
+    # the static mesh's vertices in the shape's bounding box, each once (a BVH over the vertices)
+    query = kc.bvh_query_aabb(vertex_bvh[c], pos_s - reach, pos_s + reach)
+    v = int(0)
+    while kc.bvh_query_next(query, v):
+        x = kc.mesh_get_point(shape_mesh[c], v)
+        nd = kc.vec4(0.0, 1.0, 0.0, FAR)
+        if kind == MESH:
+            nl = mesh_surface_distance(shape_mesh[s], kc.transpose(rot_s) * (x - pos_s),
+                                       margin + 0.5 * shape_bound[s])
+            nw = rot_s * kc.vec3(nl[0], nl[1], nl[2])
+            nd = kc.vec4(nw[0], nw[1], nw[2], nl[3])
+        else:
+            nd = static_distance(x, kind, pos_s, rot_s, shape_scale[s], kc.vec3(0.0, 1.0, 0.0), 0.0)
+        if nd[3] < FAR:
+            n = -kc.vec3(nd[0], nd[1], nd[2])  # the body is pushed away from the vertex
+            gap = nd[3]
+            arm = x - com
+            vb = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+            if gap < cohesion_reach + 0.5 * dt * kc.length(vb):
+                w = inverse_mass_along(n, arm, tf, body_inv_mass[b], body_inv_inertia[b])
+                f = mixed_contact_force(n, gap, vb, w, shape_material[s], shape_material[c], material_ke,
+                                        material_damping_ratio, material_mu, material_cohesion,
+                                        material_cohesion_distance, dt)
+                kc.atomic_add(body_f, b, spatial_wrench(f, arm))
 
 
 @kc.kernel
@@ -413,12 +475,27 @@ class BodyMeshContacts:
         items = []
         for s in body_meshes:
             for c in statics + static_meshes:
-                extra = ROUND_POINTS.get(int(shape_type[c]), 0) if c >= 0 else 0
+                extra = COLLIDER_POINTS.get(int(shape_type[c]), 0) if c >= 0 else 0
                 items += [(s, c, p) for p in range(int(counts[s]) + extra)]
         for s in body_prims:
             for c in static_meshes:
                 items += [(s, c, p) for p in range(PRIMITIVE_POINTS[int(shape_type[s])])]
         items = np.asarray(items, np.int32).reshape(-1, 3)
+        # a static mesh's own vertices against box, capsule and mesh bodies (a spike under a face); for a
+        # sphere its centre's closest mesh point above is the contact already
+        self._vertex_bvhs = []
+        vertex_bvh = np.zeros(k, np.uint64)
+        for c in static_meshes:
+            pts = np.asarray(model.shape_mesh_points[c][0], np.float32)
+            bvh = geometry.Bvh(pts, pts, device=dev)
+            self._vertex_bvhs.append(bvh)
+            vertex_bvh[c] = np.uint64(bvh.id)
+        self.vertex_bvh = kc.array(vertex_bvh, dtype=kc.uint64, device=dev)
+        vertex_items = np.asarray([(s, c) for s in body_meshes + body_prims if shape_type[s] != SHAPE_SPHERE
+                                   for c in static_meshes], np.int32).reshape(-1, 2)
+        self.vertex_count = len(vertex_items)
+        self.vertex_items = [kc.array(np.ascontiguousarray(vertex_items[:, j]), dtype=kc.int32, device=dev)
+                             for j in range(2)]
         self.static_items = [kc.array(np.ascontiguousarray(items[:, j]), dtype=kc.int32, device=dev)
                              for j in range(3)]
         self.static_count = len(items)
@@ -444,7 +521,7 @@ class BodyMeshContacts:
 
     @property
     def active(self) -> bool:
-        return self.static_count > 0 or self.pair_count > 0
+        return self.static_count > 0 or self.pair_count > 0 or self.vertex_count > 0
 
     def eval(self, model, state, wrenches, dt: float):
         """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,)."""
@@ -456,6 +533,14 @@ class BodyMeshContacts:
                               self.shape_bound, self.shape_vertex_count, model.ground_normal, model.ground_offset,
                               model.ground_material, *material_inputs(model), model.material_max_cohesion_distance,
                               float(dt)],
+                      outputs=[wrenches], device=model.device)
+        if self.vertex_count:
+            kc.launch(eval_static_mesh_vertex_contacts_kernel, dim=self.vertex_count,
+                      inputs=[*self.vertex_items, self.vertex_bvh, state.body_q, state.body_qd, model.body_com,
+                              model.body_inv_mass, model.body_inv_inertia, model.shape_type, model.shape_body,
+                              model.shape_pos, model.shape_rot, model.shape_scale, model.shape_material,
+                              model.shape_mesh, self.shape_bound, *material_inputs(model),
+                              model.material_max_cohesion_distance, float(dt)],
                       outputs=[wrenches], device=model.device)
         if self.pair_count:
             self._rebuild(model, state.body_q)

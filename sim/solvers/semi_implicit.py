@@ -11,6 +11,7 @@ import kernelcore as kc
 
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
 from ..collide_bodies import body_static_pairs, eval_body_static_contacts
+from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
@@ -72,11 +73,7 @@ class SolverSemiImplicit:
                 from ..collide_body_pairs import BodyPairContacts
 
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
-        self.body_mesh_contacts = None
-        if model.body_count:
-            from ..collide_body_mesh import make_body_mesh_contacts
-
-            self.body_mesh_contacts = make_body_mesh_contacts(model)
+        self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -95,6 +92,8 @@ class SolverSemiImplicit:
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
         eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
+        if model.body_mesh_shape_indices and model.particle_count:
+            eval_particle_body_mesh_contacts(model, state_in, forces, wrenches, dt)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         if self.toi:

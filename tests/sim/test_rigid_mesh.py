@@ -437,3 +437,21 @@ def test_wide_mesh_board_rests_on_a_small_static_box_and_ball():
     q, qd = traj[-1]
     np.testing.assert_allclose(q[:, :3], [(0, 0.025, 0), (2, 0.025, 0)], atol=2e-3)
     assert np.abs(qd).max() < 1e-2
+
+
+@pytest.mark.parametrize("kind", ["box", "mesh"])
+def test_body_rests_on_a_terrain_plateau_narrower_than_its_face(kind):
+    # a 5 cm plateau on flat terrain, narrower than the body: only the terrain's vertices touch its face
+    pts, tris = _grid_mesh(5, 5, 0.5, 0.5, lambda x, z: 0.05 * ((np.abs(x) < 0.15) & (np.abs(z) < 0.15)))
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=1e5, restitution=0.0, mu=0.8)
+    b.add_shape_mesh(pts, tris)
+    body = b.add_body(kc.transform(kc.vec3(0, 0.11, 0), kc.quat(0, 0, 0, 1)))
+    if kind == "box":
+        b.add_shape_box(half_extents=(0.2, 0.05, 0.2), body=body, density=200.0)
+    else:
+        b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=(0.4, 0.1, 0.4), body=body, density=200.0)
+    m, traj = _simulate(b, 1600, 5e-4, every=100)
+    q, qd = traj[-1]
+    np.testing.assert_allclose(q[0, :3], (0, 0.1, 0), atol=2e-3)   # on the plateau's 4 vertices, not on the flat
+    assert np.abs(qd[0]).max() < 1e-2
