@@ -197,9 +197,9 @@ class ShapeBuilder:
                     raise ValueError(f"{who}: the mesh on body {body} encloses volume {volume / 6:g} m^3: wind its "
                                      f"triangles counter-clockwise seen from outside")
             elif self.body_mass_given[body] is None:
-                raise ValueError(f"{who}: the mesh on body {body} is open ({open_edge_count(tris)} edges not shared by "
-                                 f"exactly two triangles), so density={density!r} gives no mass: close the mesh or give "
-                                 f"add_body(mass=..., inertia=...)")
+                raise ValueError(f"{who}: the mesh on body {body} is open ({open_edge_count(tris)} edges not shared "
+                                 f"by exactly two triangles), so density={density!r} gives no mass: close the mesh or "
+                                 f"give add_body(mass=..., inertia=...)")
             # kept in the shape's own frame (pos/rot stay in shape_pos/shape_rot, applied per step)
             mesh = (pts, tris.reshape(-1).astype(np.int32))
         else:
