@@ -88,22 +88,29 @@ def test_convex_hull_drops_interior_points_and_faces_outwards():
 
 # -- contacts --------------------------------------------------------------------------------------
 
-def test_mesh_cube_rests_on_the_ground_like_a_box():
+@pytest.mark.parametrize("offset", [False, True])
+def test_mesh_cube_rests_on_the_ground_like_a_box(offset):
+    # offset: the shape sits off the body origin, turned, and is not a cube (the kernels compose both frames)
+    shape_pos = (0.05, -0.02, 0.03) if offset else (0.0, 0.0, 0.0)
+    shape_rot = _quat(np.pi / 2, (0, 0, 1)) if offset else (0.0, 0.0, 0.0, 1.0)
+    half = np.array([0.1, 0.15, 0.1]) if offset else np.array([0.1, 0.1, 0.1])
+
     def scene(kind):
         b = sim.ModelBuilder()
         b.set_material(0, ke=1e5, restitution=0.0, mu=0.5)
         b.set_ground_plane()
         body = b.add_body(kc.transform(kc.vec3(0, 0.15, 0), kc.quat(*TILT)))
         if kind == "mesh":
-            b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, scale=0.2, body=body)
+            b.add_shape_mesh(CUBE_POINTS, CUBE_TRIS, pos=shape_pos, rot=shape_rot, scale=2 * half, body=body)
         else:
-            b.add_shape_box(half_extents=(0.1, 0.1, 0.1), body=body)
+            b.add_shape_box(pos=shape_pos, rot=shape_rot, half_extents=half, body=body)
         return _simulate(b, 2000, 1e-3, every=100)
 
     _, mesh_traj = scene("mesh")
     _, box_traj = scene("box")
     q, qd = mesh_traj[-1]
-    world = _world_vertices(q[0], CUBE_POINTS * 0.2)
+    corners = (CUBE_POINTS * 2 * half) @ quat_to_matrix(shape_rot).T + shape_pos
+    world = _world_vertices(q[0], corners)
     assert world[:, 1].min() > -2e-3                                   # penetration under 2 mm
     np.testing.assert_allclose(np.sort(world[:, 1])[:4], 0.0, atol=2e-3)  # flat on four corners
     assert np.linalg.norm(qd[0, :3]) < 1e-2 and np.linalg.norm(qd[0, 3:]) < 1e-1
