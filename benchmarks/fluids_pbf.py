@@ -7,10 +7,15 @@ version below is written from the same formulas (sim/pbf_kernels.py) and paramet
 dense cell grid (cells 1.1 h wide, at most ``MAX_PER_CELL`` particles each) instead of the
 hash grid, then the same neighbour lists, multipliers, updates, vorticity and XSPH.
 
+Taichi compiles with fast math by default (reassociated sums, approximate reciprocals and
+square roots, which lets LLVM vectorise the neighbour loops); kernelcore keeps IEEE
+semantics.  Taichi is therefore also timed with ``fast_math=False``
+(``taichi_no_fast_math_*``), the like-for-like comparison.
+
 Taichi runs in a subprocess (``python benchmarks/fluids_pbf.py --taichi-worker ...`` prints
 JSON): ``ti.init`` sets flush-to-zero for the whole process, which would change the other
-cases' numbers.  The two are therefore not interleaved; kernelcore is measured before and
-after the Taichi run and the median of both is used.
+cases' numbers.  The runs are therefore not interleaved; kernelcore is measured before,
+between and after the two Taichi runs and the median of all its samples is used.
 """
 
 import argparse
@@ -68,10 +73,11 @@ class KcPBF:
 # ----------------------------------------------------------------------------------------------
 # Taichi (same algorithm; run in a subprocess)
 # ----------------------------------------------------------------------------------------------
-def taichi_pbf(side, threads=None):
+def taichi_pbf(side, threads=None, fast_math=True):
     import taichi as ti
 
     kw = {} if threads is None else {"cpu_max_num_threads": threads}
+    kw["fast_math"] = bool(fast_math)
     ti.init(arch=ti.cpu, default_fp=ti.f32, log_level=ti.ERROR, **kw)
     s = SPACING
     h = 2 * s
@@ -280,9 +286,9 @@ def taichi_pbf(side, threads=None):
     return steps, x, ti
 
 
-def taichi_worker(side, steps, repeats, threads):
+def taichi_worker(side, steps, repeats, threads, fast_math=True):
     """Time ``steps`` Taichi PBF steps ``repeats`` times (after a warm-up); prints JSON."""
-    run, x, ti = taichi_pbf(side, threads)
+    run, x, ti = taichi_pbf(side, threads, fast_math)
     run(2)
     samples = []
     for _ in range(repeats):
@@ -294,7 +300,7 @@ def taichi_worker(side, steps, repeats, threads):
                       "finite": bool(np.all(np.isfinite(pos))), "mean_y": float(pos[:, 1].mean())}))
 
 
-def run_taichi(side, steps, repeats, threads=None):
+def run_taichi(side, steps, repeats, threads=None, fast_math=True):
     """Taichi's per-step seconds from a subprocess, or None when taichi is not installed."""
     try:
         import importlib.util
@@ -307,6 +313,8 @@ def run_taichi(side, steps, repeats, threads=None):
            "--repeats", str(repeats)]
     if threads:
         cmd += ["--threads", str(threads)]
+    if not fast_math:
+        cmd += ["--no-fast-math"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -329,6 +337,8 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_times = kc_samples()
     ti_res = run_taichi(side, steps, repeats) if taichi else None
     kc_times += kc_samples()
+    ti_strict = run_taichi(side, steps, repeats, fast_math=False) if taichi else None
+    kc_times += kc_samples()
     res = {"particles": side ** 3, "steps_per_sample": steps, "dt_s": DT, "params": PARAMS,
            "kernelcore_step_s": statistics.median(kc_times), "kernelcore_samples": kc_times}
     res["kernelcore_steps_per_s"] = 1.0 / res["kernelcore_step_s"]
@@ -340,6 +350,10 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         res.update(taichi_version=ti_res["taichi_version"], taichi_step_s=t, taichi_steps_per_s=1.0 / t,
                    taichi_samples=ti_res["samples"], taichi_finite=ti_res["finite"], taichi_mean_y=ti_res["mean_y"],
                    taichi_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
+    if ti_strict:
+        t = statistics.median(ti_strict["samples"])
+        res.update(taichi_no_fast_math_step_s=t, taichi_no_fast_math_samples=ti_strict["samples"],
+                   taichi_no_fast_math_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
     return res
 
 
@@ -350,8 +364,9 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--no-fast-math", action="store_true")
     a = ap.parse_args()
     if a.taichi_worker:
-        taichi_worker(a.side, a.steps, a.repeats, a.threads)
+        taichi_worker(a.side, a.steps, a.repeats, a.threads, not a.no_fast_math)
     else:
         print(json.dumps(pbf_case(a.side, a.steps, a.repeats), indent=2))
