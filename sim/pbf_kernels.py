@@ -19,7 +19,8 @@ Tape replays the same pairs); they include pairs up to ``NEIGHBOR_SKIN * h`` apa
 particles drifting during the iterations are still seen.
 
 Boundaries are position projections: the ground plane, static spheres / boxes / capsules
-/ planes (signed distances, as in sim/collide_shapes.py), then the domain box.  A particle
+/ planes / meshes (signed distances, as in sim/collide_shapes.py and collide_mesh.py), then
+the domain box.  A particle
 centre is kept its radius away from each surface; walls are frictionless.
 """
 from __future__ import annotations
@@ -27,13 +28,14 @@ from __future__ import annotations
 import math
 
 import kernelcore as kc
-import geometry  # noqa: F401  (adds the hash_grid_* builtins)
+import geometry  # noqa: F401  (adds the hash_grid_* and mesh_* builtins)
 
 from .collide_shapes import box_closest
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
+MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 
 #: neighbour search radius in units of h (pairs between h and this many h have W = 0 at
@@ -73,9 +75,12 @@ def spiky_grad(d: kc.vec3, h: float, coef: float) -> kc.vec3:
 
 
 @kc.func
-def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3) -> kc.vec4:
-    """Signed distance [m] of ``x`` from a static sphere / box / capsule / plane and the outward
-    normal there, packed (nx, ny, nz, distance); other types are far away (1e30)."""
+def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, mesh: kc.uint64,
+                   reach: float) -> kc.vec4:
+    """Signed distance [m] of ``x`` from a static sphere / box / capsule / plane / mesh and the
+    outward normal there, packed (nx, ny, nz, distance).  A mesh is searched within ``reach``
+    (its side from the angle-weighted pseudo-normal, so open meshes work); beyond that, and
+    for other types, the shape is far away (1e30)."""
     n = kc.vec3(0.0, 1.0, 0.0)
     sd = float(1.0e30)
     if t == SPHERE:
@@ -100,20 +105,33 @@ def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.ve
     elif t == PLANE:
         n = rot * kc.vec3(0.0, 1.0, 0.0)
         sd = kc.dot(n, x - pos)
+    elif t == MESH:
+        query = kc.mesh_query_point_sign_normal(mesh, x, reach)
+        if query.result:
+            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
+            d = x - cp
+            dist = kc.length(d)
+            side = float(1.0)
+            if query.sign < 0.0:
+                side = -1.0
+            n = kc.mesh_eval_face_normal(mesh, query.face)
+            if dist > 1.0e-7:
+                n = d * (side / dist)
+            sd = side * dist
     return kc.vec4(n[0], n[1], n[2], sd)
 
 
 @kc.func
 def project_boundaries(p: kc.vec3, r: float, lower: kc.vec3, upper: kc.vec3,
                        ground: int, ground_normal: kc.vec3, ground_offset: float,
-                       shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                       shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                       shape_scale: kc.array(dtype=kc.vec3)) -> kc.vec3:
+                       shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64)) -> kc.vec3:
     """Move ``p`` out of the static shapes and the ground (to distance r), then into [lower + r, upper - r]."""
     x = p
     for s in range(shape_count):
         if shape_body[s] < 0:
-            nd = shape_distance(x, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s])
+            nd = shape_distance(x, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], shape_mesh[s], mesh_reach)
             if nd[3] < r:
                 x = x + kc.vec3(nd[0], nd[1], nd[2]) * (r - nd[3])
     if ground != 0:
@@ -151,9 +169,9 @@ def wall_volume(sd: float, h: float) -> kc.vec2:
 @kc.func
 def boundary_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3,
                      ground: int, ground_normal: kc.vec3, ground_offset: float,
-                     shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                     shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                      shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                     shape_scale: kc.array(dtype=kc.vec3)) -> kc.vec4:
+                     shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64)) -> kc.vec4:
     """Sum of wall_volume over the domain walls, the ground and the static shapes (each locally a
     plane): (d phi / dx (3) [1/m], phi), packed as a vec4."""
     phi = float(0.0)
@@ -172,7 +190,7 @@ def boundary_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3,
         grad += ground_normal * g[1]
     for s in range(shape_count):
         if shape_body[s] < 0:
-            nd = shape_distance(x, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s])
+            nd = shape_distance(x, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], shape_mesh[s], mesh_reach)
             w = wall_volume(nd[3], h)
             phi += w[0]
             grad += kc.vec3(nd[0], nd[1], nd[2]) * w[1]
@@ -183,9 +201,9 @@ def boundary_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3,
 def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext: kc.array(dtype=kc.vec3),
                    inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float), gravity: kc.vec3, dt: float,
                    lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
-                   ground_offset: float, shape_count: int, shape_type: kc.array(dtype=int),
+                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                    shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
                    p: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
@@ -193,7 +211,7 @@ def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext
     if w > 0.0:
         y = x[i] + (v[i] + (gravity + f_ext[i] * w) * dt) * dt
         y = project_boundaries(y, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale)
+                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
     p[i] = y
 
 
@@ -205,14 +223,17 @@ def predict(model, state_in, f_ext, gravity, dt, bounds, p_out):
               outputs=[p_out], device=model.device)
 
 
-def boundary_inputs(model, lower, upper):
-    """The scalar boundary arguments in kernel order: box corners [m], then the ground plane."""
-    return [lower, upper, int(model.ground), model.ground_normal, float(model.ground_offset), model.shape_count]
+def boundary_inputs(model, lower, upper, mesh_reach):
+    """The scalar boundary arguments in kernel order: box corners [m], the ground plane, the shape
+    count and how far meshes are searched [m] (at least the kernel radius and a particle diameter)."""
+    return [lower, upper, int(model.ground), model.ground_normal, float(model.ground_offset), model.shape_count,
+            float(mesh_reach)]
 
 
 def shape_inputs(model):
     """The shape arrays in the order project_boundaries takes them."""
-    return [model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale]
+    return [model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
+            model.shape_mesh]
 
 
 @kc.kernel
@@ -251,9 +272,9 @@ def find_neighbors(grid, p, h, nb, nb_count, overflow, device):
 def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
                   nb_count: kc.array(dtype=int), h: float, poly6_coef: float, spiky_coef: float, eps: float,
                   walls: int, lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
-                  ground_offset: float, shape_count: int, shape_type: kc.array(dtype=int),
+                  ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                   shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
                   lam: kc.array(dtype=float)):
     i = kc.tid()
     x = p[i]
@@ -268,8 +289,8 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
         grad_i += g
         sum_sq += kc.dot(g, g)
     if walls != 0:
-        wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, shape_type,
-                              shape_body, shape_pos, shape_rot, shape_scale)
+        wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type,
+                              shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
     c = kc.max(ratio - 1.0, 0.0)
@@ -290,9 +311,9 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
                  radius: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                  lam: kc.array(dtype=float), h: float, poly6_coef: float, spiky_coef: float,
                  scorr_k: float, scorr_inv_w: float, walls: int, lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
-                   ground_offset: float, shape_count: int, shape_type: kc.array(dtype=int),
+                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                  shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
                  p_out: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     x = p[i]
@@ -306,11 +327,11 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
             s2 = s * s
             dp += spiky_grad(d, h, spiky_coef) * (volume[j] * (li + lam[j] - scorr_k * s2 * s2))
         if walls != 0:   # the walls' share of particle i's own constraint gradient
-            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, shape_type,
-                                  shape_body, shape_pos, shape_rot, shape_scale)
+            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type,
+                                  shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
             dp += kc.vec3(wb[0], wb[1], wb[2]) * li
         x = project_boundaries(x + dp, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale)
+                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
     p_out[i] = x
 
 

@@ -45,9 +45,9 @@ Parameters and what they mean:
 - ``vorticity_confinement`` epsilon [m/s]: acceleration ``epsilon (N x omega)`` that
   restores rotation lost to the position projection (0: off).
 - ``bounds`` (lower, upper) [m]: the domain box; particles are kept their radius inside it.
-  The ground plane and the model's static sphere, box, capsule and plane shapes are
-  boundaries too (frictionless).  Mesh shapes and shapes on bodies are not supported yet
-  (the constructor says so).
+  The ground plane and the model's static sphere, box, capsule, plane and mesh shapes are
+  boundaries too (frictionless).  Shapes on bodies are not supported yet (the constructor
+  says so).
 - ``cfl``: the largest ``max|v| dt / h`` a step accepts (checked on the host each step
   from ``state_in`` plus gravity's ``|g| dt``; ``check_input=False`` skips the checks and
   their read-back).
@@ -166,7 +166,8 @@ class SolverPBF:
         dev = model.device
         vol = model.particle_mass.numpy().astype(np.float64) / self.rest_density
         self.particle_rest_volume = kc.array(vol.astype(np.float32), dtype=float, device=dev)
-        self._bounds = K.boundary_inputs(model, kc.vec3(*self.lower), kc.vec3(*self.upper))
+        self._bounds = K.boundary_inputs(model, kc.vec3(*self.lower), kc.vec3(*self.upper),
+                                         max(self.h, 2.0 * model.particle_max_radius))
         import geometry
 
         cell = K.NEIGHBOR_SKIN * self.h
@@ -183,16 +184,10 @@ class SolverPBF:
             raise ValueError("SolverPBF: the model has no particles")
         if m.shape_count:
             body = m.shape_body.numpy()
-            types = m.shape_type.numpy()
-            from ..model import SHAPE_MESH, SHAPE_TYPE_NAMES
-
             for s in range(m.shape_count):
                 if body[s] >= 0:
                     raise ValueError(f"SolverPBF: shape {s} ({m.shape_name[s]!r}) is carried by body {body[s]}; "
                                      "fluid against moving bodies is not supported yet (static shapes only)")
-                if types[s] == SHAPE_MESH:
-                    raise ValueError(f"SolverPBF: shape {s} ({m.shape_name[s]!r}) is a {SHAPE_TYPE_NAMES[SHAPE_MESH]}; "
-                                     "mesh boundaries are not supported yet (spheres, boxes, capsules, planes)")
 
     def _check_bounds(self, bounds):
         try:
