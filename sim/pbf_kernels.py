@@ -124,7 +124,8 @@ def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.ve
 @kc.func
 def project_boundaries(p: kc.vec3, r: float, lower: kc.vec3, upper: kc.vec3,
                        ground: int, ground_normal: kc.vec3, ground_offset: float,
-                       shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                       shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
+                       shape_body: kc.array(dtype=int),
                        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                        shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64)) -> kc.vec3:
     """Move ``p`` out of the static shapes and the ground (to distance r), then into [lower + r, upper - r]."""
@@ -169,7 +170,8 @@ def wall_volume(sd: float, h: float) -> kc.vec2:
 @kc.func
 def boundary_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3,
                      ground: int, ground_normal: kc.vec3, ground_offset: float,
-                     shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                     shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
+                     shape_body: kc.array(dtype=int),
                      shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                      shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64)) -> kc.vec4:
     """Sum of wall_volume over the domain walls, the ground and the static shapes (each locally a
@@ -203,7 +205,8 @@ def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext
                    lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
                    ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                    shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                   shape_mesh: kc.array(dtype=kc.uint64),
                    p: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
@@ -211,7 +214,8 @@ def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext
     if w > 0.0:
         y = x[i] + (v[i] + (gravity + f_ext[i] * w) * dt) * dt
         y = project_boundaries(y, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                               shape_mesh)
     p[i] = y
 
 
@@ -274,7 +278,8 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
                   walls: int, lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                   shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                  shape_mesh: kc.array(dtype=kc.uint64),
                   lam: kc.array(dtype=float)):
     i = kc.tid()
     x = p[i]
@@ -289,8 +294,8 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
         grad_i += g
         sum_sq += kc.dot(g, g)
     if walls != 0:
-        wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type,
-                              shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
+                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
     c = kc.max(ratio - 1.0, 0.0)
@@ -310,10 +315,11 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, lam):
 def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float),
                  radius: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                  lam: kc.array(dtype=float), h: float, poly6_coef: float, spiky_coef: float,
-                 scorr_k: float, scorr_inv_w: float, walls: int, lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
-                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
-                 shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+                 scorr_k: float, scorr_inv_w: float, walls: int, lower: kc.vec3, upper: kc.vec3, ground: int,
+                 ground_normal: kc.vec3, ground_offset: float, shape_count: int, mesh_reach: float,
+                 shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                 shape_mesh: kc.array(dtype=kc.uint64),
                  p_out: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     x = p[i]
@@ -327,11 +333,12 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
             s2 = s * s
             dp += spiky_grad(d, h, spiky_coef) * (volume[j] * (li + lam[j] - scorr_k * s2 * s2))
         if walls != 0:   # the walls' share of particle i's own constraint gradient
-            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type,
-                                  shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
+                                  mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
             dp += kc.vec3(wb[0], wb[1], wb[2]) * li
         x = project_boundaries(x + dp, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                               shape_mesh)
     p_out[i] = x
 
 
