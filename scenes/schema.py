@@ -16,7 +16,8 @@ MATERIAL = ("kc:material:ke", "kc:material:restitution", "kc:material:mu", "kc:m
 #: prim kind -> the kc: attributes it accepts
 KC_ATTRIBUTES = {
     "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping",
-                     "kc:toi"),
+                     "kc:toi", "kc:fluid:smoothingLength", "kc:fluid:lower", "kc:fluid:upper", "kc:fluid:restDensity",
+                     "kc:fluid:iterations", "kc:fluid:xsph", "kc:fluid:vorticity"),
     "Points": ("kc:grid:dims", "kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed",
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL,

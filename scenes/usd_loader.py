@@ -6,7 +6,7 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
 * ``PhysicsScene`` (UsdPhysics.Scene, at most one): ``physics:gravityDirection`` and
   ``physics:gravityMagnitude`` (defaults: minus the stage up axis, 9.81 m/s^2);
   ``float kc:timeStep`` — frame time step [s] (default 1/60); ``int kc:substeps``
-  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default) or ``"dem"``;
+  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default), ``"dem"`` or ``"pbf"``;
   ``int kc:frames`` — default frame count of a run (100); ``float kc:particleDamping``
   — linear drag [1/s].
 * ``Points``: a particle set.  Positions from ``points`` (or generated with
@@ -42,6 +42,12 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   gives ``physics:dynamicFriction`` (Coulomb ``mu``) and ``physics:restitution``;
   ``kc:material:*`` on the prim override them.
 * ``bool kc:toi`` on the PhysicsScene: time-of-impact contacts (``SolverSemiImplicit(toi=True)``).
+* ``kc:solver = "pbf"`` (position-based fluid, ``sim.SolverPBF``): every particle is fluid;
+  the PhysicsScene gives ``float kc:fluid:smoothingLength`` (kernel radius h [units]),
+  ``point3f kc:fluid:lower`` / ``kc:fluid:upper`` (the domain box), and optionally
+  ``float kc:fluid:restDensity`` [kg/m^3] (default 1000), ``int kc:fluid:iterations``,
+  ``float kc:fluid:xsph``, ``float kc:fluid:vorticity`` [m/s].  Author the particles'
+  ``kc:mass`` as rest density times spacing^3 (``kc:density`` gives sphere masses).
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -71,7 +77,7 @@ import sim
 
 from . import schema
 
-SOLVERS = ("semi_implicit", "dem")
+SOLVERS = ("semi_implicit", "dem", "pbf")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -137,6 +143,7 @@ class Scene:
         self.group_colors = {}
         self.shape_paths = []
         self.toi = False
+        self.fluid = {}     # SolverPBF keywords (kc:solver = "pbf")
         self.items = []
         self.notes = []
         self.warnings = []
@@ -158,6 +165,11 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
+        if self.solver == "pbf":
+            try:
+                return sim.SolverPBF(model, **self.fluid)
+            except ValueError as e:
+                raise SceneError(self.path, f"kc:fluid settings: {e}") from None
         return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
@@ -663,11 +675,39 @@ class _Reader:
                                          f"{schema.suggest(solver, SOLVERS)}")
                 sc.solver = solver
             sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
+            self.read_fluid(prim, sc)
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
             sc.items.append((str(prim.GetPath()), "PhysicsScene"))
         sc.builder = sim.ModelBuilder(gravity=tuple(direction * magnitude), particle_damping=float(damping))
+
+    def read_fluid(self, prim, sc):
+        """SolverPBF settings from the PhysicsScene's kc:fluid:* attributes (needed with kc:solver = "pbf")."""
+        names = {"kc:fluid:smoothingLength": ("smoothing_length", "float", self.mpu),
+                 "kc:fluid:lower": ("lower", "vec3", self.mpu), "kc:fluid:upper": ("upper", "vec3", self.mpu),
+                 "kc:fluid:restDensity": ("rest_density", "float", 1.0),
+                 "kc:fluid:iterations": ("iterations", "int", None), "kc:fluid:xsph": ("xsph", "float", 1.0),
+                 "kc:fluid:vorticity": ("vorticity_confinement", "float", 1.0)}
+        got = {}
+        for name, (key, kind, scale) in names.items():
+            v = self.attr(prim, name, kind=kind)
+            if v is not None:
+                got[key] = v if scale is None else np.asarray(v, np.float64) * scale
+        if sc.solver != "pbf":
+            for name in names:
+                if prim.GetAttribute(name).HasAuthoredValue():
+                    self.warn(prim, f"{name} has no effect unless kc:solver = \"pbf\"")
+            return
+        for name, key in (("kc:fluid:smoothingLength", "smoothing_length"), ("kc:fluid:lower", "lower"),
+                          ("kc:fluid:upper", "upper")):
+            if key not in got:
+                raise self.err(prim, f"kc:solver = \"pbf\" needs {name}")
+        fluid = {"smoothing_length": float(got.pop("smoothing_length")),
+                 "bounds": (tuple(got.pop("lower")), tuple(got.pop("upper"))),
+                 "rest_density": float(got.pop("rest_density", 1000.0))}
+        fluid.update({k: (int(v) if k == "iterations" else float(v)) for k, v in got.items()})
+        sc.fluid = fluid
 
     def plan_particles(self, prim, n, what):
         """Refuse a particle count that cannot fit in memory, before allocating anything."""

@@ -10,6 +10,8 @@ import pytest
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 SMALL_ARGS = {
+    "fluid_dam_break": lambda tmp: ["--nx", "8", "--ny", "4", "--nz", "3", "--spacing", "0.02", "--frames", "3",
+                                    "--out", str(tmp / "dam.usda")],
     "geometry_mesh_queries": lambda tmp: ["--res", "24", "--particles", "500"],
     "geometry_neighbours": lambda tmp: ["--count", "2000", "--frames", "2"],
     "integrate_particles": lambda tmp: ["--count", "64", "--steps", "5"],

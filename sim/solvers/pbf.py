@@ -1,0 +1,319 @@
+"""SolverPBF: position-based fluids (Macklin & Mueller 2013) on a geometry.HashGrid.
+
+Why PBF and not DFSPH: both keep a liquid incompressible with a large time step; DFSPH
+(divergence-free SPH) solves a pressure Poisson-like system twice per step with
+stiffness factors and an explicit force integration that must also respect a viscosity
+and a CFL condition, and its warm starts carry state from step to step.  PBF projects
+positions onto the density constraint with a fixed, small number of Jacobi iterations:
+every iteration is two gather kernels over a neighbour list, nothing is carried between
+steps but positions and velocities, and the whole step is a short, fixed chain of
+kernels, which is what a Tape differentiates well (each iteration's positions and
+multipliers are kept, none is overwritten).  The price: with few iterations the density
+error grows with the depth of the fluid (the constraint converges from the surface
+down); raise ``iterations`` for deep tanks.
+
+A step (``step(model, state_in, state_out, control, dt)``):
+
+1. predict ``p0 = x + dt (v + dt (g + f_ext / m))`` and project it onto the boundaries;
+2. sort ``p0`` into the hash grid and build per-particle neighbour lists (pairs closer than
+   1.1 h) -- once per step, kept with ``state_out`` so a Tape's backward pass replays the
+   same pairs;
+3. ``iterations`` Jacobi iterations: multipliers ``lambda_k`` of the density constraint at
+   ``p_k``, then ``p_{k+1}`` = boundary projection of ``p_k + dp(lambda_k)``, with the
+   artificial pressure ``s_corr`` against particle clustering (sim/pbf_kernels.py);
+4. ``v = (p_K - x) / dt``; vorticity ``omega = curl v`` (SPH); XSPH viscosity
+   ``v += c sum_j V_j (v_j - v) W`` and vorticity confinement ``v += dt eps (N x omega)``;
+   ``state_out.particle_q = p_K``.
+
+Parameters and what they mean:
+
+- ``smoothing_length`` h [m]: the kernel radius (poly6 density, spiky gradient).  With a
+  particle spacing s, h = 2 s gives about 30 neighbours in 3-D; the resolution of the
+  fluid is h, every length below it is smoothed away.
+- ``rest_density`` rho0 [kg/m^3]: default: the particles' mass / volume (builder
+  ``add_particle_grid(..., density=...)``).  Each particle's rest volume is m / rho0.
+- ``iterations``: Jacobi iterations per step; the density error falls with more.
+- ``relaxation`` epsilon (dimensionless): added to the constraint's gradient norm
+  (``epsilon / h^2``, the scale of that norm) so that particles with few neighbours do
+  not get huge corrections; larger is softer.
+- ``scorr_k``, ``scorr_dq``: artificial pressure ``s_corr = -scorr_k h^2 (W(r) /
+  W(scorr_dq h))^4``: a small repulsion that keeps particles from clustering in pairs
+  (tensile instability) and gives a surface tension-like effect; 0 turns it off.
+- ``xsph`` c (dimensionless, ~0.01): XSPH viscosity, the velocity is relaxed towards the
+  kernel-weighted mean of its neighbours' (this is the fluid's viscosity; the material's
+  ``viscosity`` is SolverMPM's).
+- ``vorticity_confinement`` epsilon [m/s]: acceleration ``epsilon (N x omega)`` that
+  restores rotation lost to the position projection (0: off).
+- ``bounds`` (lower, upper) [m]: the domain box; particles are kept their radius inside it.
+  The ground plane and the model's static sphere, box, capsule, plane and mesh shapes are
+  boundaries too (frictionless).  Shapes on bodies are not supported yet (the constructor
+  says so).
+- ``cfl``: the largest ``max|v| dt / h`` a step accepts (checked on the host each step
+  from ``state_in`` plus gravity's ``|g| dt``; ``check_input=False`` skips the checks and
+  their read-back).
+
+Memory: each output state owns its step's buffers (``iterations + 3`` vec3 arrays,
+``iterations`` floats and the neighbour lists, int (N, max_neighbors)), so a taped run of
+S steps keeps S sets; two states ping-ponged keep two.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernelcore as kc
+
+from .checks import check_step_arguments
+
+
+class PBFNeighbors:
+    """Neighbour lists of one step: ``nb`` int (N, max_neighbors), ``count`` int (N,)."""
+
+    def __init__(self, n, max_neighbors, device):
+        self.nb = kc.zeros((n, max_neighbors), dtype=kc.int32, device=device)
+        self.count = kc.zeros(n, dtype=kc.int32, device=device)
+
+
+class PBFBuffers:
+    """One step's intermediate arrays, owned by the state the step writes (see module docstring).
+
+    p: list of iterations + 1 vec3 (N,) positions [m] (p[0] predicted, p[-1] final);
+    lam: list of iterations float (N,) multipliers [m^2]; v: vec3 (N,) velocity before XSPH
+    [m/s]; omega: vec3 (N,) vorticity [1/s]; neighbors: PBFNeighbors.
+    """
+
+    def __init__(self, n, iterations, max_neighbors, device, requires_grad):
+        def vec():
+            return kc.zeros(n, dtype=kc.vec3, device=device, requires_grad=requires_grad)
+
+        self.iterations = iterations
+        self.max_neighbors = max_neighbors
+        self.p = [vec() for _ in range(iterations + 1)]
+        self.lam = [kc.zeros(n, dtype=float, device=device, requires_grad=requires_grad) for _ in range(iterations)]
+        self.v = vec()
+        self.omega = vec()
+        self.neighbors = PBFNeighbors(n, max_neighbors, device)
+
+
+def _positive(name, value, allow_zero=False):
+    try:
+        v = float(value)
+        ok = math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"SolverPBF: {name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return v
+
+
+class SolverPBF:
+    """Position-based fluid for all of the model's particles (see the module docstring).
+
+    Args:
+        model: a :class:`sim.Model`; every particle with mass > 0 is fluid.
+        smoothing_length: kernel radius h [m] (> 0).
+        bounds: (lower, upper) corners of the domain box [m], 3 numbers each.
+        iterations: density-constraint Jacobi iterations per step (>= 1).
+        rest_density: rho0 [kg/m^3]; None: the particles' mass / volume.
+        relaxation: constraint relaxation epsilon (dimensionless, > 0).
+        scorr_k, scorr_dq: artificial pressure strength (>= 0) and reference distance (in (0, 1), units of h).
+        xsph: XSPH viscosity coefficient (>= 0).
+        vorticity_confinement: confinement strength [m/s] (>= 0).
+        cfl: largest accepted max|v| dt / h (> 0).
+        max_neighbors: capacity of each particle's neighbour list (a step that needs more raises).
+        gravity: (3,) [m/s^2], default the model's.
+        wall_density: count the boundaries as fluid at rest in the density (see
+            sim/pbf_kernels.wall_volume); without it particles crowd against walls.
+        check_input: check CFL, domain and neighbour capacity on the host every step.
+    """
+
+    def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
+                 relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
+                 vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
+                 wall_density: bool = True, check_input: bool = True):
+        from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
+
+        self.K = pbf_kernels
+        K = pbf_kernels
+        self.model = model
+        self.h = _positive("smoothing_length (the kernel radius; it sets the resolution)", smoothing_length)
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+            raise ValueError(f"SolverPBF: iterations must be an integer >= 1, got {iterations!r}")
+        if isinstance(max_neighbors, bool) or not isinstance(max_neighbors, (int, np.integer)) or max_neighbors < 1:
+            raise ValueError(f"SolverPBF: max_neighbors must be an integer >= 1, got {max_neighbors!r}")
+        self.iterations = int(iterations)
+        self.max_neighbors = int(max_neighbors)
+        self.relaxation = _positive("relaxation", relaxation)
+        self.scorr_k = _positive("scorr_k", scorr_k, allow_zero=True)
+        self.scorr_dq = _positive("scorr_dq", scorr_dq)
+        if self.scorr_dq >= 1.0:
+            raise ValueError(f"SolverPBF: scorr_dq must lie in (0, 1) (a fraction of h), got {scorr_dq!r}")
+        self.xsph = _positive("xsph", xsph, allow_zero=True)
+        self.vorticity_confinement = _positive("vorticity_confinement", vorticity_confinement, allow_zero=True)
+        self.cfl = _positive("cfl", cfl)
+        self.check_input = bool(check_input)
+        self.wall_density = bool(wall_density)
+        g = np.asarray(model.gravity if gravity is None else gravity, np.float64).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"SolverPBF: gravity must be 3 finite numbers, got {gravity!r}")
+        self.gravity = kc.vec3(*g)
+        self._gravity_norm = float(np.linalg.norm(g))
+        self._check_model()
+        self.lower, self.upper = self._check_bounds(bounds)
+        self._check_inside(model.particle_q.numpy(), "the model's particle", "bounds")
+        self.rest_density = self._rest_density(rest_density)
+        dev = model.device
+        vol = model.particle_mass.numpy().astype(np.float64) / self.rest_density
+        self.particle_rest_volume = kc.array(vol.astype(np.float32), dtype=float, device=dev)
+        self._bounds = K.boundary_inputs(model, kc.vec3(*self.lower), kc.vec3(*self.upper),
+                                         max(self.h, 2.0 * model.particle_max_radius))
+        import geometry
+
+        cell = K.NEIGHBOR_SKIN * self.h
+        dims = [int(min(128, max(1, math.ceil(e / cell)))) for e in (self.upper - self.lower)]
+        self.grid = geometry.HashGrid(*dims, device=dev)
+        self.grid.reserve(model.particle_count)
+        self._overflow = kc.zeros(1, dtype=kc.int32, device=dev)
+        self._zero_force = kc.zeros(model.particle_count, dtype=kc.vec3, device=dev)
+
+    # -- construction checks --------------------------------------------------------------------
+    def _check_model(self):
+        m = self.model
+        if m.particle_count == 0:
+            raise ValueError("SolverPBF: the model has no particles")
+        if m.shape_count:
+            body = m.shape_body.numpy()
+            for s in range(m.shape_count):
+                if body[s] >= 0:
+                    raise ValueError(f"SolverPBF: shape {s} ({m.shape_name[s]!r}) is carried by body {body[s]}; "
+                                     "fluid against moving bodies is not supported yet (static shapes only)")
+
+    def _check_bounds(self, bounds):
+        try:
+            lower = np.asarray(bounds[0], np.float64).reshape(-1)
+            upper = np.asarray(bounds[1], np.float64).reshape(-1)
+            ok = len(bounds) == 2 and lower.shape == (3,) and upper.shape == (3,)
+        except (TypeError, IndexError, ValueError):
+            ok = False
+        if not ok or not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+            raise ValueError(f"SolverPBF: bounds must be (lower, upper) with 3 finite numbers each, got {bounds!r}")
+        span = 2.0 * self.model.particle_max_radius
+        if np.any(upper - lower <= span):
+            raise ValueError(f"SolverPBF: bounds={bounds!r} must be wider than a particle diameter ({span:g} m) on "
+                             "every axis")
+        return lower, upper
+
+    def _check_inside(self, q, what, arg):
+        outside = np.nonzero(np.any((q < self.lower) | (q > self.upper), axis=1))[0]
+        if len(outside):
+            p = int(outside[0])
+            raise ValueError(f"SolverPBF: {arg}=({self.lower.tolist()}, {self.upper.tolist()}) does not contain "
+                             f"{what} {p} at {q[p].tolist()} ({len(outside)} particles outside)")
+
+    def _rest_density(self, rest_density):
+        if rest_density is not None:
+            return _positive("rest_density", rest_density)
+        m = self.model
+        vol = m.particle_volume.numpy().astype(np.float64)
+        mass = m.particle_mass.numpy().astype(np.float64)
+        fluid = mass > 0
+        if np.any(vol[fluid] <= 0):
+            raise ValueError("SolverPBF: rest_density=None needs every particle's volume (add them with "
+                             "add_particle_grid(..., density=...)); or pass rest_density=")
+        rho = mass[fluid] / vol[fluid]
+        if rho.max() > rho.min() * (1.0 + 1e-5):
+            raise ValueError(f"SolverPBF: the particles' densities range over [{rho.min():g}, {rho.max():g}] kg/m^3; "
+                             "one fluid needs one rest_density= ")
+        return float(rho.mean())
+
+    # -- stepping -------------------------------------------------------------------------------
+    def buffers_for(self, state):
+        """The step buffers owned by ``state`` (created the first time a step writes into it)."""
+        b = getattr(state, "pbf_buffers", None)
+        if b is None or b.iterations != self.iterations or b.max_neighbors != self.max_neighbors:
+            b = PBFBuffers(self.model.particle_count, self.iterations, self.max_neighbors, self.model.device,
+                           state.particle_q.requires_grad)
+            state.pbf_buffers = b
+        return b
+
+    def max_dt(self, state) -> float:
+        """Largest dt [s] the CFL check accepts for ``state``'s velocities (solves (|v| + |g| dt) dt = cfl h)."""
+        vmax = float(np.sqrt(np.max(np.sum(state.particle_qd.numpy().astype(np.float64) ** 2, axis=1))))
+        g, c = self._gravity_norm, self.cfl * self.h
+        if g == 0.0:
+            return math.inf if vmax == 0.0 else c / vmax
+        return (-vmax + math.sqrt(vmax * vmax + 4.0 * g * c)) / (2.0 * g)
+
+    def _check_state(self, state_in, dt):
+        v = state_in.particle_qd.numpy().astype(np.float64)
+        speed = np.sqrt(np.sum(v * v, axis=1))
+        k = int(np.argmax(speed))
+        number = (speed[k] + self._gravity_norm * dt) * dt / self.h
+        if not number <= self.cfl:
+            raise ValueError(f"SolverPBF.step: dt={dt!r} gives a CFL number (|v| + |g| dt) dt / h = {number:.3g} "
+                             f"over the limit cfl={self.cfl:g} (particle {k} moves at {speed[k]:.3g} m/s, "
+                             f"h = {self.h:g} m); take smaller steps (SolverPBF.max_dt(state)) or raise cfl=")
+        self._check_inside(state_in.particle_q.numpy(), "state_in's particle", "bounds")
+
+    def step(self, model, state_in, state_out, control, dt: float):
+        """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control.particle_f_ext`` [N] may be None)."""
+        if model is not self.model:
+            raise ValueError("SolverPBF.step: model is not the model this solver was made for")
+        check_step_arguments(model, state_in, state_out, control)
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"SolverPBF.step: dt must be a finite number > 0, got {dt!r}")
+        if self.check_input:
+            self._check_state(state_in, dt)
+        f_ext = None if control is None else getattr(control, "particle_f_ext", None)
+        if f_ext is None:
+            f_ext = self._zero_force
+        buf = self.buffers_for(state_out)
+        nbl = buf.neighbors
+        K = self.K
+        K.predict(model, state_in, f_ext, self.gravity, dt, self._bounds, buf.p[0])
+        self._find_neighbors(buf.p[0], nbl)
+        vol = self.particle_rest_volume
+        eps = self.relaxation / (self.h * self.h)
+        for k in range(self.iterations):
+            K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, buf.lam[k])
+            K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
+                          self._bounds,
+                          buf.p[k + 1])
+        p = buf.p[-1]
+        K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
+        if self.vorticity_confinement > 0.0:
+            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega)
+        K.finish_velocity(model, p, buf.v, buf.omega, vol, nbl, self.h, self.xsph, self.vorticity_confinement, dt,
+                          state_out.particle_qd)
+        kc.copy(state_out.particle_q, p)
+
+    def _find_neighbors(self, p, nbl):
+        K = self.K
+        from ..collide_particles import _build_off_tape
+
+        _build_off_tape(self.grid, p, K.NEIGHBOR_SKIN * self.h)
+        if self.check_input:
+            self._overflow.zero_()
+        K.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device)
+        if self.check_input:
+            most = int(self._overflow.numpy()[0])
+            if most:
+                raise ValueError(f"SolverPBF.step: a particle has {most} neighbours within {K.NEIGHBOR_SKIN:g} h, more "
+                                 f"than max_neighbors={self.max_neighbors}; pass a larger max_neighbors= (or a "
+                                 "smaller smoothing_length)")
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    def density(self, state) -> np.ndarray:
+        """SPH density sum_j m_j W(x_i - x_j) [kg/m^3] of ``state``'s particles (numpy (N,)); not taped."""
+        import geometry
+
+        K = self.K
+        n = self.model.particle_count
+        rho = kc.zeros(n, dtype=float, device=self.model.device)
+        grid = geometry.HashGrid(self.grid.dim_x, self.grid.dim_y, self.grid.dim_z, device=self.model.device)
+        from ..collide_particles import _build_off_tape
+
+        _build_off_tape(grid, state.particle_q, self.h)
+        K.sph_density(grid, state.particle_q, self.model.particle_mass, self.h, rho, self.model.device)
+        return rho.numpy().astype(np.float64)

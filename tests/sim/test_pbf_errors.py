@@ -1,0 +1,101 @@
+"""SolverPBF rejects bad input with one-line errors that name the argument."""
+import numpy as np
+import pytest
+
+import kernelcore as kc
+import sim
+
+
+def block_model(vel=(0.0, 0.0, 0.0), s=0.05, n=4, **builder):
+    b = sim.ModelBuilder()
+    b.add_particle_grid((0.1, 0.1, 0.1), vel, n, n, n, s, density=1000.0, radius=0.5 * s)
+    for name, args in builder.items():
+        getattr(b, name)(**args)
+    return b.finalize()
+
+
+BOUNDS = ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(smoothing_length=0.0), "smoothing_length"),
+    (dict(smoothing_length=-0.1), "smoothing_length"),
+    (dict(smoothing_length=float("nan")), "smoothing_length"),
+    (dict(iterations=0), "iterations"),
+    (dict(iterations=2.5), "iterations"),
+    (dict(max_neighbors=0), "max_neighbors"),
+    (dict(relaxation=0.0), "relaxation"),
+    (dict(scorr_k=-1.0), "scorr_k"),
+    (dict(scorr_dq=1.5), "scorr_dq"),
+    (dict(xsph=-0.1), "xsph"),
+    (dict(vorticity_confinement=-1.0), "vorticity_confinement"),
+    (dict(cfl=0.0), "cfl"),
+    (dict(rest_density=0.0), "rest_density"),
+    (dict(gravity=(0.0, 1.0)), "gravity"),
+    (dict(bounds=((0.0, 0.0), (1.0, 1.0))), "bounds"),
+    (dict(bounds=((0.0, 0.0, 0.0), (0.02, 1.0, 1.0))), "bounds"),
+])
+def test_bad_parameters(kw, match):
+    args = dict(smoothing_length=0.1, bounds=BOUNDS)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        sim.SolverPBF(block_model(), **args)
+
+
+def test_particles_outside_the_domain_name_bounds():
+    with pytest.raises(ValueError, match=r"bounds=.*does not contain the model's particle 3 .*16 particles outside"):
+        sim.SolverPBF(block_model(), smoothing_length=0.1, bounds=((0.0, 0.0, 0.0), (0.24, 1.0, 1.0)))
+    model = block_model()
+    solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS)
+    s0, s1 = model.state(), model.state()
+    q = s0.particle_q.numpy()
+    q[5] = (2.0, 0.5, 0.5)
+    s0.particle_q.assign(kc.array(q, dtype=kc.vec3))
+    with pytest.raises(ValueError, match="state_in's particle 5"):
+        solver.step(model, s0, s1, None, 1e-3)
+
+
+def test_cfl_over_the_limit_names_dt_and_the_particle():
+    model = block_model(vel=(4.0, 0.0, 0.0))
+    solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS, cfl=0.5)
+    s0, s1 = model.state(), model.state()
+    with pytest.raises(ValueError, match=r"dt=0.02 gives a CFL number .* = 0.8\d* over the limit cfl=0.5"):
+        solver.step(model, s0, s1, None, 0.02)
+    dt = solver.max_dt(s0)
+    assert dt == pytest.approx((-4.0 + np.sqrt(16.0 + 4 * 9.81 * 0.05)) / (2 * 9.81), rel=1e-5)   # (4 + g dt) dt = 0.05
+    solver.step(model, s0, s1, None, dt * 0.999)
+    with pytest.raises(ValueError, match="dt must be a finite number > 0"):
+        solver.step(model, s0, s1, None, 0.0)
+
+
+def test_rest_density_needs_particle_volumes():
+    b = sim.ModelBuilder()
+    b.add_particle_grid((0.1, 0.1, 0.1), (0.0, 0.0, 0.0), 2, 2, 2, 0.05, mass=0.1, radius=0.02)
+    model = b.finalize()
+    with pytest.raises(ValueError, match="rest_density"):
+        sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS)
+    assert sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS, rest_density=800.0).rest_density == 800.0
+
+
+def test_neighbour_overflow_raises():
+    model = block_model()
+    solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS, max_neighbors=4)
+    with pytest.raises(ValueError, match=r"neighbours within 1.1 h, more than max_neighbors=4"):
+        solver.step(model, model.state(), model.state(), None, 1e-3)
+
+
+def test_unsupported_boundaries_are_named():
+    b = sim.ModelBuilder()
+    b.add_particle_grid((0.1, 0.1, 0.1), (0.0, 0.0, 0.0), 2, 2, 2, 0.05, density=1000.0, radius=0.02)
+    body = b.add_body()
+    b.add_shape_sphere((0.0, 0.0, 0.0), radius=0.1, body=body)
+    with pytest.raises(ValueError, match="carried by body 0"):
+        sim.SolverPBF(b.finalize(), smoothing_length=0.1, bounds=BOUNDS)
+
+
+def test_state_of_another_model():
+    model = block_model()
+    other = block_model(n=3)
+    solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS)
+    with pytest.raises(ValueError, match="state_in.particle_q has 27 entries"):
+        solver.step(model, other.state(), model.state(), None, 1e-3)

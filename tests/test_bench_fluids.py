@@ -1,0 +1,33 @@
+"""benchmarks/bench_fluids.py (PBF part) runs at a tiny size and reports its fields."""
+import json
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+
+def test_bench_fluids_pbf_reports_steps_per_second(tmp_path):
+    import bench_fluids
+
+    out = tmp_path / "fluids.json"
+    bench_fluids.main(["--pbf-side", "6", "--steps", "1", "--repeats", "1", "--no-taichi", "--out", str(out)])
+    r = json.loads(out.read_text())["cases"]["pbf"]
+    assert r["particles"] == 216 and r["kernelcore_steps_per_s"] > 0 and r["kernelcore_finite"]
+    assert len(r["kernelcore_samples"]) == 3 and "taichi_step_s" not in r
+
+
+def test_taichi_pbf_matches_kernelcore_on_a_small_block():
+    """The Taichi peer implements the same algorithm: after a few steps both agree closely."""
+    import pytest
+
+    pytest.importorskip("taichi")
+    import fluids_pbf
+
+    res = fluids_pbf.run_taichi(side=6, steps=3, repeats=1)
+    kc_pbf = fluids_pbf.KcPBF(6)
+    kc_pbf.steps(2 + 3)                       # the worker's warm-up plus one sample
+    assert res["finite"]
+    assert abs(res["mean_y"] - float(np.mean(kc_pbf.positions()[:, 1]))) < 1e-4
