@@ -1,0 +1,68 @@
+"""Importers of robot description files: ``parse_urdf`` (URDF) and ``parse_mjcf`` (MuJoCo XML).
+
+Each reads its file into a small intermediate description (description.py: bodies, joints,
+inertials, geoms) and adds that to a :class:`sim.ModelBuilder` (assemble.py), in the file's
+own coordinates (URDF and MJCF are usually Z-up) placed by ``xform``.  Problems name the
+file, the line and the element: errors raise :class:`ModelFileError`; features that are not
+reproduced are :class:`ModelImportWarning` warnings (also listed in the returned
+``ImportResult.warnings``), never a silent skip.
+"""
+from __future__ import annotations
+
+from .assemble import ImportResult, add_description
+from .xmlsource import ModelFileError, ModelImportWarning, Report
+
+__all__ = ["parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning", "ImportResult"]
+
+BASE_JOINTS = ("fixed", "free")
+
+
+def parse_urdf(path, builder, xform=None, floating: bool = False, base_joint=None, density: float = 1000.0,
+               collapse_fixed_joints: bool = False) -> ImportResult:
+    """Add the robot of the URDF file ``path`` to ``builder``.
+
+    Args:
+        xform: transform (p, q x y z w) placing the robot's root frame in the builder's world.
+        floating: attach the root link with a free joint (True) or weld it to the world (False).
+        base_joint: "fixed" or "free", overrides ``floating``.
+        density: [kg/m^3] of the collision geometry of links without an <inertial>.
+        collapse_fixed_joints: merge links welded by fixed joints into their parents (links
+            without mass are always merged).
+    Returns an :class:`ImportResult` (body and joint indices by name, warnings, notes).
+    Raises ModelFileError naming the file, line and element for malformed or inconsistent files.
+    """
+    from .urdf import UrdfReader
+
+    if base_joint is not None and base_joint not in BASE_JOINTS:
+        raise ValueError(f"parse_urdf: base_joint must be one of {BASE_JOINTS} or None, got {base_joint!r}")
+    if not (density > 0):
+        raise ValueError(f"parse_urdf: density must be > 0, got {density!r}")
+    report = Report("parse_urdf")
+    desc = UrdfReader(path, report, density).read()
+    result = ImportResult(desc.path)
+    root = base_joint or ("free" if floating else "fixed")
+    add_description(desc, builder, xform, report, result, root_joint=root,
+                    collapse_fixed_joints=collapse_fixed_joints)
+    result.warnings, result.notes = report.warnings, report.notes + result.notes
+    return result
+
+
+def parse_mjcf(path, builder, xform=None, collapse_fixed_joints: bool = False) -> ImportResult:
+    """Add the model of the MJCF (MuJoCo XML) file ``path`` to ``builder``.
+
+    Bodies without joints are welded to their parent, as in MuJoCo.  ``xform`` places the
+    world body.  Returns an :class:`ImportResult`; ``result.gravity`` and ``result.timestep``
+    carry the file's <option> (the builder's own gravity is not changed: a warning says when
+    they differ).  Raises ModelFileError naming the file, line and element.
+    """
+    from .mjcf import MjcfReader
+
+    report = Report("parse_mjcf")
+    desc = MjcfReader(path, report).read()
+    result = ImportResult(desc.path)
+    result.gravity, result.timestep = desc.gravity, desc.timestep
+    add_description(desc, builder, xform, report, result, root_joint="fixed",
+                    collapse_fixed_joints=collapse_fixed_joints)
+    result.actuators = desc.actuators
+    result.warnings, result.notes = report.warnings, report.notes + result.notes
+    return result
