@@ -156,6 +156,8 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
+        if self.solver == "featherstone":  # robots (scenes/robot_loader.py)
+            return sim.SolverFeatherstone(model)
         return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
