@@ -7,9 +7,13 @@ geometry package is imported only when a scene needs a mesh or a hash grid.
 """
 from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .solvers import SolverDEM, SolverMPM, SolverSemiImplicit
+from .solvers import SolverDEM, SolverFeatherstone, SolverMPM, SolverSemiImplicit
+from .articulation import eval_fk, eval_ik
+from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE)
 from .importers import ModelFileError, ModelImportWarning, parse_mjcf, parse_urdf
 
 __all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH", "SHAPE_CAPSULE",
+           "SolverFeatherstone", "eval_fk", "eval_ik", "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE",
+           "JOINT_D6",
            "parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning"]
