@@ -64,5 +64,7 @@ def parse_mjcf(path, builder, xform=None, collapse_fixed_joints: bool = False) -
     add_description(desc, builder, xform, report, result, root_joint="fixed",
                     collapse_fixed_joints=collapse_fixed_joints)
     result.actuators = desc.actuators
+    for a in result.actuators:
+        a.dof = result.joint_dof.get(a.joint)
     result.warnings, result.notes = report.warnings, report.notes + result.notes
     return result

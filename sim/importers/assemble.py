@@ -28,10 +28,12 @@ class ImportResult:
 
     Attributes:
         bodies: {body name: builder body index} (merged massless bodies map to their parent's,
-            -1 for the world); joints: {joint name: builder joint index} (empty while the
-            builder has no joints); shapes: builder shape indices added; actuators: list of
-            description.Actuator with ``dof`` (the joint's first dof index in the model) when the
-            joint exists; warnings / notes: strings naming file, line and element;
+            -1 for the world); joints: {joint name: builder joint index} (several MJCF joints
+            of one body share one d6 joint); joint_coord / joint_dof: {file joint name: index of
+            its first coordinate in ``joint_q`` / first dof in ``joint_qd``, ``joint_f``} in this
+            builder; shapes: builder shape indices added; actuators: list of
+            description.Actuator, each with ``dof`` (index into ``Control.joint_f`` and the
+            drive targets); warnings / notes: strings naming file, line and element;
             gravity (3,) and timestep [s] from an MJCF <option> (None when absent); up_axis: "Z".
     """
 
@@ -39,6 +41,8 @@ class ImportResult:
         self.path = path
         self.bodies = {}
         self.joints = {}
+        self.joint_coord = {}
+        self.joint_dof = {}
         self.shapes = []
         self.actuators = []
         self.warnings = []
@@ -236,14 +240,19 @@ def _add_joints(builder, bodies, index, parent, frame, base, root_joint, report,
         pb = -1 if p < 0 else index[p]
         f = transform_mul(base, frame[k]) if p < 0 else frame[k]  # a world joint's frame is in world
         joints = [j for j in b.joints if j.kind != "fixed"] if b.joints else []
-        name = "_".join(j.name for j in joints) if joints else (b.joints[0].name if b.joints else None)
+        if joints:
+            name = "_".join(j.name for j in joints)
+        elif b.joints:
+            name = b.joints[0].name
+        else:  # a root without a joint in the file
+            name = f"{b.name}_root" if p < 0 and root_joint == "free" else f"{b.name}_weld"
         try:
             if not joints:
                 if not b.joints and p < 0 and root_joint == "free":
-                    j = builder.add_joint_free(index[k], parent=-1, name=f"{bodies[k].name}_root")
+                    j = builder.add_joint_free(index[k], parent=-1, name=name)
                 else:
                     j = builder.add_joint_fixed(pb, index[k], parent_xform=flat(f),
-                                                name=name or f"{bodies[k].name}_weld")
+                                                name=name)
             elif len(joints) == 1:
                 j = _add_one(builder, joints[0], pb, index[k], f)
             else:
@@ -252,8 +261,11 @@ def _add_joints(builder, bodies, index, parent, frame, base, root_joint, report,
             where = joints[0].where if joints else b.where
             raise ModelFileError(f"{report.who}: {where}: {e}") from None
         result.joints[name] = j
-        for jj in joints:
+        qs, ds = builder.joint_q_start[j], builder.joint_qd_start[j]
+        for n_before, jj in enumerate(joints):  # each file joint of a compound d6 maps to it too
             result.joints[jj.name] = j
+            result.joint_coord[jj.name] = qs + n_before
+            result.joint_dof[jj.name] = ds + n_before
 
 
 def _add_one(builder, jd, parent, child, frame):

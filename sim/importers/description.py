@@ -82,7 +82,8 @@ class Body:
 @dataclass
 class Actuator:
     """An MJCF actuator: ``kind`` "motor" (joint_f = gear * ctrl), "position" (PD drive,
-    joint_target_pos = ctrl) or "velocity" (joint_target_vel = ctrl) on joint ``joint``."""
+    joint_target_pos = ctrl) or "velocity" (joint_target_vel = ctrl) on joint ``joint``;
+    ``dof``: that joint's dof index in the model once imported."""
     kind: str
     name: str
     joint: str
@@ -90,6 +91,7 @@ class Actuator:
     ctrlrange: tuple | None = None
     kp: float = 0.0
     kv: float = 0.0
+    dof: int | None = None
 
 
 @dataclass
