@@ -46,7 +46,7 @@ def load_robot(path, strict: bool = False) -> Scene:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", sim.ModelImportWarning)
         try:
-            result = sim.parse_urdf(path, builder) if urdf else sim.parse_mjcf(path, builder)
+            result = sim.parse_urdf(path, builder) if urdf else sim.parse_mjcf(path, builder, use_file_gravity=True)
         except sim.ModelFileError as e:
             raise RobotFileError(path, str(e)) from None
     del caught  # the same texts are in result.warnings
@@ -55,8 +55,6 @@ def load_robot(path, strict: bool = False) -> Scene:
             raise RobotFileError(path, f"{w} (an error because of --strict)")
         scene.warnings.append(w)
     scene.notes += result.notes
-    if result.gravity is not None:
-        builder.gravity = tuple(float(g) for g in result.gravity)
     if not any(builder.shape_type[s] == sim.SHAPE_PLANE for s in range(builder.shape_count)):
         builder.set_ground_plane(normal=(0.0, 0.0, 1.0), offset=0.0)
         scene.notes.append("ground plane z = 0 added")

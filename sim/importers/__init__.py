@@ -47,20 +47,34 @@ def parse_urdf(path, builder, xform=None, floating: bool = False, base_joint=Non
     return result
 
 
-def parse_mjcf(path, builder, xform=None, collapse_fixed_joints: bool = False) -> ImportResult:
+def parse_mjcf(path, builder, xform=None, collapse_fixed_joints: bool = False,
+               use_file_gravity: bool = False) -> ImportResult:
     """Add the model of the MJCF (MuJoCo XML) file ``path`` to ``builder``.
 
-    Bodies without joints are welded to their parent, as in MuJoCo.  ``xform`` places the
-    world body.  Returns an :class:`ImportResult`; ``result.gravity`` and ``result.timestep``
-    carry the file's <option> (the builder's own gravity is not changed: a warning says when
-    they differ).  Raises ModelFileError naming the file, line and element.
+    Bodies without joints are welded to their parent, as in MuJoCo; several joints on one
+    body become one d6 joint.  ``xform`` places the world body.  Position and velocity
+    actuators set the PD gains of their joints; every actuator is listed in
+    ``result.actuators`` with the dof it drives.  ``result.gravity`` and ``result.timestep``
+    carry the file's <option> (gravity (0, 0, -9.81) when the file gives none, as in
+    MuJoCo).  ``use_file_gravity``: set ``builder.gravity`` to it; otherwise a warning says
+    when the builder's gravity differs from the file's.  Raises ModelFileError naming the
+    file, line and element.
     """
     from .mjcf import MjcfReader
 
     report = Report("parse_mjcf")
-    desc = MjcfReader(path, report).read()
+    reader = MjcfReader(path, report)
+    desc = reader.read()
     result = ImportResult(desc.path)
-    result.gravity, result.timestep = desc.gravity, desc.timestep
+    gravity = tuple(float(g) for g in desc.gravity) if desc.gravity is not None else (0.0, 0.0, -9.81)
+    result.gravity, result.timestep = gravity, desc.timestep
+    if use_file_gravity:
+        builder.gravity = gravity
+    elif max(abs(a - b) for a, b in zip(gravity, builder.gravity)) > 1e-9:
+        ours = tuple(float(g) for g in builder.gravity)
+        report.warn(reader.main, reader.main.root,
+                    f"the file's gravity {gravity} differs from the builder's {ours}; the builder's is used "
+                    f"(parse_mjcf(..., use_file_gravity=True) takes the file's)")
     add_description(desc, builder, xform, report, result, root_joint="fixed",
                     collapse_fixed_joints=collapse_fixed_joints)
     result.actuators = desc.actuators

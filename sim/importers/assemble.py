@@ -34,7 +34,8 @@ class ImportResult:
             builder; shapes: builder shape indices added; actuators: list of
             description.Actuator, each with ``dof`` (index into ``Control.joint_f`` and the
             drive targets); warnings / notes: strings naming file, line and element;
-            gravity (3,) and timestep [s] from an MJCF <option> (None when absent); up_axis: "Z".
+            gravity (3,) and timestep [s] of an MJCF file (its <option>; gravity (0, 0, -9.81) and
+            timestep None when absent; None for URDF); up_axis: "Z".
     """
 
     def __init__(self, path):

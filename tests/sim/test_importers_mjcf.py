@@ -153,3 +153,40 @@ def test_geom_kinds_masses_match_mujoco(tmp_path):
         </body></worldbody></mujoco>""")
     b, r = import_quiet(str(path))
     assert_bodies_match_mujoco(str(path), b, r)
+
+
+def test_frames_and_childclass_on_frames(tmp_path):
+    """<frame> elements move the bodies, geoms and joints inside them (and pass a childclass on)."""
+    path = tmp_path / "frames.xml"
+    path.write_text("""<mujoco><default><default class="k"><geom density="3000"/><joint axis="1 0 0"/></default>
+      </default><worldbody>
+      <frame pos="0.5 0 0.2" euler="0 30 0">
+        <body name="a" pos="0 0 1">
+          <frame pos="0.1 0.2 0" axisangle="0 0 1 40" childclass="k">
+            <geom type="box" size="0.1 0.05 0.02" pos="0.1 0 0"/>
+            <joint name="jb" type="slide"/>
+            <body name="b" pos="0.3 0 0"><joint name="jc"/><geom size="0.05"/></body>
+          </frame>
+        </body>
+      </frame></worldbody></mujoco>""")
+    b, r = import_quiet(str(path))
+    m = assert_bodies_match_mujoco(str(path), b, r)
+    _, joints = joints_of(str(path))
+    for k in range(m.njnt):
+        j = joints[m.joint(k).name]
+        np.testing.assert_allclose(j.axis, m.jnt_axis[k], atol=1e-12, err_msg=j.name)
+        np.testing.assert_allclose(j.pos, m.jnt_pos[k], atol=1e-12, err_msg=j.name)
+
+
+def test_gravity_of_the_file(tmp_path):
+    path = tmp_path / "g.xml"
+    path.write_text('<mujoco><option gravity="0 0 -3"/><worldbody><body><freejoint/><geom size="1"/></body>'
+                    '</worldbody></mujoco>')
+    b = sim.ModelBuilder()  # Y up, -9.81
+    with pytest.warns(sim.ModelImportWarning, match=r"the file's gravity \(0.0, 0.0, -3.0\) differs from the "
+                                                    r"builder's \(0.0, -9.81, 0.0\)"):
+        sim.parse_mjcf(str(path), b)
+    assert b.gravity == (0.0, -9.81, 0.0)
+    b = sim.ModelBuilder()
+    r = sim.parse_mjcf(str(path), b, use_file_gravity=True)
+    assert b.gravity == r.gravity == (0.0, 0.0, -3.0)
