@@ -15,8 +15,7 @@ import math
 import numpy as np
 
 from .description import Body, geom_mass_properties
-from .spatial import (IDENTITY_QUAT, as_transform, flat, quat_between, quat_mul, quat_to_matrix, rotate,
-                      transform_identity, transform_inverse, transform_mul)
+from .spatial import IDENTITY_QUAT, as_transform, flat, quat_mul, quat_to_matrix, transform_identity, transform_mul
 from .xmlsource import ModelFileError
 
 # our capsule's axis is local +Y, URDF/MJCF capsules and cylinders run along local +Z

@@ -198,3 +198,29 @@ def test_unsupported_elements_warn_with_file_and_line(tmp_path):
             f"'j1'") in texts
     assert f"parse_urdf: {path}:7: <sensor name='s'>: element <sensor> is not supported (ignored)" in texts
     assert len(r.warnings) >= 3
+
+
+def test_collapse_fixed_joints_combines_mass_properties(tmp_path):
+    """Two point-like links welded 0.4 m apart (second one turned): one body whose mass, centre of
+    mass and inertia follow the parallel-axis theorem."""
+    path = write(tmp_path, """<robot name="r">
+  <link name="a"><inertial><mass value="2"/><inertia ixx="0.01" iyy="0.02" izz="0.03"/></inertial></link>
+  <link name="b"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>
+    <inertia ixx="0.004" iyy="0.005" izz="0.006"/></inertial></link>
+  <joint name="weld" type="fixed"><parent link="a"/><child link="b"/><origin xyz="0.3 0 0" rpy="0 0 1.5707963267948966"/>
+  </joint>
+</robot>""")
+    b, r = import_quiet(sim.parse_urdf, path, floating=True, collapse_fixed_joints=True)
+    assert b.body_count == 1 and r.bodies["a"] == r.bodies["b"] == 0
+    com_b = np.array([0.3, 0.1, 0.0])  # b's COM: 0.1 along b's x, which is a's y after the 90-degree yaw
+    com = (2 * np.zeros(3) + 1 * com_b) / 3
+    rot = rot_z(math.pi / 2)
+    inertia = np.diag([0.01, 0.02, 0.03]) + rot @ np.diag([0.004, 0.005, 0.006]) @ rot.T
+    for m, c in ((2.0, np.zeros(3)), (1.0, com_b)):
+        d = c - com
+        inertia += m * (d @ d * np.eye(3) - np.outer(d, d))
+    assert b.body_mass_given[0] == pytest.approx(3.0)
+    np.testing.assert_allclose(b.body_com_given[0], com, atol=1e-12)
+    np.testing.assert_allclose(b.body_inertia_given[0], inertia, atol=1e-12)
+    b2, r2 = import_quiet(sim.parse_urdf, path, floating=True)  # without: two bodies, a fixed joint
+    assert b2.body_count == 2 and b2.joint_type[r2.joints["weld"]] == sim.JOINT_FIXED
