@@ -252,6 +252,15 @@ class UsdJointReader:
         parent = "the world" if p < 0 else f"body {p}"
         self.scene.items.append((str(path), f"{what}: {parent} -> body {c}"))
 
+    def free_loose_bodies(self):
+        """SolverFeatherstone moves bodies through joints only: a rigid body that no joint holds gets a
+        free joint (it moves as it would on its own)."""
+        b = self.scene.builder
+        held = set(b.joint_child)
+        for body in range(b.body_count):
+            if body not in held:
+                b.add_joint_free(body, parent=-1, name=f"{b.body_name[body]}_free")
+
     def joint_api_read(self, path, api):
         """True when check_unused should skip ``api`` on ``path`` (read here)."""
         return (path, api) in self.read_apis
@@ -276,3 +285,59 @@ def _rotate(q, v):
 
 def _tf_mul(a, b):
     return (np.asarray(a[0], np.float64) + _rotate(a[1], b[0]), _quat_mul(a[1], b[1]))
+
+
+class UsdRobotReader:
+    """Mixin for usd_loader._Reader: an ``Xform`` with ``asset kc:robot = @arm.urdf@`` (or an MJCF
+    file) imports that robot at the prim's world transform (``bool kc:robot:floating``: a free
+    base for a URDF).  The file's lengths are metres; its own up axis is kept, so a Z-up robot
+    in a Y-up stage needs a rotation on the prim."""
+
+    def read_robot(self, prim):
+        import os
+        import warnings
+
+        import sim
+
+        self.kinds[prim.GetPath()] = "robot"
+        self.use(prim, "kc:robot", "kc:robot:floating")
+        a = prim.GetAttribute("kc:robot")
+        value = a.Get(self.Usd.TimeCode.EarliestTime())
+        if not hasattr(value, "path") or not value.path:
+            raise self.err(prim, f"kc:robot must be an asset path (@robot.urdf@), got {str(value)[:60]}")
+        path = value.resolvedPath or value.path
+        if not os.path.isabs(path):
+            layer = a.GetPropertyStack(self.Usd.TimeCode.Default())[0].layer if a.GetPropertyStack() else None
+            base = os.path.dirname(layer.realPath) if layer is not None and layer.realPath else os.path.dirname(
+                os.path.abspath(self.path))
+            path = os.path.join(base, path)
+        floating = self.attr(prim, "kc:robot:floating", False, kind="bool")
+        t, q, s = self.decompose(prim, allow_shear=True)
+        if np.abs(np.abs(s) - 1.0).max() > 1e-6:
+            self.warn(prim, f"the scale {np.round(s, 6).tolist()} of a kc:robot prim is not applied (robots keep "
+                            f"their file's size)")
+        b = self.scene.builder
+        first_shape = b.shape_count
+        urdf = path.lower().endswith(".urdf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sim.ModelImportWarning)  # reported through self.warn below
+            try:
+                if urdf:
+                    result = sim.parse_urdf(path, b, xform=tuple(t) + tuple(q), floating=floating)
+                else:
+                    if floating:
+                        self.warn(prim, "kc:robot:floating applies to URDF files (MJCF bodies say it with a free "
+                                        "joint)")
+                    result = sim.parse_mjcf(path, b, xform=tuple(t) + tuple(q), use_file_gravity=False)
+            except sim.ModelFileError as e:
+                raise self.err(prim, f"kc:robot: {e}") from None
+        for w in result.warnings:
+            if "gravity" in w and "differs from the builder" in w:
+                continue  # the stage's gravity applies to everything in it
+            self.warn(prim, f"kc:robot: {w}")
+        self.scene.notes += [f"{prim.GetPath()}: {n}" for n in result.notes]
+        for s_ in range(first_shape, b.shape_count):
+            self.scene.shape_paths.append(f"{prim.GetPath()}/{b.shape_name[s_]}")
+        self.scene.items.append((str(prim.GetPath()), f"robot {os.path.basename(path)}: "
+                                                     f"{len(set(result.bodies.values()) - {-1})} bodies, "
+                                                     f"{len(result.joints)} joints"))

@@ -40,6 +40,8 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   gives ``physics:dynamicFriction`` (Coulomb ``mu``) and ``physics:restitution``;
   ``kc:material:*`` on the prim override them.
 * ``bool kc:toi`` on the PhysicsScene: time-of-impact contacts (``SolverSemiImplicit(toi=True)``).
+* Robots: an ``Xform`` with ``asset kc:robot = @arm.urdf@`` (URDF or MJCF, ``bool
+  kc:robot:floating`` for a free URDF base) imports that file at the prim's transform.
 * Joints between rigid bodies: ``PhysicsRevoluteJoint``, ``PhysicsPrismaticJoint``,
   ``PhysicsSphericalJoint``, ``PhysicsFixedJoint`` with limits, ``PhysicsDriveAPI`` and
   ``PhysicsArticulationRootAPI`` (see scenes/usd_joints.py); a scene with joints is stepped
@@ -73,7 +75,7 @@ import numpy as np
 import sim
 
 from . import schema
-from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader
+from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
 SOLVERS = ("semi_implicit", "dem", "featherstone")
 # prims with no physics meaning: their own attributes are presentation only
@@ -241,7 +243,7 @@ def _first_line(e):
     return text[:400]
 
 
-class _Reader(UsdJointReader):
+class _Reader(UsdJointReader, UsdRobotReader):
     def __init__(self, path, stage, strict=False):
         from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
@@ -480,6 +482,8 @@ class _Reader(UsdJointReader):
         if getattr(self.scene.builder, "joint_count", 0) and hasattr(sim, "SolverFeatherstone") and \
                 not self.solver_given:
             self.scene.solver = "featherstone"
+        if self.scene.solver == "featherstone":
+            self.free_loose_bodies()
         for prim in prims:  # after all bindings are known
             self.check_unused(prim)
         self.check_undefined()
@@ -510,7 +514,11 @@ class _Reader(UsdJointReader):
                     raise self.err(prim, "PhysicsRigidBodyAPI on a Points prim is not supported (particles are "
                                          "simulated one by one; put the body's colliders under an Xform)")
                 self.read_rigid_body(prim)
-        if t == "Points":
+        if prim.GetAttribute("kc:robot").HasAuthoredValue():
+            if t not in ("Xform", ""):
+                raise self.err(prim, f"kc:robot belongs on an Xform prim, not a {t}")
+            self.read_robot(prim)
+        elif t == "Points":
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
             self.read_points(prim)

@@ -160,3 +160,57 @@ def test_unsupported_joint_features_warn(tmp_path):
     assert any("prim /rail: physics:breakForce is not supported" in w for w in sc.warnings)
     with pytest.raises(SceneError, match="breakForce is not supported.*--strict"):
         scenes.load(_write(tmp_path, text), strict=True)
+
+
+def test_scene_references_a_robot_file(tmp_path):
+    """An Xform with kc:robot imports a URDF at the prim's transform (a Z-up robot turned into a
+    Y-up stage); a loose rigid body beside it gets a free joint; the scene runs."""
+    import os
+
+    urdf = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
+                        "assets", "cartpole.urdf")
+    text = f'''
+    def Xform "robot"
+    {{
+        asset kc:robot = @{urdf}@
+        double3 xformOp:translate = (1, 0, 0)
+        float3 xformOp:rotateXYZ = (-90, 0, 0)
+        uniform token[] xformOpOrder = ["xformOp:translate", "xformOp:rotateXYZ"]
+    }}
+    def Sphere "ball" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsCollisionAPI"])
+    {{
+        double radius = 0.1
+        double3 xformOp:translate = (-1, 0.5, 0)
+        uniform token[] xformOpOrder = ["xformOp:translate"]
+    }}
+    def Plane "floor" (prepend apiSchemas = ["PhysicsCollisionAPI"])
+    {{
+        uniform token axis = "Y"
+    }}
+    '''
+    sc = scenes.load(_write(tmp_path, text), strict=True)
+    b = sc.builder
+    assert sc.solver == "featherstone" and b.body_count == 3
+    cart = b.body_name.index("cart")
+    np.testing.assert_allclose(b.body_q[cart][:3], (1.0, 1.0, 0.0), atol=1e-6)  # the file's z = 1 is the stage's y
+    ball = b.body_name.index("ball")
+    assert b.joint_type[b.joint_child.index(ball)] == sim.JOINT_FREE
+    assert len(sc.shape_paths) == b.shape_count
+    from scenes import run
+
+    result = run(sc, frames=3, progress=False)
+    q = result.state.body_q.numpy()
+    assert q[ball, 1] < 0.5  # the ball falls (along -y)
+    np.testing.assert_allclose(q[cart, :3], (1.0, 1.0, 0.0), atol=1e-3)  # the cart stays on its rail
+
+
+def test_robot_reference_errors_name_the_prim(tmp_path):
+    path = _write(tmp_path, '''
+    def Xform "robot"
+    {
+        asset kc:robot = @missing.urdf@
+    }
+    ''')
+    with pytest.raises(SceneError) as e:
+        scenes.load(path)
+    assert f"prim /robot: kc:robot: parse_urdf: {tmp_path}/missing.urdf: file not found" in str(e.value)
