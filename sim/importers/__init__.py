@@ -9,10 +9,11 @@ reproduced are :class:`ModelImportWarning` warnings (also listed in the returned
 """
 from __future__ import annotations
 
+from .actuators import Actuators
 from .assemble import ImportResult, add_description
 from .xmlsource import ModelFileError, ModelImportWarning, Report
 
-__all__ = ["parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning", "ImportResult"]
+__all__ = ["parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning", "ImportResult", "Actuators"]
 
 BASE_JOINTS = ("fixed", "free")
 

@@ -190,3 +190,37 @@ def test_gravity_of_the_file(tmp_path):
     b = sim.ModelBuilder()
     r = sim.parse_mjcf(str(path), b, use_file_gravity=True)
     assert b.gravity == r.gravity == (0.0, 0.0, -3.0)
+
+
+def test_actuator_forces_match_mujoco(tmp_path):
+    """Motor, position (with kv) and velocity actuators with gears and a control range: the joint
+    torques ke (target - q) + kd (target_vel - qd) + joint_f that sim.importers.Actuators sets up
+    equal MuJoCo's qfrc_actuator at a random state and control."""
+    mujoco = mujoco_or_skip()
+    import kernelcore as kc
+    from sim.importers import Actuators
+
+    path = tmp_path / "act.xml"
+    path.write_text("""<mujoco><worldbody><body name="a" pos="0 0 1"><joint name="j0" axis="0 1 0"/>
+        <geom size="0.1"/><body name="b" pos="0.3 0 0"><joint name="j1" axis="0 1 0"/><geom size="0.1"/>
+        <body name="c" pos="0.3 0 0"><joint name="j2" type="slide" axis="1 0 0"/><geom size="0.1"/>
+        </body></body></body></worldbody>
+      <actuator><motor joint="j0" gear="3" ctrlrange="-1 1"/><position joint="j1" kp="40" kv="2" gear="2"/>
+        <velocity joint="j2" kv="5" gear="0.5"/></actuator></mujoco>""")
+    b, r = import_quiet(str(path))
+    model = b.finalize()
+    acts = Actuators(r, model)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(3)
+    for ctrl in ([0.4, 0.3, -0.7], [2.5, -0.2, 1.1]):  # the second motor control is clamped to 1
+        q, qd = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        mujoco.mj_forward(m, d)
+        control = model.control()
+        acts.apply(kc.array(np.asarray(ctrl, np.float32), dtype=float), control)
+        dofs = [r.joint_dof[n] for n in ("j0", "j1", "j2")]
+        ke, kd = model.joint_target_ke.numpy()[dofs], model.joint_target_kd.numpy()[dofs]
+        tp, tv = control.joint_target_pos.numpy()[dofs], control.joint_target_vel.numpy()[dofs]
+        tau = control.joint_f.numpy()[dofs] + ke * (tp - q) + kd * (tv - qd)
+        np.testing.assert_allclose(tau, d.qfrc_actuator, rtol=1e-5, atol=1e-5)
