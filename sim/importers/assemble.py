@@ -290,8 +290,8 @@ def _add_one(builder, jd, parent, child, frame):
     lo, hi = jd.limit if jd.limit is not None else (None, None)
     add = builder.add_joint_revolute if jd.kind == "revolute" else builder.add_joint_prismatic
     return add(parent, child, parent_xform=xp, child_xform=xc, axis=tuple(jd.axis), limit_lower=lo, limit_upper=hi,
-               target_ke=jd.target_ke, target_kd=jd.target_kd, armature=jd.armature, damping=jd.damping,
-               name=jd.name)
+               target_ke=jd.target_ke, target_kd=jd.target_kd, target_pos=jd.target_pos, armature=jd.armature,
+               damping=jd.damping, name=jd.name)
 
 
 def _add_compound(builder, body, joints, parent, child, frame):
@@ -321,5 +321,6 @@ def _add_compound(builder, body, joints, parent, child, frame):
                                 angular_axes=[tuple(j.axis) for j in joints[n_lin:]],
                                 parent_xform=flat(transform_mul(frame, a)), child_xform=flat(a), limit_lower=lo,
                                 limit_upper=hi, target_ke=[j.target_ke for j in joints],
-                                target_kd=[j.target_kd for j in joints], armature=[j.armature for j in joints],
+                                target_kd=[j.target_kd for j in joints], target_pos=[j.target_pos for j in joints],
+                                armature=[j.armature for j in joints],
                                 damping=[j.damping for j in joints], name="_".join(j.name for j in joints))

@@ -27,7 +27,8 @@ class Joint:
     kind: one of JOINT_TYPES; pos: anchor in the body frame (3,); axis: unit (3,) in the body
     frame (revolute, prismatic; the plane's normal for planar); limit: (lower, upper) [rad or
     m] or None; damping [N m s/rad or N s/m]; armature [kg m^2 or kg]; target_ke / target_kd:
-    PD drive gains (MJCF position / velocity actuators); where: file:line element, for messages.
+    PD drive gains and default target (MJCF position / velocity actuators, joint stiffness
+    towards springref); where: file:line element, for messages.
     """
     kind: str
     name: str
@@ -39,6 +40,7 @@ class Joint:
     armature: float = 0.0
     target_ke: float = 0.0
     target_kd: float = 0.0
+    target_pos: float = 0.0
 
 
 @dataclass

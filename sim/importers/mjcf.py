@@ -5,10 +5,10 @@ file), ``<compiler>`` (angle, eulerseq, meshdir/assetdir, autolimits, inertiafro
 ``<option>`` (timestep, gravity), ``<default>`` classes (nested; ``class`` and
 ``childclass``), ``<worldbody>`` with nested ``<body>`` and ``<frame>`` (pos, quat, euler,
 axisangle, xyaxes, zaxis), ``<inertial>``, joints (hinge, slide, ball, free / ``<freejoint>``;
-range, limited, damping, armature), geoms (sphere, box, capsule, cylinder, ellipsoid, plane,
+range, limited, damping, armature, stiffness/springref as a PD drive), geoms (sphere, box, capsule, cylinder, ellipsoid, plane,
 mesh; ``fromto``; mass or density), mesh assets (STL/OBJ), and motor / position / velocity
 actuators on joints.  Everything else is a warning (physics the import does not reproduce:
-tendons, equality constraints, joint stiffness, friction loss, contact parameters, ...) or
+tendons, equality constraints, friction loss, contact parameters, ...) or
 a note (no physics: visuals, lights, cameras, sensors) naming the file, line and element.
 """
 from __future__ import annotations
@@ -414,8 +414,16 @@ class MjcfReader:
             if v < 0:
                 raise self.error(el, f"{k} must be >= 0, got {v:g}")
             setattr(j, k, v)
-        if self.number(el, a, "stiffness", 0.0) != 0.0:
-            self.warn(el, "joint stiffness (a spring towards springref) is not supported (ignored)")
+        stiffness = self.number(el, a, "stiffness", 0.0)
+        if stiffness < 0:
+            raise self.error(el, f"stiffness must be >= 0, got {stiffness:g}")
+        if stiffness != 0.0:
+            if t in ("hinge", "slide"):  # the spring k (springref - q) is a PD drive without damping
+                j.target_ke = stiffness
+                ref = self.number(el, a, "springref", 0.0)
+                j.target_pos = ref * (self.angle_scale if t == "hinge" else 1.0)
+            else:
+                self.warn(el, f"stiffness of a {t} joint is not supported (ignored)")
         if self.number(el, a, "frictionloss", 0.0) != 0.0:
             self.warn(el, "joint frictionloss is not supported (ignored)")
         if self.number(el, a, "ref", 0.0) != 0.0:
@@ -526,7 +534,11 @@ class MjcfReader:
                 self.warn(c, "forcerange is not enforced (the force is not clamped)")
             desc.actuators.append(act)
             joint = next(j for b in desc.bodies for j in b.joints if j.name == jn)
+            if (joint.target_ke or joint.target_kd) and c.tag in ("position", "velocity"):
+                self.warn(c, f"joint '{jn}' already has a drive (its stiffness or another actuator); this "
+                             f"{c.tag} actuator replaces its gains")
             if c.tag == "position":
                 joint.target_ke, joint.target_kd = act.kp * act.gear ** 2, act.kv * act.gear ** 2
+                joint.target_pos = 0.0
             elif c.tag == "velocity":
                 joint.target_kd = act.kv * act.gear ** 2

@@ -139,14 +139,13 @@ def test_error_in_an_included_file_names_that_file(tmp_path):
 
 def test_mjcf_unsupported_elements_warn(tmp_path):
     path = tmp_path / "model.xml"
-    path.write_text('<mujoco>\n<worldbody><body name="a"><joint name="j" stiffness="3"/><geom size="1" '
+    path.write_text('<mujoco>\n<worldbody><body name="a"><joint name="j" frictionloss="3"/><geom size="1" '
                     'friction="0.5"/></body></worldbody>\n<tendon><fixed name="t"/></tendon>\n<sensor/>\n</mujoco>')
     with pytest.warns(sim.ModelImportWarning) as rec:
         r = sim.parse_mjcf(str(path), sim.ModelBuilder())
     texts = {str(w.message) for w in rec}
     f = str(path)
-    assert f"parse_mjcf: {f}:2: <joint name='j'>: joint stiffness (a spring towards springref) is not supported " \
-           f"(ignored)" in texts
+    assert f"parse_mjcf: {f}:2: <joint name='j'>: joint frictionloss is not supported (ignored)" in texts
     assert f"parse_mjcf: {f}:3: <fixed name='t'>: <tendon><fixed> is not supported (ignored): the simulation " \
            f"lacks it" in texts
     assert any(w.startswith(f"{f}:2: <geom>: contact parameters friction") for w in r.warnings)

@@ -224,3 +224,23 @@ def test_actuator_forces_match_mujoco(tmp_path):
         tp, tv = control.joint_target_pos.numpy()[dofs], control.joint_target_vel.numpy()[dofs]
         tau = control.joint_f.numpy()[dofs] + ke * (tp - q) + kd * (tv - qd)
         np.testing.assert_allclose(tau, d.qfrc_actuator, rtol=1e-5, atol=1e-5)
+
+
+def test_joint_stiffness_is_a_drive_towards_springref(tmp_path):
+    """MJCF joint springs k (springref - q) (degrees converted) equal mujoco's qfrc_spring."""
+    mujoco = mujoco_or_skip()
+    path = tmp_path / "spring.xml"
+    path.write_text("""<mujoco><worldbody><body name="a" pos="0 0 1">
+        <joint name="h" axis="0 1 0" stiffness="7" springref="20"/><geom size="0.1"/>
+        <body name="b" pos="0.3 0 0"><joint name="s" type="slide" axis="1 0 0" stiffness="40" springref="0.1"/>
+        <geom size="0.1"/></body></body></worldbody></mujoco>""")
+    b, r = import_quiet(str(path))
+    model = b.finalize()
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    q = np.array([0.3, -0.05])
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    dofs = [r.joint_dof["h"], r.joint_dof["s"]]
+    ke, tp = model.joint_target_ke.numpy()[dofs], model.joint_target_pos.numpy()[dofs]
+    np.testing.assert_allclose(ke * (tp - q), d.qfrc_spring, rtol=1e-5)
