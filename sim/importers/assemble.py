@@ -127,9 +127,9 @@ def add_description(desc, builder, xform, report, result, root_joint="fixed", co
                 result.notes.append(f"{b.where}: body '{b.name}' has no mass and no joint: merged into "
                                     f"{'the world' if p < 0 else repr(bodies[p].name)}")
         elif props[k][0] <= 0:
+            mover = f"joint '{b.joints[0].name}'" if b.joints else "its free joint to the world"
             raise ModelFileError(f"{report.who}: {b.where}: body '{b.name}' has no mass (no inertial and no geometry "
-                                 f"with volume) but joint '{b.joints[0].name if b.joints else 'to the world'}' moves "
-                                 f"it; give it an inertial")
+                                 f"with volume) but {mover} moves it; give it an inertial")
     # world poses at the zero configuration
     world = {}
     index = {}

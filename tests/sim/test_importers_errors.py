@@ -150,3 +150,12 @@ def test_mjcf_unsupported_elements_warn(tmp_path):
            f"lacks it" in texts
     assert any(w.startswith(f"{f}:2: <geom>: contact parameters friction") for w in r.warnings)
     assert any(n.startswith(f"{f}:4: <sensor>: <sensor> carries no dynamics") for n in r.notes)
+
+
+def test_massless_floating_base(tmp_path):
+    path = tmp_path / "robot.urdf"
+    path.write_text('<robot name="r">\n<link name="base"/>\n</robot>')
+    with pytest.raises(sim.ModelFileError) as e:
+        sim.parse_urdf(str(path), sim.ModelBuilder(), floating=True)
+    assert str(e.value) == (f"parse_urdf: {path}:2: <link name='base'>: body 'base' has no mass (no inertial and no "
+                            f"geometry with volume) but its free joint to the world moves it; give it an inertial")
