@@ -161,6 +161,7 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
                        joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
                        joint_limit_lower: kc.array(dtype=float), joint_limit_upper: kc.array(dtype=float),
                        joint_limit_ke: kc.array(dtype=float), joint_limit_kd: kc.array(dtype=float),
+                       joint_effort_limit: kc.array(dtype=float),
                        joint_f: kc.array(dtype=float), target_pos: kc.array(dtype=float),
                        target_vel: kc.array(dtype=float), body_q: kc.array(dtype=kc.transform),
                        body_com: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector),
@@ -222,8 +223,15 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
                 q = joint_q[qs + k]
                 ke = joint_target_ke[dof]
                 kd = joint_target_kd[dof]
-                tau = tau + ke * (target_pos[dof] - q - dt * qd) + kd * (target_vel[dof] - qd)
-                diag = diag + dt * kd + dt * dt * ke
+                drive = ke * (target_pos[dof] - q - dt * qd) + kd * (target_vel[dof] - qd)
+                effort = joint_effort_limit[dof]
+                if drive > effort:  # a saturated drive pushes with its limit, explicitly
+                    tau = tau + effort
+                elif drive < -effort:
+                    tau = tau - effort
+                else:
+                    tau = tau + drive
+                    diag = diag + dt * kd + dt * dt * ke
                 lke = joint_limit_ke[dof]
                 lkd = joint_limit_kd[dof]
                 if q < joint_limit_lower[dof]:
@@ -356,7 +364,8 @@ def fs_dynamics_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                        joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
                        joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
                        joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
-                       joint_limit_kd: kc.array(dtype=float), joint_f: kc.array(dtype=float),
+                       joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
+                       joint_f: kc.array(dtype=float),
                        target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
                        body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
                        wrenches: kc.array(dtype=kc.spatial_vector), body_v: kc.array(dtype=kc.spatial_vector),
@@ -374,7 +383,8 @@ def fs_dynamics_kernel(articulation_start: kc.array(dtype=int), articulation_dof
     fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
                 joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
                 joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
-                joint_limit_ke, joint_limit_kd, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                wrenches, body_v,
                 body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
     fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
                        joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
@@ -396,7 +406,8 @@ def fs_step_kernel(articulation_start: kc.array(dtype=int), articulation_dof_sta
                    joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
                    joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
                    joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
-                   joint_limit_kd: kc.array(dtype=float), joint_f: kc.array(dtype=float),
+                   joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
+                       joint_f: kc.array(dtype=float),
                    target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
                    body_com: kc.array(dtype=kc.vec3), body_mass: kc.array(dtype=float),
                    body_inertia: kc.array(dtype=kc.mat33), control_body_f: kc.array(dtype=kc.spatial_vector),
@@ -421,7 +432,8 @@ def fs_step_kernel(articulation_start: kc.array(dtype=int), articulation_dof_sta
     fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
                 joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
                 joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
-                joint_limit_ke, joint_limit_kd, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                wrenches, body_v,
                 body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
     fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
                        joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
@@ -442,6 +454,7 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                        joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
                        joint_limit_lower: kc.array(dtype=float), joint_limit_upper: kc.array(dtype=float),
                        joint_limit_ke: kc.array(dtype=float), joint_limit_kd: kc.array(dtype=float),
+                       joint_effort_limit: kc.array(dtype=float),
                        joint_f: kc.array(dtype=float), target_pos: kc.array(dtype=float),
                        target_vel: kc.array(dtype=float), body_q: kc.array(dtype=kc.transform),
                        body_com: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector),
@@ -456,5 +469,6 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
     fs_assemble(kc.tid(), articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
                 joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
                 joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
-                joint_limit_ke, joint_limit_kd, joint_f, target_pos, target_vel, body_q, body_com, body_f, body_v,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                body_f, body_v,
                 body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)

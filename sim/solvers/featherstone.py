@@ -69,7 +69,8 @@ class SolverFeatherstone:
     ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
     and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
     ``state_out.joint_q``, ``joint_qd``, ``body_q``, ``body_qd`` and ``body_f`` (the contact
-    and control wrenches of the step).  Joint effort limits are not applied.
+    and control wrenches of the step).  A PD drive whose force would exceed the joint's
+    ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
     def __init__(self, model, contacts: bool = True):
@@ -126,7 +127,8 @@ class SolverFeatherstone:
                   model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis, self.body_joint,
                   state_in.joint_q, state_in.joint_qd, model.joint_armature, model.joint_damping,
                   model.joint_target_ke, model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
-                  model.joint_limit_ke, model.joint_limit_kd, pick("joint_f", self._zero_joint),
+                  model.joint_limit_ke, model.joint_limit_kd, model.joint_effort_limit,
+                  pick("joint_f", self._zero_joint),
                   pick("joint_target_pos", model.joint_target_pos), pick("joint_target_vel", model.joint_target_vel),
                   model.body_com]
         control_body_f = pick("body_f", self._zero_bodies)
@@ -170,7 +172,8 @@ class SolverFeatherstone:
                           model.joint_q_start, model.joint_qd_start, self.body_joint, state.joint_q, state.joint_qd,
                           model.joint_armature, model.joint_damping, model.joint_target_ke, model.joint_target_kd,
                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke,
-                          model.joint_limit_kd, self._zero_joint, model.joint_target_pos, model.joint_target_vel,
+                          model.joint_limit_kd, model.joint_effort_limit, self._zero_joint, model.joint_target_pos,
+                          model.joint_target_vel,
                           buf.body_q, model.body_com, scratch.body_f, buf.body_v, buf.body_a, buf.body_m, buf.body_h,
                           buf.body_io, buf.joint_S, model.gravity, 0.0],
                   outputs=[buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs], device=model.device,
