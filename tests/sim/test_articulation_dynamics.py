@@ -306,3 +306,9 @@ def test_effort_limit_caps_the_drive():
     q = float(state.joint_q.numpy()[0])
     exact = 0.5 * effort / inertia * t * t
     assert abs(q - exact) < 0.01 * exact + 1e-4, (q, exact)
+
+
+def test_semi_implicit_solver_warns_that_it_ignores_joints():
+    model = _pendulum(0.3).finalize()
+    with pytest.warns(UserWarning, match="SolverSemiImplicit: the model has joints, which this solver does not enforce"):
+        sim.SolverSemiImplicit(model)
