@@ -116,15 +116,16 @@ def parent_joint_frame(parent: int, body_q: kc.array(dtype=kc.transform), x_p: k
     return x
 
 
-@kc.kernel
-def eval_fk_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                   joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
-                   joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                   joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                   joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
-                   joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float), body_com: kc.array(dtype=kc.vec3),
-                   body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector)):
-    a = kc.tid()
+@kc.func
+def fk_articulation(a: int, articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                    joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                    joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                    joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+                    joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                    joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
+                    body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
+                    body_qd: kc.array(dtype=kc.spatial_vector)):
+    """Forward kinematics of articulation ``a``: body_q / body_qd of its joints' children."""
     for j in range(articulation_start[a], articulation_start[a + 1]):
         jtype = joint_type[j]
         parent = joint_parent[j]
@@ -144,6 +145,19 @@ def eval_fk_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array
             v = v + joint_subspace(jtype, k, qs, ds, nlin, joint_q, joint_axis, x_wj, com) * joint_qd[ds + k]
         body_q[child] = x_child
         body_qd[child] = body_qd_from_twist(v, com)
+
+
+@kc.kernel
+def eval_fk_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                   joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                   joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                   joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+                   joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                   joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float), body_com: kc.array(dtype=kc.vec3),
+                   body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector)):
+    fk_articulation(kc.tid(), articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c,
+                    joint_q_start, joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_q,
+                    body_qd)
 
 
 def _fk_inputs(model):

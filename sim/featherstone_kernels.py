@@ -1,6 +1,9 @@
 """Kernels of SolverFeatherstone: articulated dynamics in generalised coordinates.
 
-One thread per articulation, three launches per step (plus contacts and the final FK):
+One thread per articulation.  The three stages below are functions; ``fs_kinematics_kernel``
+runs stage 1, contacts are a launch of their own (sim/collide_bodies.py), and
+``fs_dynamics_kernel`` runs stages 2 and 3 and the forward kinematics of the new state;
+without contacts ``fs_step_kernel`` does the whole step in one launch.
 
 1. ``fs_kinematics_kernel`` — forward kinematics of ``state_in``: body frames and API
    velocities (for contacts), the twist V of each body, its velocity-product
@@ -32,7 +35,8 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .articulation import BALL, D6, FREE, PRISMATIC, REVOLUTE, joint_subspace, joint_transform, parent_joint_frame
+from .articulation import (BALL, D6, FREE, PRISMATIC, REVOLUTE, fk_articulation, joint_subspace, joint_transform,
+                           parent_joint_frame)
 from .body_integrate import unit_quat
 
 
@@ -70,8 +74,8 @@ def shifted_frame(x: kc.transform, origin: kc.vec3) -> kc.transform:
     return kc.transform(kc.transform_get_translation(x) - origin, kc.transform_get_rotation(x))
 
 
-@kc.kernel
-def fs_kinematics_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+@kc.func
+def fs_kinematics(a: int, articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
                          joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
                          joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
                          joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
@@ -83,7 +87,7 @@ def fs_kinematics_kernel(articulation_start: kc.array(dtype=int), joint_type: kc
                          body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
                          body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3),
                          body_io: kc.array(dtype=kc.mat33), joint_S: kc.array(dtype=kc.spatial_vector)):
-    a = kc.tid()
+    """Step 1 for articulation ``a`` (see the module docstring)."""
     first = articulation_start[a]
     origin = kc.transform_get_translation(joint_X_p[first])
     for j in range(first, articulation_start[a + 1]):
@@ -146,8 +150,8 @@ def drive_dof(jtype: int) -> int:
     return r
 
 
-@kc.kernel
-def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
+@kc.func
+def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
                        articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
                        joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
                        joint_X_p: kc.array(dtype=kc.transform), joint_q_start: kc.array(dtype=int),
@@ -157,6 +161,7 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                        joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
                        joint_limit_lower: kc.array(dtype=float), joint_limit_upper: kc.array(dtype=float),
                        joint_limit_ke: kc.array(dtype=float), joint_limit_kd: kc.array(dtype=float),
+                       joint_effort_limit: kc.array(dtype=float),
                        joint_f: kc.array(dtype=float), target_pos: kc.array(dtype=float),
                        target_vel: kc.array(dtype=float), body_q: kc.array(dtype=kc.transform),
                        body_com: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector),
@@ -167,7 +172,7 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                        f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
                        ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33),
                        H: kc.array(dtype=float), rhs: kc.array(dtype=float)):
-    a = kc.tid()
+    """Step 2 for articulation ``a``: bias forces, composite inertias, H and the right-hand side."""
     first = articulation_start[a]
     last = articulation_start[a + 1]
     origin = kc.transform_get_translation(joint_X_p[first])
@@ -218,8 +223,15 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                 q = joint_q[qs + k]
                 ke = joint_target_ke[dof]
                 kd = joint_target_kd[dof]
-                tau = tau + ke * (target_pos[dof] - q - dt * qd) + kd * (target_vel[dof] - qd)
-                diag = diag + dt * kd + dt * dt * ke
+                drive = ke * (target_pos[dof] - q - dt * qd) + kd * (target_vel[dof] - qd)
+                effort = joint_effort_limit[dof]
+                if drive > effort:  # a saturated drive pushes with its limit, explicitly
+                    tau = tau + effort
+                elif drive < -effort:
+                    tau = tau - effort
+                else:
+                    tau = tau + drive
+                    diag = diag + dt * kd + dt * dt * ke
                 lke = joint_limit_ke[dof]
                 lkd = joint_limit_kd[dof]
                 if q < joint_limit_lower[dof]:
@@ -249,8 +261,8 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                 up = joint_parent[ju]
 
 
-@kc.kernel
-def fs_solve_integrate_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
+@kc.func
+def fs_solve_integrate(a: int, articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
                               articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
                               joint_child: kc.array(dtype=int), joint_X_c: kc.array(dtype=kc.transform),
                               joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
@@ -259,7 +271,7 @@ def fs_solve_integrate_kernel(articulation_start: kc.array(dtype=int), articulat
                               joint_qd: kc.array(dtype=float), dt: float,
                               L: kc.array(dtype=float), y: kc.array(dtype=float), qdd: kc.array(dtype=float),
                               joint_q_out: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
-    a = kc.tid()
+    """Step 3 for articulation ``a``: qdd = H^-1 rhs by Cholesky, then semi-implicit Euler."""
     d0 = articulation_dof_start[a]
     n = articulation_dof_start[a + 1] - d0
     h0 = articulation_H_start[a]
@@ -315,3 +327,148 @@ def fs_solve_integrate_kernel(articulation_start: kc.array(dtype=int), articulat
         else:
             for k in range(nd):
                 joint_q_out[qs + k] = joint_q[qs + k] + joint_qd_out[ds + k] * dt
+
+
+@kc.kernel
+def fs_kinematics_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                         joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                         joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                         joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+                         joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                         joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
+                         body_com: kc.array(dtype=kc.vec3), body_mass: kc.array(dtype=float),
+                         body_inertia: kc.array(dtype=kc.mat33), control_body_f: kc.array(dtype=kc.spatial_vector),
+                         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+                         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
+                         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3),
+                         body_io: kc.array(dtype=kc.mat33), joint_S: kc.array(dtype=kc.spatial_vector),
+                         wrenches: kc.array(dtype=kc.spatial_vector)):
+    """Stage 1, and the step's wrenches start as the control's (contacts add to them)."""
+    a = kc.tid()
+    fs_kinematics(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
+                  joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
+                  body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
+    for j in range(articulation_start[a], articulation_start[a + 1]):
+        wrenches[joint_child[j]] = control_body_f[joint_child[j]]
+
+
+@kc.kernel
+def fs_dynamics_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
+                       articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                       joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                       joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                       joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+                       joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                       body_joint: kc.array(dtype=int), joint_q: kc.array(dtype=float),
+                       joint_qd: kc.array(dtype=float), joint_armature: kc.array(dtype=float),
+                       joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
+                       joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
+                       joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
+                       joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
+                       joint_f: kc.array(dtype=float),
+                       target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
+                       body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
+                       wrenches: kc.array(dtype=kc.spatial_vector), body_v: kc.array(dtype=kc.spatial_vector),
+                       body_a: kc.array(dtype=kc.spatial_vector), body_m: kc.array(dtype=float),
+                       body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
+                       joint_S: kc.array(dtype=kc.spatial_vector), gravity: kc.vec3, dt: float,
+                       f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
+                       ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33), H: kc.array(dtype=float),
+                       rhs: kc.array(dtype=float), L: kc.array(dtype=float), y: kc.array(dtype=float),
+                       qdd: kc.array(dtype=float), joint_q_out: kc.array(dtype=float),
+                       joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
+                       body_qd_out: kc.array(dtype=kc.spatial_vector)):
+    """Stages 2 and 3, then the bodies of the new state."""
+    a = kc.tid()
+    fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
+                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
+                joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                wrenches, body_v,
+                body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
+    fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
+                       joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
+                       joint_q_out, joint_qd_out)
+    fk_articulation(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
+                    joint_qd_start, joint_dof_dim, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
+                    body_qd_out)
+
+
+@kc.kernel
+def fs_step_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
+                   articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                   joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                   joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                   joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+                   joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                   body_joint: kc.array(dtype=int), joint_q: kc.array(dtype=float),
+                   joint_qd: kc.array(dtype=float), joint_armature: kc.array(dtype=float),
+                   joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
+                   joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
+                   joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
+                   joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
+                       joint_f: kc.array(dtype=float),
+                   target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
+                   body_com: kc.array(dtype=kc.vec3), body_mass: kc.array(dtype=float),
+                   body_inertia: kc.array(dtype=kc.mat33), control_body_f: kc.array(dtype=kc.spatial_vector),
+                   gravity: kc.vec3, dt: float,
+                   body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+                   body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
+                   body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
+                   joint_S: kc.array(dtype=kc.spatial_vector), wrenches: kc.array(dtype=kc.spatial_vector),
+                   f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
+                   ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33), H: kc.array(dtype=float),
+                   rhs: kc.array(dtype=float), L: kc.array(dtype=float), y: kc.array(dtype=float),
+                   qdd: kc.array(dtype=float), joint_q_out: kc.array(dtype=float),
+                   joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
+                   body_qd_out: kc.array(dtype=kc.spatial_vector)):
+    """A whole step without contacts: stages 1-3 and the bodies of the new state, one launch."""
+    a = kc.tid()
+    fs_kinematics(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
+                  joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
+                  body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
+    for j in range(articulation_start[a], articulation_start[a + 1]):
+        wrenches[joint_child[j]] = control_body_f[joint_child[j]]
+    fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
+                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
+                joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                wrenches, body_v,
+                body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
+    fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
+                       joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
+                       joint_q_out, joint_qd_out)
+    fk_articulation(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
+                    joint_qd_start, joint_dof_dim, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
+                    body_qd_out)
+
+
+@kc.kernel
+def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
+                       articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
+                       joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+                       joint_X_p: kc.array(dtype=kc.transform), joint_q_start: kc.array(dtype=int),
+                       joint_qd_start: kc.array(dtype=int), body_joint: kc.array(dtype=int),
+                       joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
+                       joint_armature: kc.array(dtype=float), joint_damping: kc.array(dtype=float),
+                       joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
+                       joint_limit_lower: kc.array(dtype=float), joint_limit_upper: kc.array(dtype=float),
+                       joint_limit_ke: kc.array(dtype=float), joint_limit_kd: kc.array(dtype=float),
+                       joint_effort_limit: kc.array(dtype=float),
+                       joint_f: kc.array(dtype=float), target_pos: kc.array(dtype=float),
+                       target_vel: kc.array(dtype=float), body_q: kc.array(dtype=kc.transform),
+                       body_com: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector),
+                       body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
+                       body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3),
+                       body_io: kc.array(dtype=kc.mat33), joint_S: kc.array(dtype=kc.spatial_vector),
+                       gravity: kc.vec3, dt: float,
+                       f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
+                       ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33),
+                       H: kc.array(dtype=float), rhs: kc.array(dtype=float)):
+    """Stage 2 alone (SolverFeatherstone.mass_matrix)."""
+    fs_assemble(kc.tid(), articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
+                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
+                joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
+                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
+                body_f, body_v,
+                body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)

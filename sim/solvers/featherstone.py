@@ -21,10 +21,9 @@ import numpy as np
 
 import kernelcore as kc
 
-from ..articulation import _fk_inputs, eval_fk
-from ..body_integrate import eval_body_control_forces, zero_body_forces
+from ..articulation import _fk_inputs
 from ..collide_bodies import body_static_pairs, eval_body_static_contacts
-from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_solve_integrate_kernel
+from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
 from .checks import check_step_arguments
 
 
@@ -70,7 +69,8 @@ class SolverFeatherstone:
     ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
     and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
     ``state_out.joint_q``, ``joint_qd``, ``body_q``, ``body_qd`` and ``body_f`` (the contact
-    and control wrenches of the step).  Joint effort limits are not applied.
+    and control wrenches of the step).  A PD drive whose force would exceed the joint's
+    ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
     def __init__(self, model, contacts: bool = True):
@@ -98,6 +98,7 @@ class SolverFeatherstone:
         self.contacts = bool(contacts)
         self.pairs = body_static_pairs(model) if self.contacts else None
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
+        self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
 
     def _buffers(self, state_out):
         buf = getattr(state_out, "featherstone_buffers", None)
@@ -116,42 +117,41 @@ class SolverFeatherstone:
         if state_in.joint_q is None or state_out.joint_q is None:
             raise ValueError("SolverFeatherstone.step: states have no joint_q (make them with model.state())")
         buf = self._buffers(state_out)
-        dev = model.device
-        na = model.articulation_count
+
+        def pick(name, default):
+            value = getattr(control, name, None) if control is not None else None
+            return default if value is None else value
+
+        common = [model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
+                  model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
+                  model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis, self.body_joint,
+                  state_in.joint_q, state_in.joint_qd, model.joint_armature, model.joint_damping,
+                  model.joint_target_ke, model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
+                  model.joint_limit_ke, model.joint_limit_kd, model.joint_effort_limit,
+                  pick("joint_f", self._zero_joint),
+                  pick("joint_target_pos", model.joint_target_pos), pick("joint_target_vel", model.joint_target_vel),
+                  model.body_com]
+        control_body_f = pick("body_f", self._zero_bodies)
+        stage1 = [buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io, buf.joint_S]
+        outputs = [buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs, buf.L, buf.y, buf.qdd,
+                   state_out.joint_q, state_out.joint_qd, state_out.body_q, state_out.body_qd]
+        wrenches = state_out.body_f
+        na, dev = model.articulation_count, model.device
+        if not self.contacts or self.pairs[0].shape[0] == 0:
+            kc.launch(fs_step_kernel, dim=na,
+                      inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)],
+                      outputs=stage1 + [wrenches] + outputs, device=dev)
+            return
         kc.launch(fs_kinematics_kernel, dim=na,
                   inputs=_fk_inputs(model) + [state_in.joint_q, state_in.joint_qd, model.body_com, model.body_mass,
-                                              model.body_inertia],
-                  outputs=[buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
-                           buf.joint_S], device=dev)
-        wrenches = state_out.body_f
-        zero_body_forces(wrenches)
-        eval_body_control_forces(model, control, wrenches)
-        if self.contacts:
-            eval_body_static_contacts(model, SimpleNamespace(body_q=buf.body_q, body_qd=buf.body_qd), self.pairs,
-                                      wrenches, dt)
-        joint_f = getattr(control, "joint_f", None) if control is not None else None
-        target_pos = getattr(control, "joint_target_pos", None) if control is not None else None
-        target_vel = getattr(control, "joint_target_vel", None) if control is not None else None
-        kc.launch(fs_assemble_kernel, dim=na,
-                  inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                          model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
-                          model.joint_q_start, model.joint_qd_start, self.body_joint, state_in.joint_q,
-                          state_in.joint_qd, model.joint_armature, model.joint_damping, model.joint_target_ke,
-                          model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
-                          model.joint_limit_ke, model.joint_limit_kd,
-                          self._zero_joint if joint_f is None else joint_f,
-                          model.joint_target_pos if target_pos is None else target_pos,
-                          model.joint_target_vel if target_vel is None else target_vel,
-                          buf.body_q, model.body_com, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h,
-                          buf.body_io, buf.joint_S, model.gravity, float(dt)],
-                  outputs=[buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs], device=dev)
-        kc.launch(fs_solve_integrate_kernel, dim=na,
-                  inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                          model.joint_type, model.joint_child, model.joint_X_c, model.joint_q_start,
-                          model.joint_qd_start, model.body_com, buf.H, buf.rhs, state_in.joint_q, state_in.joint_qd,
-                          float(dt)],
-                  outputs=[buf.L, buf.y, buf.qdd, state_out.joint_q, state_out.joint_qd], device=dev)
-        eval_fk(model, state_out.joint_q, state_out.joint_qd, state_out)
+                                              model.body_inertia, control_body_f],
+                  outputs=stage1 + [wrenches], device=dev)
+        eval_body_static_contacts(model, SimpleNamespace(body_q=buf.body_q, body_qd=buf.body_qd), self.pairs,
+                                  wrenches, dt)
+        kc.launch(fs_dynamics_kernel, dim=na,
+                  inputs=common + [buf.body_q, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
+                                   buf.joint_S, model.gravity, float(dt)],
+                  outputs=outputs, device=dev)
 
     def mass_matrix(self, state):
         """The joint-space mass matrices of ``state`` (with armature and the implicit drive terms of
@@ -163,16 +163,17 @@ class SolverFeatherstone:
         scratch.body_f = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=model.device)
         kc.launch(fs_kinematics_kernel, dim=model.articulation_count,
                   inputs=_fk_inputs(model) + [state.joint_q, state.joint_qd, model.body_com, model.body_mass,
-                                              model.body_inertia],
+                                              model.body_inertia, self._zero_bodies],
                   outputs=[buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
-                           buf.joint_S], device=model.device, record_tape=False)
+                           buf.joint_S, scratch.body_f], device=model.device, record_tape=False)
         kc.launch(fs_assemble_kernel, dim=model.articulation_count,
                   inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
                           model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
                           model.joint_q_start, model.joint_qd_start, self.body_joint, state.joint_q, state.joint_qd,
                           model.joint_armature, model.joint_damping, model.joint_target_ke, model.joint_target_kd,
                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke,
-                          model.joint_limit_kd, self._zero_joint, model.joint_target_pos, model.joint_target_vel,
+                          model.joint_limit_kd, model.joint_effort_limit, self._zero_joint, model.joint_target_pos,
+                          model.joint_target_vel,
                           buf.body_q, model.body_com, scratch.body_f, buf.body_v, buf.body_a, buf.body_m, buf.body_h,
                           buf.body_io, buf.joint_S, model.gravity, 0.0],
                   outputs=[buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs], device=model.device,

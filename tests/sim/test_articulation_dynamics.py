@@ -291,3 +291,24 @@ def test_bad_solver_input():
     c.joint_f = kc.zeros(3, dtype=float)
     with pytest.raises(ValueError, match="control.joint_f has 3 entries but the model has 7 joint dofs"):
         solver.step(model, s, model.state(), c, 1e-3)
+
+
+def test_effort_limit_caps_the_drive():
+    """A stiff drive far from its target in zero gravity pushes with exactly its effort limit:
+    q(t) = q0 + 0.5 (effort / I) t^2."""
+    inertia, effort, t = 0.5, 0.2, 0.3
+    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    body = b.add_body(mass=1.0, inertia=np.eye(3) * inertia)
+    b.add_joint_revolute(-1, body, axis=(0, 0, 1), target_ke=1e4, target_kd=10.0, target_pos=5.0, effort_limit=effort)
+    model = b.finalize()
+    dt = 1e-3
+    state, _ = _run(model, sim.SolverFeatherstone(model, contacts=False), int(round(t / dt)), dt)
+    q = float(state.joint_q.numpy()[0])
+    exact = 0.5 * effort / inertia * t * t
+    assert abs(q - exact) < 0.01 * exact + 1e-4, (q, exact)
+
+
+def test_semi_implicit_solver_warns_that_it_ignores_joints():
+    model = _pendulum(0.3).finalize()
+    with pytest.warns(UserWarning, match="SolverSemiImplicit: the model has joints, which this solver does not enforce"):
+        sim.SolverSemiImplicit(model)
