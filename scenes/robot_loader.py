@@ -11,6 +11,7 @@ the world at its root link, as ROS does (give it a free base in Python with
 """
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
@@ -61,9 +62,11 @@ def load_robot(path, strict: bool = False) -> Scene:
     if builder.body_count == 0:
         raise SceneError(path, "nothing to simulate: the robot has no moving body")
     scene.builder = builder
-    dt = float(result.timestep) if result.timestep else ROBOT_DT
-    scene.substeps = max(1, int(round(scene.frame_dt / dt)))
-    scene.frame_dt = scene.substeps * dt  # the solver step is exactly the file's
+    if result.timestep:  # the solver step is exactly the file's (the frame rate follows)
+        scene.substeps = max(1, int(round(scene.frame_dt / float(result.timestep))))
+        scene.frame_dt = scene.substeps * float(result.timestep)
+    else:  # 60 frames/s, steps of at most ROBOT_DT
+        scene.substeps = max(1, math.ceil(scene.frame_dt / ROBOT_DT - 1e-9))
     scene.solver = "featherstone" if hasattr(sim, "SolverFeatherstone") and builder_has_joints(builder) \
         else "semi_implicit"
     scene.items.append((path, f"{'URDF' if urdf else 'MJCF'} robot: {builder.body_count} bodies, "

@@ -22,7 +22,7 @@ def test_urdf_scene_has_ground_and_z_up():
     assert scene.up_axis == "Z" and b.gravity == (0.0, 0.0, -9.81)
     assert b.ground and b.ground_normal == (0.0, 0.0, 1.0)
     assert b.body_count == 2
-    assert scene.dt == pytest.approx(1e-3)
+    assert scene.frame_dt == pytest.approx(1 / 60) and scene.substeps == 17  # steps of at most 1 ms
 
 
 def test_mjcf_scene_keeps_its_plane_gravity_and_timestep():
