@@ -41,6 +41,14 @@ def resolve(path_or_name=None) -> str:
 def load(path_or_name=None, strict: bool = False) -> Scene:
     """Read a scene file (or library scene name; None = the default scene) into a Scene.
 
+    A ``.urdf`` or MJCF (``.xml``/``.mjcf``) robot file is imported with a ground plane
+    (see scenes/robot_loader.py).
+
     ``strict``: features kcsim does not support yet are errors instead of ``Scene.warnings``.
     """
-    return load_usd(resolve(path_or_name), strict=strict)
+    path = resolve(path_or_name)
+    from .robot_loader import is_robot_file, load_robot
+
+    if is_robot_file(path):  # URDF / MJCF robot description
+        return load_robot(path, strict=strict)
+    return load_usd(path, strict=strict)

@@ -5,8 +5,9 @@
     kcsim info SCENE [--strict]
     kcsim list
 
-SCENE is a .usda/.usd file or the name of a scene in scenes/library; without it
-``run`` uses the built-in default scene.
+SCENE is a .usda/.usd file, a robot description (.urdf, or MJCF .xml; simulated on a
+ground plane) or the name of a scene in scenes/library; without it ``run`` uses the
+built-in default scene.
 
 Exit status: 0 success, 2 bad input (scene file, option, output path, device, display:
 one line on stderr, never a traceback), 130 interrupted by Ctrl-C (frames simulated so
@@ -40,7 +41,8 @@ def _parser():
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="simulate a scene and write the result")
     r.add_argument("scene", nargs="?", default=None,
-                   help=f"scene file or library name (default: the built-in '{DEFAULT_SCENE}' scene)")
+                   help=f"scene file (.usda/.usd, .urdf, MJCF .xml) or library name (default: the built-in "
+                        f"'{DEFAULT_SCENE}' scene)")
     r.add_argument("--frames", type=int, default=None, help="frames to simulate (default: the scene's kc:frames)")
     r.add_argument("--substeps", type=int, default=None, help="solver steps per frame (default: the scene's)")
     r.add_argument("--device", default="cpu", help="device to simulate on (default cpu)")
@@ -85,7 +87,9 @@ def main(argv=None) -> int:
         result = run(scene, frames=args.frames, substeps=args.substeps, device=args.device, out=args.out,
                      viewer=args.viewer, progress=not args.no_progress, record=args.record, status=status)
         rate = result.frames / result.elapsed if result.elapsed > 0 else float("inf")
-        print(f"simulated {result.frames} frames of {result.model.particle_count} particles in "
+        what = (f"{result.model.particle_count} particles" if result.model.particle_count or not result.model.body_count
+                else f"{result.model.body_count} bodies")
+        print(f"simulated {result.frames} frames of {what} in "
               f"{result.elapsed:.2f} s ({rate:.1f} frames/s; kernels ready in {result.compile_seconds:.1f} s "
               f"before that)")
         if result.out:

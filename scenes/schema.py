@@ -22,6 +22,7 @@ KC_ATTRIBUTES = {
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL,
     "collider": MATERIAL,
+    "robot": ("kc:robot", "kc:robot:floating"),
 }
 
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})

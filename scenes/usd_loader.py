@@ -48,6 +48,13 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   ``float kc:fluid:restDensity`` [kg/m^3] (default 1000), ``int kc:fluid:iterations``,
   ``float kc:fluid:xsph``, ``float kc:fluid:vorticity`` [m/s].  Author the particles'
   ``kc:mass`` as rest density times spacing^3 (``kc:density`` gives sphere masses).
+* Robots: an ``Xform`` with ``asset kc:robot = @arm.urdf@`` (URDF or MJCF, ``bool
+  kc:robot:floating`` for a free URDF base) imports that file at the prim's transform.
+* Joints between rigid bodies: ``PhysicsRevoluteJoint``, ``PhysicsPrismaticJoint``,
+  ``PhysicsSphericalJoint``, ``PhysicsFixedJoint`` with limits, ``PhysicsDriveAPI`` and
+  ``PhysicsArticulationRootAPI`` (see scenes/usd_joints.py); a scene with joints is stepped
+  by ``SolverFeatherstone`` unless ``kc:solver`` says otherwise (``"featherstone"`` can be
+  named too).
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -76,8 +83,9 @@ import numpy as np
 import sim
 
 from . import schema
+from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
-SOLVERS = ("semi_implicit", "dem", "pbf")
+SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -170,6 +178,8 @@ class Scene:
                 return sim.SolverPBF(model, **self.fluid)
             except ValueError as e:
                 raise SceneError(self.path, f"kc:fluid settings: {e}") from None
+        if self.solver == "featherstone":  # robots (scenes/robot_loader.py)
+            return sim.SolverFeatherstone(model)
         return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
@@ -247,7 +257,7 @@ def _first_line(e):
     return text[:400]
 
 
-class _Reader:
+class _Reader(UsdJointReader, UsdRobotReader):
     def __init__(self, path, stage, strict=False):
         from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
@@ -259,6 +269,7 @@ class _Reader:
         self.kinds = {}  # prim path -> schema kind for the kc: check ("Points", "collider", ...)
         self.bound_materials = set()  # paths of physics materials bound to something
         self.particles_planned = 0
+        self.solver_given = False
         self.mpu = 1.0
         if stage.HasAuthoredMetadata("metersPerUnit"):
             self.mpu = float(UsdGeom.GetStageMetersPerUnit(stage))
@@ -267,6 +278,7 @@ class _Reader:
         up = UsdGeom.GetStageUpAxis(stage) if stage.HasAuthoredMetadata("upAxis") else "Y"
         self.scene.up_axis = "Z" if str(up) == "Z" else "Y"
         self.bodies = {}  # prim path -> body index
+        self._init_joints()
 
     # -- helpers ---------------------------------------------------------------------------------
     def err(self, prim, msg):
@@ -480,6 +492,12 @@ class _Reader:
                     raise
                 except ValueError as e:  # the builder's own checks (e.g. a non-finite transform)
                     raise self.err(prim, str(e)) from None
+        self.read_joints()
+        if getattr(self.scene.builder, "joint_count", 0) and hasattr(sim, "SolverFeatherstone") and \
+                not self.solver_given:
+            self.scene.solver = "featherstone"
+        if self.scene.solver == "featherstone":
+            self.free_loose_bodies()
         for prim in prims:  # after all bindings are known
             self.check_unused(prim)
         self.check_undefined()
@@ -510,7 +528,11 @@ class _Reader:
                     raise self.err(prim, "PhysicsRigidBodyAPI on a Points prim is not supported (particles are "
                                          "simulated one by one; put the body's colliders under an Xform)")
                 self.read_rigid_body(prim)
-        if t == "Points":
+        if prim.GetAttribute("kc:robot").HasAuthoredValue():
+            if t not in ("Xform", ""):
+                raise self.err(prim, f"kc:robot belongs on an Xform prim, not a {t}")
+            self.read_robot(prim)
+        elif t == "Points":
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
             self.read_points(prim)
@@ -532,6 +554,8 @@ class _Reader:
                                 f"{', '.join(sorted(COLLIDER_TYPES))}); the prim is ignored")
             else:
                 self.scene.notes.append(f"{path}: {t} (visual only, ignored)")
+        elif t in JOINT_PRIM_TYPES:
+            self.collect_joint(prim)  # added by read_joints once every body is known
         elif t.startswith("Physics"):
             self.kinds[path] = "unsupported"
             self.warn(prim, f"{t} is not supported yet (ignored)")
@@ -553,6 +577,8 @@ class _Reader:
         in_body = self.body_prim_of(prim) is not None
         for api in prim.GetAppliedSchemas():
             api = str(api)
+            if self.joint_api_read(path, api):
+                continue  # read by usd_joints
             if api in ("PhysicsCollisionAPI",) and kind in ("collider", "visual", "unsupported", "ignored"):
                 continue  # read (or reported) with the prim
             if api == "PhysicsRigidBodyAPI" and "physics:rigidBodyEnabled" in used:
@@ -669,10 +695,13 @@ class _Reader:
                     raise self.err(prim, f"kc:frames must be >= 0, got {frames}")
                 sc.frames = frames
             solver = self.attr(prim, "kc:solver", kind="token")
+            self.solver_given = solver is not None
             if solver is not None:
                 if solver not in SOLVERS:
                     raise self.err(prim, f"kc:solver must be one of {SOLVERS}, got '{solver}'"
                                          f"{schema.suggest(solver, SOLVERS)}")
+                if solver == "featherstone" and not hasattr(sim, "SolverFeatherstone"):
+                    raise self.err(prim, "kc:solver 'featherstone' is not available in this build of sim")
                 sc.solver = solver
             sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
             self.read_fluid(prim, sc)

@@ -185,8 +185,11 @@ def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
         s for s in range(model.shape_count)
         if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
     swept = set(int(s) for s in swept_shapes)
+    world = model.shape_world.numpy() if model.shape_count else np.zeros(0, np.int32)
 
     def penalty(s, c):
+        if c >= 0 and world[s] >= 0 and world[c] >= 0 and world[s] != world[c]:
+            return False  # shapes of different environments do not touch
         return s not in swept or not (c < 0 or shape_type[c] in swept_kinds)
 
     pairs = np.array([(s, c) for s in body_shapes for c in statics if penalty(s, c)], np.int32).reshape(-1, 2)

@@ -99,7 +99,7 @@ def eval_body_pair_contacts_kernel(
         body_inv_inertia: kc.array(dtype=kc.mat33),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), shape_swept: kc.array(dtype=int),
+        shape_material: kc.array(dtype=int), shape_swept: kc.array(dtype=int), shape_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
@@ -129,7 +129,9 @@ def eval_body_pair_contacts_kernel(
             # which thread handles this pair, and with which point of shape a (radius < 0: none)
             pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
             round_pair = int(0)
-            if bb != ba:
+            wa = shape_world[sa]
+            wb = shape_world[sb]
+            if bb != ba and (wa == wb or wa < 0 or wb < 0):  # environments do not touch each other
                 if round_a:
                     if kb != BOX:
                         if k == 0:
@@ -251,7 +253,7 @@ class BodyPairContacts:
                   inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
                           state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
                           model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                          model.shape_material, self.shape_swept, *material_inputs(model),
+                          model.shape_material, self.shape_swept, model.shape_world, *material_inputs(model),
                           model.material_max_cohesion_distance, float(dt)],
                   outputs=[wrenches], device=model.device)
         self.record_rebuild(model, state.body_q)

@@ -39,6 +39,9 @@ class State:
         body_f: kc.array(spatial_vector), shape (body_count,) — force [N] at the centre of
             mass, then torque about it [N m], world; like particle_f, the wrench of the step
             that produced this state's successor.
+        joint_q: kc.array(float), shape (joint_coord_count,) — generalised coordinates
+            (layout in sim/builder/joints.py); None without joints.
+        joint_qd: kc.array(float), shape (joint_dof_count,) — generalised velocities.
 
     Continuum (MPM) particles, present when the model has particles with a volume:
         particle_F: kc.array(mat33) (particle_count,) — elastic deformation gradient.
@@ -56,6 +59,8 @@ class State:
         self.body_q = body_q
         self.body_qd = body_qd
         self.body_f = body_f
+        self.joint_q = None
+        self.joint_qd = None
         self.particle_F = None
         self.particle_C = None
         self.particle_Jp = None
@@ -74,6 +79,8 @@ class State:
         out = [("particle_q", self.particle_q), ("particle_qd", self.particle_qd), ("particle_f", self.particle_f)]
         if self.body_q is not None:
             out += [("body_q", self.body_q), ("body_qd", self.body_qd), ("body_f", self.body_f)]
+        if self.joint_q is not None:
+            out += [("joint_q", self.joint_q), ("joint_qd", self.joint_qd)]
         if self.particle_F is not None:
             out += [("particle_F", self.particle_F), ("particle_C", self.particle_C), ("particle_Jp", self.particle_Jp)]
         return out
@@ -96,12 +103,21 @@ class Control:
         particle_actuation: kc.array(float), shape (particle_count,) — active stress [Pa]
             of continuum (MPM) particles along the solver's ``actuation_axis`` (muscle
             fibres, as in DiffTaichi's diffmpm); None or zeros when unused.
+        joint_f: kc.array(float), shape (joint_dof_count,) — generalised forces [N or N m]
+            added to each dof (zero by default).
+        joint_target_pos: kc.array(float), shape (joint_dof_count,) — PD drive position targets
+            [m or rad] of 1-dof joints and d6 dofs (defaults from the builder's ``target_pos``).
+        joint_target_vel: kc.array(float), shape (joint_dof_count,) — PD drive velocity targets.
     """
 
-    def __init__(self, particle_f_ext=None, body_f=None, particle_actuation=None):
+    def __init__(self, particle_f_ext=None, body_f=None, particle_actuation=None, joint_f=None,
+                 joint_target_pos=None, joint_target_vel=None):
         self.particle_f_ext = particle_f_ext
         self.body_f = body_f
         self.particle_actuation = particle_actuation
+        self.joint_f = joint_f
+        self.joint_target_pos = joint_target_pos
+        self.joint_target_vel = joint_target_vel
 
 
 class Model:
@@ -169,6 +185,25 @@ class Model:
         body_mesh_shape_indices: list of the mesh shapes carried by bodies; body_mesh_shapes: the same as
             an int kc array.
 
+    Joints (``J = joint_count``, ``C = joint_coord_count``, ``D = joint_dof_count``; see
+    sim/builder/joints.py for the coordinate layout):
+        joint_type, joint_parent (-1: world), joint_child: int (J,).
+        joint_X_p, joint_X_c: transform (J,) — joint frames on the parent (world for -1) and child.
+        joint_q_start: int (J+1,) — first coordinate of each joint (last entry: C);
+        joint_qd_start: int (J+1,) — first dof (last entry: D).
+        joint_dof_dim: int (J, 2) — (linear, angular) dof counts.
+        joint_q, joint_qd: float (C,), (D,) — default coordinates / velocities.
+        joint_axis: vec3 (D,) — unit axis of each dof in the joint frame.
+        joint_limit_lower/upper: float (D,) [m or rad] (+-1e10: none); joint_limit_ke/kd: penalty.
+        joint_target_ke/kd: float (D,) — PD gains; joint_target_pos/vel: float (D,) default targets.
+        joint_armature: float (D,) [kg or kg m^2]; joint_damping: float (D,) [N s/m or N m s/rad];
+        joint_effort_limit: float (D,) [N or N m] bound on drive forces.
+        joint_articulation: int (J,); articulation_start: int (A+1,) — each articulation's first
+            joint (last entry: J); articulation_count: A.
+        joint_world, body_world, shape_world: int — environment index (-1: shared);
+        num_worlds: number of environments made by add_builder / begin_world.
+        joint_name: list of J names.
+
     Scene settings:
         gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);
         ground_offset: float [m] — the ground is ``{x : dot(ground_normal, x) = ground_offset}``;
@@ -183,6 +218,11 @@ class Model:
         self.shape_count = 0
         self.body_count = 0
         self.material_count = 0
+        self.joint_count = 0
+        self.joint_coord_count = 0
+        self.joint_dof_count = 0
+        self.articulation_count = 0
+        self.num_worlds = 0
         self.gravity = kc.vec3(0.0, -9.81, 0.0)
         self.ground = False
         self.ground_normal = kc.vec3(0.0, 1.0, 0.0)
@@ -205,6 +245,9 @@ class Model:
                   kc.clone(self.body_q, requires_grad=rg),
                   kc.clone(self.body_qd, requires_grad=rg),
                   kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg))
+        if self.joint_count:
+            s.joint_q = kc.clone(self.joint_q, requires_grad=rg)
+            s.joint_qd = kc.clone(self.joint_qd, requires_grad=rg)
         if getattr(self, "particle_continuum", False):
             n = self.particle_count
             eye = np.tile(np.eye(3, dtype=np.float32), (n, 1, 1))
@@ -219,9 +262,14 @@ class Model:
         act = None
         if getattr(self, "particle_continuum", False):
             act = kc.zeros(self.particle_count, dtype=float, device=self.device, requires_grad=rg)
-        return Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
-                       kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg),
-                       particle_actuation=act)
+        c = Control(kc.zeros(self.particle_count, dtype=kc.vec3, device=self.device, requires_grad=rg),
+                    kc.zeros(self.body_count, dtype=kc.spatial_vector, device=self.device, requires_grad=rg),
+                    particle_actuation=act)
+        if self.joint_count:
+            c.joint_f = kc.zeros(self.joint_dof_count, dtype=float, device=self.device, requires_grad=rg)
+            c.joint_target_pos = kc.clone(self.joint_target_pos, requires_grad=rg)
+            c.joint_target_vel = kc.clone(self.joint_target_vel, requires_grad=rg)
+        return c
 
     # -- introspection --------------------------------------------------------------------------
     def shape_types(self):
@@ -232,6 +280,7 @@ class Model:
         g = np.asarray(self.gravity, dtype=np.float64)
         lines = [f"particles: {self.particle_count}", f"springs: {self.spring_count}",
                  f"materials: {self.material_count}", f"bodies: {self.body_count}",
+                 f"joints: {self.joint_count} ({self.joint_dof_count} dofs, {self.articulation_count} articulations)",
                  f"shapes: {self.shape_count} {self.shape_types() if self.shape_count else ''}".rstrip(),
                  f"gravity: ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2",
                  f"ground: {'yes' if self.ground else 'no'}"]

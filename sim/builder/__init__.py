@@ -11,6 +11,8 @@ import numpy as np
 import kernelcore as kc
 
 from ..model import Model
+from .joints import JointBuilder
+from .replicate import ReplicateBuilder
 from .bodies import BodyBuilder, combine_mass_properties, mesh_mass_properties, shape_mass_properties
 from .materials import MaterialBuilder, damping_ratio_from_restitution, restitution_of_damping_ratio
 from .particles import ParticleBuilder
@@ -21,7 +23,8 @@ __all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_dam
            "shape_mass_properties", "combine_mass_properties", "mesh_mass_properties"]
 
 
-class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder):
+class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder, JointBuilder,
+                   ReplicateBuilder):
     """Build a :class:`sim.Model` step by step.
 
     Args:
@@ -37,6 +40,7 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
             raise ValueError(f"ModelBuilder: particle_damping must be finite and >= 0, got {particle_damping!r}")
         self.gravity = tuple(g)
         self.particle_damping = float(particle_damping)
+        self._init_joints()
         self._init_materials()
         self._init_particles()
         self._init_springs()
@@ -54,4 +58,5 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
         self._finalize_springs(m, dev, requires_grad)
         self._finalize_shapes(m, dev, requires_grad)
         self._finalize_bodies(m, dev, requires_grad)
+        self._finalize_joints(m, dev, requires_grad)
         return m

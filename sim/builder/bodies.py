@@ -102,6 +102,7 @@ class BodyBuilder:
         self.body_inertia_given = []
         self.body_com_given = []
         self.body_name = []
+        self.body_world = []      # environment index (-1: shared), see add_builder
 
     @property
     def body_count(self) -> int:
@@ -145,6 +146,7 @@ class BodyBuilder:
         self.body_inertia_given.append(inertia)
         self.body_com_given.append(com)
         self.body_name.append(name or f"body_{self.body_count - 1}")
+        self.body_world.append(getattr(self, "current_world", -1))
         return self.body_count - 1
 
     @staticmethod
@@ -219,3 +221,4 @@ class BodyBuilder:
         m.body_com = arr(com, kc.vec3)
         m.body_inertia = arr(inertia, kc.mat33)
         m.body_inv_inertia = arr(inv_inertia, kc.mat33)
+        m.body_world = kc.array(np.asarray(self.body_world, np.int32).reshape(n), dtype=kc.int32, device=device)

@@ -56,6 +56,7 @@ class ShapeBuilder:
         self.shape_mesh_closed = []   # mesh shapes: bounds a solid (its density gives mass), else None
         self.shape_mesh_convex = []   # mesh shapes: is its own convex hull (is_convex=True), else None
         self.shape_name = []
+        self.shape_world = []         # environment index (-1: shared, collides with every environment)
         self.ground = False
         self.ground_normal = (0.0, 1.0, 0.0)
         self.ground_offset = 0.0
@@ -102,6 +103,7 @@ class ShapeBuilder:
         self.shape_mesh_closed.append(mesh_closed)
         self.shape_mesh_convex.append(mesh_convex)
         self.shape_name.append(name or f"{kind}_{self.shape_count}")
+        self.shape_world.append(getattr(self, "current_world", -1))
         return self.shape_count - 1
 
     def add_shape_sphere(self, pos=(0.0, 0.0, 0.0), radius: float = 0.5, material: int = 0, name: str | None = None,
@@ -219,6 +221,7 @@ class ShapeBuilder:
         m.shape_scale = kc.array(np.asarray(self.shape_scale, np.float32).reshape(k, 3), dtype=kc.vec3, device=device)
         m.shape_material = kc.array(np.asarray(self.shape_material, np.int32).reshape(k), dtype=kc.int32, device=device)
         m.shape_body = kc.array(np.asarray(self.shape_body, np.int32).reshape(k), dtype=kc.int32, device=device)
+        m.shape_world = kc.array(np.asarray(self.shape_world, np.int32).reshape(k), dtype=kc.int32, device=device)
         m.shape_density = kc.array(np.asarray(self.shape_density, np.float32).reshape(k), dtype=float, device=device)
         mesh_ids = np.zeros(k, np.uint64)
         m.shape_meshes = []

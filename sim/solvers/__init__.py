@@ -1,6 +1,13 @@
 """Solvers: one module per solver, each with ``step(model, state_in, state_out, control, dt)``."""
+from .featherstone import SolverFeatherstone
 from .mpm import SolverMPM
 from .pbf import SolverPBF
 from .semi_implicit import SolverDEM, SolverSemiImplicit
 
-__all__ = ["SolverSemiImplicit", "SolverDEM", "SolverMPM", "SolverPBF"]
+__all__ = [
+    "SolverSemiImplicit",
+    "SolverDEM",
+    "SolverMPM",
+    "SolverPBF",
+    "SolverFeatherstone",
+]

@@ -58,6 +58,7 @@ class SolverSemiImplicit:
             from ..collide_particles import make_particle_grid
 
             self.particle_grid = make_particle_grid(model, grid_dim)
+        _warn_if_joints(model, type(self).__name__)
         self.body_static_pairs = None
         self.body_toi_shapes = None
         self.body_pairs = None
@@ -120,6 +121,20 @@ class SolverSemiImplicit:
             eval_particle_contacts_brute(model, state, forces, dt)
         else:
             eval_particle_contacts(model, state, forces, dt, self.particle_grid)
+
+
+def _warn_if_joints(model, solver_name):
+    """Joints other than free ones constrain bodies; this solver does not enforce them yet."""
+    if getattr(model, "joint_count", 0):
+        import warnings
+
+        import numpy as np
+
+        from ..builder.joints import JOINT_FREE
+
+        if np.any(model.joint_type.numpy() != JOINT_FREE):
+            warnings.warn(f"{solver_name}: the model has joints, which this solver does not enforce (its bodies move "
+                          f"freely); use sim.SolverFeatherstone for articulations", stacklevel=3)
 
 
 class SolverDEM(SolverSemiImplicit):

@@ -1,0 +1,184 @@
+"""SolverFeatherstone: articulated rigid bodies in generalised coordinates (kernels in
+sim/featherstone_kernels.py).
+
+Each step: forward kinematics of ``state_in``; penalty contacts of the bodies' shapes
+with the ground and static shapes (sim/collide_bodies.py) and ``Control.body_f`` as body
+wrenches; bias forces by recursive Newton–Euler (which maps those wrenches to the dofs,
+``J^T w``); the joint-space mass matrix by the composite-rigid-body algorithm; a dense
+Cholesky solve per articulation; semi-implicit Euler of ``joint_q``/``joint_qd``; then
+forward kinematics of ``state_out`` so its ``body_q``/``body_qd`` match its coordinates.
+
+Every articulation of the model (every environment of an ``add_builder`` batch) is one
+thread of the same launches.  Intermediate arrays belong to the output state (made on
+its first use), so a Tape that records a rollout through distinct states replays each
+step's adjoint with that step's values.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+import kernelcore as kc
+
+from ..articulation import _fk_inputs
+from ..collide_bodies import body_static_pairs, eval_body_static_contacts
+from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
+from .checks import check_step_arguments
+
+
+class _StepBuffers:
+    """Per-step intermediates of one output state (see the module docstring)."""
+
+    def __init__(self, model, h_size):
+        dev, rg = model.device, model.requires_grad
+        b, d = model.body_count, model.joint_dof_count
+
+        def z(n, dtype):
+            return kc.zeros(n, dtype=dtype, device=dev, requires_grad=rg)
+
+        self.body_q = z(b, kc.transform)
+        self.body_qd = z(b, kc.spatial_vector)
+        self.body_v = z(b, kc.spatial_vector)
+        self.body_a = z(b, kc.spatial_vector)
+        self.body_m = z(b, float)
+        self.body_h = z(b, kc.vec3)
+        self.body_io = z(b, kc.mat33)
+        self.joint_S = z(d, kc.spatial_vector)
+        self.f_acc = z(b, kc.spatial_vector)
+        self.ic_m = z(b, float)
+        self.ic_h = z(b, kc.vec3)
+        self.ic_io = z(b, kc.mat33)
+        self.H = z(h_size, float)
+        self.L = z(h_size, float)
+        self.rhs = z(d, float)
+        self.y = z(d, float)
+        self.qdd = z(d, float)
+
+
+class SolverFeatherstone:
+    """Articulated-body dynamics in generalised coordinates (composite-rigid-body algorithm).
+
+    Args:
+        model: a :class:`sim.Model` whose every body is the child of a joint (a floating
+            robot gets ``add_joint_free`` at its base).
+        contacts: collide the bodies' shapes with the ground and static shapes (penalty
+            contacts with the shapes' materials).  Bodies of one robot do not collide with
+            each other, nor with other robots.
+
+    ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
+    and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
+    ``state_out.joint_q``, ``joint_qd``, ``body_q``, ``body_qd`` and ``body_f`` (the contact
+    and control wrenches of the step).  A PD drive whose force would exceed the joint's
+    ``effort_limit`` pushes with the limit (explicitly, for that step).
+    """
+
+    def __init__(self, model, contacts: bool = True):
+        if model.joint_count == 0:
+            raise ValueError("SolverFeatherstone: the model has no joints (add_joint_* on the builder)")
+        self.model = model
+        child = model.joint_child.numpy()
+        body_joint = np.full(model.body_count, -1, np.int32)
+        body_joint[child] = np.arange(model.joint_count, dtype=np.int32)
+        loose = np.nonzero(body_joint < 0)[0]
+        if len(loose):
+            b = int(loose[0])
+            raise ValueError(f"SolverFeatherstone: body {b} ('{model.body_name[b]}') is the child of no joint "
+                             f"({len(loose)} such bodies); give it a joint (add_joint_free({b}) for a free body)")
+        art = model.articulation_start.numpy()
+        dof_start = model.joint_qd_start.numpy()[art]
+        sizes = np.diff(dof_start)
+        h_start = np.concatenate([[0], np.cumsum(sizes.astype(np.int64) ** 2)])
+        dev = model.device
+        self.body_joint = kc.array(body_joint, dtype=kc.int32, device=dev)
+        self.articulation_dof_start = kc.array(dof_start.astype(np.int32), dtype=kc.int32, device=dev)
+        self.articulation_H_start = kc.array(h_start.astype(np.int32), dtype=kc.int32, device=dev)
+        self.h_size = int(h_start[-1])
+        self.max_dofs = int(sizes.max()) if len(sizes) else 0
+        self.contacts = bool(contacts)
+        self.pairs = body_static_pairs(model) if self.contacts else None
+        self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
+        self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
+
+    def _buffers(self, state_out):
+        buf = getattr(state_out, "featherstone_buffers", None)
+        if buf is None:
+            buf = _StepBuffers(self.model, self.h_size)
+            state_out.featherstone_buffers = buf
+        return buf
+
+    def step(self, model, state_in, state_out, control, dt: float):
+        """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
+        if model is not self.model:
+            raise ValueError("SolverFeatherstone.step: model is not the model this solver was made for")
+        check_step_arguments(model, state_in, state_out, control)
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"SolverFeatherstone.step: dt must be finite and > 0, got {dt!r}")
+        if state_in.joint_q is None or state_out.joint_q is None:
+            raise ValueError("SolverFeatherstone.step: states have no joint_q (make them with model.state())")
+        buf = self._buffers(state_out)
+
+        def pick(name, default):
+            value = getattr(control, name, None) if control is not None else None
+            return default if value is None else value
+
+        common = [model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
+                  model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
+                  model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis, self.body_joint,
+                  state_in.joint_q, state_in.joint_qd, model.joint_armature, model.joint_damping,
+                  model.joint_target_ke, model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
+                  model.joint_limit_ke, model.joint_limit_kd, model.joint_effort_limit,
+                  pick("joint_f", self._zero_joint),
+                  pick("joint_target_pos", model.joint_target_pos), pick("joint_target_vel", model.joint_target_vel),
+                  model.body_com]
+        control_body_f = pick("body_f", self._zero_bodies)
+        stage1 = [buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io, buf.joint_S]
+        outputs = [buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs, buf.L, buf.y, buf.qdd,
+                   state_out.joint_q, state_out.joint_qd, state_out.body_q, state_out.body_qd]
+        wrenches = state_out.body_f
+        na, dev = model.articulation_count, model.device
+        if not self.contacts or self.pairs[0].shape[0] == 0:
+            kc.launch(fs_step_kernel, dim=na,
+                      inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)],
+                      outputs=stage1 + [wrenches] + outputs, device=dev)
+            return
+        kc.launch(fs_kinematics_kernel, dim=na,
+                  inputs=_fk_inputs(model) + [state_in.joint_q, state_in.joint_qd, model.body_com, model.body_mass,
+                                              model.body_inertia, control_body_f],
+                  outputs=stage1 + [wrenches], device=dev)
+        eval_body_static_contacts(model, SimpleNamespace(body_q=buf.body_q, body_qd=buf.body_qd), self.pairs,
+                                  wrenches, dt)
+        kc.launch(fs_dynamics_kernel, dim=na,
+                  inputs=common + [buf.body_q, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
+                                   buf.joint_S, model.gravity, float(dt)],
+                  outputs=outputs, device=dev)
+
+    def mass_matrix(self, state):
+        """The joint-space mass matrices of ``state`` (with armature and the implicit drive terms of
+        ``dt = 0``, i.e. armature only): a list of numpy (n, n) arrays, one per articulation.  For tests
+        and inspection (reads back to the host)."""
+        model = self.model
+        scratch = SimpleNamespace()
+        buf = _StepBuffers(model, self.h_size)
+        scratch.body_f = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=model.device)
+        kc.launch(fs_kinematics_kernel, dim=model.articulation_count,
+                  inputs=_fk_inputs(model) + [state.joint_q, state.joint_qd, model.body_com, model.body_mass,
+                                              model.body_inertia, self._zero_bodies],
+                  outputs=[buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
+                           buf.joint_S, scratch.body_f], device=model.device, record_tape=False)
+        kc.launch(fs_assemble_kernel, dim=model.articulation_count,
+                  inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
+                          model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
+                          model.joint_q_start, model.joint_qd_start, self.body_joint, state.joint_q, state.joint_qd,
+                          model.joint_armature, model.joint_damping, model.joint_target_ke, model.joint_target_kd,
+                          model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke,
+                          model.joint_limit_kd, model.joint_effort_limit, self._zero_joint, model.joint_target_pos,
+                          model.joint_target_vel,
+                          buf.body_q, model.body_com, scratch.body_f, buf.body_v, buf.body_a, buf.body_m, buf.body_h,
+                          buf.body_io, buf.joint_S, model.gravity, 0.0],
+                  outputs=[buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs], device=model.device,
+                  record_tape=False)
+        h = buf.H.numpy()
+        hs = self.articulation_H_start.numpy()
+        return [h[hs[a]:hs[a + 1]].reshape(int(round((hs[a + 1] - hs[a]) ** 0.5)), -1)
+                for a in range(model.articulation_count)]
