@@ -13,5 +13,5 @@ from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOIN
 
 __all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH", "SHAPE_CAPSULE",
-           "SolverFeatherstone", "eval_fk", "eval_ik", "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE",
-           "JOINT_D6"]
+           "SolverFeatherstone", "eval_fk", "eval_ik", "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL",
+           "JOINT_FIXED", "JOINT_FREE", "JOINT_D6"]

@@ -310,5 +310,5 @@ def test_effort_limit_caps_the_drive():
 
 def test_semi_implicit_solver_warns_that_it_ignores_joints():
     model = _pendulum(0.3).finalize()
-    with pytest.warns(UserWarning, match="SolverSemiImplicit: the model has joints, which this solver does not enforce"):
+    with pytest.warns(UserWarning, match="SolverSemiImplicit: the model has joints, which this solver does not"):
         sim.SolverSemiImplicit(model)
