@@ -20,7 +20,15 @@ Reported (medians): steps per second of the whole batch (batch steps/s) for each
 and the ratios kc/mujoco and kc/newton (> 1: kernelcore faster), plus the pole angle after
 the timed run in each engine as a check that all three simulated the same thing.
 
-Run: python benchmarks/bench_articulation.py --sizes 1,64,1024 --out benchmarks/results/articulation.json
+Legged robots (``--robots 16,256``): the four-legged robot of examples/robot_batch.py (a
+free torso, eight PD-driven hinges, capsule legs, sphere feet, ground contact) walking an
+open-loop trot, against MuJoCo on the same robot written as MJCF (position actuators with
+kp = 150, kv = 4, armature 0.01, MuJoCo's own soft contacts with friction 0.8, Euler,
+dt = 1 ms).  The contact models differ, so the trajectories are similar, not equal; the
+figure is the torso height after the run in each engine.
+
+Run: python benchmarks/bench_articulation.py --sizes 1,64,1024 --robots 16,256 \
+         --out benchmarks/results/articulation.json
 """
 from __future__ import annotations
 
@@ -32,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
 from common import environment, interleaved, load_average, ratio, write_json  # noqa: E402
 
@@ -145,6 +154,111 @@ class NewtonCartpoles:
         return float(self.s0.joint_q.numpy()[1])
 
 
+def walker_mjcf():
+    """The robot of examples/robot_batch.py as MJCF (Y up, like ours)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    import robot_batch as rb
+
+    legs = []
+    for leg, (x, z) in enumerate(rb.LEGS):
+        h = 2 * rb.SEG_H
+        legs.append(f"""
+      <body name="thigh{leg}" pos="{x} {rb.HIP_Y} {z}">
+        <joint name="hip{leg}" type="hinge" axis="0 0 1" range="-1.2 1.2" armature="{rb.ARMATURE}"/>
+        <geom type="capsule" fromto="0 0 0 0 {-h} 0" size="{rb.SEG_R}" density="500"/>
+        <body name="shin{leg}" pos="0 {-h} 0">
+          <joint name="knee{leg}" type="hinge" axis="0 0 1" range="-2 0" armature="{rb.ARMATURE}"/>
+          <geom type="capsule" fromto="0 0 0 0 {-h} 0" size="{rb.SEG_R}" density="500"/>
+          <geom type="sphere" pos="0 {-h} 0" size="{rb.FOOT_R}" density="500"/>
+        </body>
+      </body>""")
+    acts = "".join(f'<position joint="{j}{leg}" kp="{rb.KE}" kv="{rb.KD}"/>'
+                   for leg in range(4) for j in ("hip", "knee"))
+    return f"""
+<mujoco>
+  <option timestep="{DT}" integrator="Euler" gravity="0 -9.81 0"/>
+  <default><geom friction="0.8 0.005 0.0001"/></default>
+  <worldbody>
+    <geom type="plane" size="0 0 1" zaxis="0 1 0"/>
+    <body name="torso" pos="0 0.42 0">
+      <freejoint/>
+      <geom type="box" size="0.15 0.05 0.1" density="500"/>{''.join(legs)}
+    </body>
+  </worldbody>
+  <actuator>{acts}</actuator>
+</mujoco>
+"""
+
+
+def gait(t, n, frequency=2.0):
+    """Targets (n, 8) of examples/robot_batch.py's trot at time t [s] for robots 0..n-1."""
+    f = frequency * (1.0 + 0.002 * np.arange(n))[:, None]
+    phase = np.array([0.0, np.pi, np.pi, 0.0])[None, :]
+    s = 2.0 * np.pi * f * t + phase
+    out = np.empty((n, 8))
+    out[:, 0::2] = 0.2 * np.sin(s)
+    out[:, 1::2] = -0.6 + 0.1 * np.cos(s)
+    return out
+
+
+class KcWalkers:
+    def __init__(self, n):
+        import kernelcore as kc
+        import robot_batch as rb
+
+        self.kc, self.rb, self.n = kc, rb, n
+        self.model, _ = rb.build_batch(n)
+        self.solver = sim_solver(self.model)
+        self.s0, self.s1 = self.model.state(), self.model.state()
+        self.control = self.model.control()
+        self.dofs = self.model.joint_dof_count // n
+        self.t = 0
+
+    def run(self, steps):
+        for _ in range(steps):
+            self.kc.launch(self.rb.gait_targets_kernel, dim=(self.n, 4), inputs=[self.t * DT, 2.0, self.dofs],
+                           outputs=[self.control.joint_target_pos])
+            self.solver.step(self.model, self.s0, self.s1, self.control, DT)
+            self.s0, self.s1 = self.s1, self.s0
+            self.t += 1
+
+    def torso_height(self):
+        return float(self.s0.body_q.numpy()[::self.model.body_count // self.n, 1].mean())
+
+
+def sim_solver(model):
+    import sim
+
+    return sim.SolverFeatherstone(model)
+
+
+class MujocoWalkers:
+    def __init__(self, n, threads):
+        import mujoco
+        from mujoco import rollout
+
+        self.mujoco, self.rollout, self.n = mujoco, rollout, n
+        self.model = mujoco.MjModel.from_xml_string(walker_mjcf())
+        self.datas = [mujoco.MjData(self.model) for _ in range(threads)]
+        d = mujoco.MjData(self.model)
+        d.qpos[7 + 1::2] = -0.6  # knees
+        d.ctrl[1::2] = -0.6
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        state = np.zeros(mujoco.mj_stateSize(self.model, spec))
+        mujoco.mj_getState(self.model, d, state, spec)
+        self.state = np.tile(state, (n, 1))
+        self.t = 0
+
+    def run(self, steps):
+        ctrl = np.stack([gait((self.t + k) * DT, self.n) for k in range(steps)], axis=1)  # (n, steps, 8)
+        out, _ = self.rollout.rollout(self.model, self.datas, self.state, ctrl, nstep=steps, persistent_pool=True)
+        self.state = out[:, -1, :].copy()
+        self.t += steps
+
+    def torso_height(self):
+        return float(self.state[:, 1 + 1].mean())  # time, then qpos: torso x, y, z, ...
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,64,1024")
@@ -152,6 +266,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="MuJoCo rollout threads")
     ap.add_argument("--no-newton", action="store_true")
+    ap.add_argument("--robots", default="", help="batch sizes of legged robots, e.g. 16,256 (empty: none)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     results = {"environment": environment(), "load_average_start": load_average(), "steps": args.steps,
@@ -183,6 +298,25 @@ def main(argv=None):
         line += "  " + "  ".join(f"kc/{o}={case['kc_over_' + o]:.2f}" for o in ("mujoco", "newton")
                                  if "kc_over_" + o in case)
         print(line, flush=True)
+    for n in [int(s) for s in args.robots.split(",") if s]:
+        engines = {"kc": KcWalkers(n)}
+        try:
+            engines["mujoco"] = MujocoWalkers(n, args.threads)
+        except ImportError:
+            print("mujoco not installed: skipped")
+        timing = interleaved({k: (lambda e=e: e.run(args.steps)) for k, e in engines.items()},
+                             repeats=args.repeats, warmup=1)
+        case = {"batch": n}
+        for k, e in engines.items():
+            case[k] = {"batch_steps_per_s": args.steps / timing[k]["median"],
+                       "env_steps_per_s": n * args.steps / timing[k]["median"],
+                       "torso_height": e.torso_height()}
+        if "mujoco" in engines:
+            case["kc_over_mujoco"] = ratio(timing["mujoco"]["median"], timing["kc"]["median"])
+        results["cases"][f"walker_{n}"] = case
+        print(f"walkers N={n:4d}  " + "  ".join(f"{k}: {case[k]['batch_steps_per_s']:9.1f} steps/s "
+                                                 f"(torso y={case[k]['torso_height']:.3f})" for k in engines)
+              + (f"  kc/mujoco={case['kc_over_mujoco']:.2f}" if "kc_over_mujoco" in case else ""), flush=True)
     results["load_average_end"] = load_average()
     if args.out:
         write_json(results, args.out)

@@ -112,3 +112,18 @@ def test_rigid_benchmark_newton_simulates_the_same_pile(tmp_path):
                       "--out", str(out)])
     r = json.loads(out.read_text())["results"]["9"]
     assert r["speedup_kc_vs_newton"] > 0 and r["newton"]["steps_per_second"] > 0
+
+
+def test_articulation_benchmark_engines_agree(tmp_path):
+    """Tiny batches: every engine present ends the cart-pole run at the same pole angle."""
+    import bench_articulation
+
+    out = tmp_path / "articulation.json"
+    res = bench_articulation.main(["--sizes", "2", "--robots", "2", "--steps", "3", "--repeats", "1", "--no-newton",
+                                   "--out", str(out)])
+    case = res["cases"]["2"]
+    assert case["kc"]["batch_steps_per_s"] > 0
+    if "mujoco" in case:
+        assert abs(case["kc"]["pole_angle"] - case["mujoco"]["pole_angle"]) < 1e-4
+        assert case["kc_over_mujoco"] > 0
+    assert json.loads(out.read_text())["cases"]["walker_2"]["kc"]["torso_height"] > 0.2

@@ -41,7 +41,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from .shapes import _check_quat, _check_vec3
+from .shapes import _check_quat
 
 # joint_type values (Newton's numbering)
 JOINT_PRISMATIC = 0

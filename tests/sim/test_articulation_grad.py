@@ -6,7 +6,6 @@ derivative grad . delta with (L(p + eps delta) - L(p - eps delta)) / (2 eps) for
 direction delta, eps large enough to dwarf float32 round-off.
 """
 import numpy as np
-import pytest
 
 import kernelcore as kc
 import sim
