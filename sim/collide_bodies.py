@@ -6,8 +6,10 @@ contact point: a sphere tests its centre, a capsule its two segment ends, a box 
 eight corners, each point inflated by the shape's radius (0 for box corners), against
 the signed distance of the collider (ground, static plane, sphere, box or capsule).
 Against a static sphere, a box or capsule body instead tests its single point closest
-to the sphere's centre (a sphere resting on a box face touches no corner).  Not handled:
-box edges against box edges, a capsule's side against a static box or capsule.
+to the sphere's centre (a sphere resting on a box face touches no corner).  A box body
+against a static box also gets an edge-edge contact when the separating-axis test says
+the boxes meet edge to edge (:func:`box_edge_contact`; crossed edges, which no corner
+sees).  Not handled: a capsule's side against a static box or capsule.
 
 The force at each point is the particles' contact law (sim/contact.py) with the body's
 effective inverse mass along the normal, ``1/m + (r x n) . I_world^-1 (r x n)``, and is
@@ -32,6 +34,46 @@ GROUND = kc.constant(-1)
 
 #: contact points per pair (the eight corners of a box)
 MAX_POINTS = 8
+
+
+@kc.func
+def box_extent(n: kc.vec3, rot: kc.mat33, half: kc.vec3) -> float:
+    """Half the extent [m] of a box (rotation ``rot``, half extents ``half``) along the unit direction ``n``."""
+    local = kc.transpose(rot) * n
+    return kc.abs(local[0]) * half[0] + kc.abs(local[1]) * half[1] + kc.abs(local[2]) * half[2]
+
+
+@kc.func
+def segment_params(p1: kc.vec3, d1: kc.vec3, p2: kc.vec3, d2: kc.vec3) -> kc.vec2:
+    """Parameters (s, t) in [0, 1] of the closest points ``p1 + s d1`` and ``p2 + t d2`` of two segments
+    (either may have zero length)."""
+    r = p1 - p2
+    a = kc.dot(d1, d1)
+    e = kc.dot(d2, d2)
+    f = kc.dot(d2, r)
+    s = float(0.0)
+    t = float(0.0)
+    tiny = float(1.0e-12)
+    if a <= tiny:
+        if e > tiny:
+            t = kc.clamp(f / e, 0.0, 1.0)
+    else:
+        c = kc.dot(d1, r)
+        if e <= tiny:
+            s = kc.clamp(-c / a, 0.0, 1.0)
+        else:
+            b = kc.dot(d1, d2)
+            denom = a * e - b * b
+            if denom > tiny * a * e:
+                s = kc.clamp((b * f - c * e) / denom, 0.0, 1.0)
+            t = (b * s + f) / e
+            if t < 0.0:
+                t = 0.0
+                s = kc.clamp(-c / a, 0.0, 1.0)
+            elif t > 1.0:
+                t = 1.0
+                s = kc.clamp((b - c) / a, 0.0, 1.0)
+    return kc.vec2(s, t)
 
 
 @kc.func
@@ -103,6 +145,79 @@ def closest_point_to(kind: int, scale: kc.vec3, c: kc.vec3) -> kc.vec4:
 
 
 @kc.func
+def box_edge_contact(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33,
+                     half_b: kc.vec3):
+    """Edge-edge contact of two boxes (world ``pos``, ``rot``, half extents ``half``) by the separating
+    axis test: (separation [m] (< 0: overlap), unit normal from B to A, contact point, 1 if the
+    contact is edge-edge).
+
+    Of the 15 candidate axes (3 + 3 face normals, 9 edge cross products) the one of largest
+    separation decides; only when it is an edge axis, by more than a small margin (faces win
+    ties, their corners are tested elsewhere), is the contact edge-edge, at the closest points
+    of the two boxes' support edges along it.
+    """
+    d = pos_a - pos_b
+    face_best = float(-1.0e30)
+    for k in range(6):
+        axis = kc.vec3(rot_a[0, k % 3], rot_a[1, k % 3], rot_a[2, k % 3])
+        if k >= 3:
+            axis = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
+        sep = kc.abs(kc.dot(axis, d)) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
+        face_best = kc.max(face_best, sep)
+    edge_best = float(-1.0e30)
+    edge_i = int(0)
+    edge_j = int(0)
+    edge_axis = kc.vec3(0.0, 1.0, 0.0)
+    for k in range(9):
+        ua = kc.vec3(rot_a[0, k // 3], rot_a[1, k // 3], rot_a[2, k // 3])
+        ub = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
+        c = kc.cross(ua, ub)
+        length = kc.length(c)
+        if length > 1.0e-3:
+            axis = c / length
+            if kc.dot(axis, d) < 0.0:
+                axis = -axis
+            sep = kc.dot(axis, d) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
+            if sep > edge_best:
+                edge_best = sep
+                edge_i = k // 3
+                edge_j = k % 3
+                edge_axis = axis
+    margin = 1.0e-4 * (kc.length(half_a) + kc.length(half_b))
+    found = int(0)
+    point = 0.5 * (pos_a + pos_b)
+    if edge_best > face_best + margin:
+        found = 1
+        # support edges: A's along -axis, B's along +axis
+        la = kc.transpose(rot_a) * edge_axis
+        lb = kc.transpose(rot_b) * edge_axis
+        ca = kc.vec3(0.0, 0.0, 0.0)
+        cb = kc.vec3(0.0, 0.0, 0.0)
+        for k in range(3):
+            if k != edge_i:
+                ca[k] = -half_a[k]
+                if la[k] < 0.0:
+                    ca[k] = half_a[k]
+            if k != edge_j:
+                cb[k] = half_b[k]
+                if lb[k] < 0.0:
+                    cb[k] = -half_b[k]
+        ea = kc.vec3(0.0, 0.0, 0.0)
+        ea[edge_i] = 2.0 * half_a[edge_i]
+        eb = kc.vec3(0.0, 0.0, 0.0)
+        eb[edge_j] = 2.0 * half_b[edge_j]
+        ca[edge_i] = -half_a[edge_i]
+        cb[edge_j] = -half_b[edge_j]
+        a0 = pos_a + rot_a * ca
+        da = rot_a * ea
+        b0 = pos_b + rot_b * cb
+        db = rot_b * eb
+        st = segment_params(a0, da, b0, db)
+        point = 0.5 * (a0 + da * st[0] + b0 + db * st[1])
+    return edge_best, edge_axis, point, found
+
+
+@kc.func
 def spatial_wrench(force: kc.vec3, arm: kc.vec3) -> kc.spatial_vector:
     """Wrench (force, torque about the centre of mass) of ``force`` [N] applied at ``arm`` [m] from it."""
     return kc.spatial_vector(force, kc.cross(arm, force))
@@ -168,14 +283,31 @@ def eval_body_static_contacts_kernel(
                                     material_damping_ratio, material_mu, material_cohesion,
                                     material_cohesion_distance, dt)
             kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+    if k == 0 and kind == BOX and c_kind == BOX:
+        # crossed edges, which no corner sees
+        gap_e, n_e, contact_e, found = box_edge_contact(shape_pos_world, shape_rot_world, shape_scale[s], c_pos,
+                                                        c_rot, c_scale)
+        if found != 0:
+            qd_e = body_qd[b]
+            arm_e = contact_e - kc.transform_point(tf, body_com[b])
+            v_e = kc.spatial_top(qd_e) + kc.cross(kc.spatial_bottom(qd_e), arm_e)
+            if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
+                rot_e = kc.quat_to_matrix(kc.transform_get_rotation(tf))
+                rn_e = kc.cross(arm_e, n_e)
+                w_e = body_inv_mass[b] + kc.dot(rn_e, rot_e * body_inv_inertia[b] * kc.transpose(rot_e) * rn_e)
+                f_e = mixed_contact_force(n_e, gap_e, v_e, w_e, shape_material[s], c_material, material_ke,
+                                          material_damping_ratio, material_mu, material_cohesion,
+                                          material_cohesion_distance, dt)
+                kc.atomic_add(body_f, b, spatial_wrench(f_e, arm_e))
 
 
-def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
+def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None, swept_shapes_all=()):
     """(pair_shape, pair_static) kc int arrays: every body shape with the ground (-1) and each static
     sphere, box, capsule and plane shape (meshes are not collided with bodies).
 
     Pairs of a shape in ``swept_shapes`` with the ground or a static shape whose type is in
-    ``swept_kinds`` are left out: time-of-impact contacts handle them (sim/toi.py).
+    ``swept_kinds`` are left out: time-of-impact contacts handle them (sim/toi.py); so are
+    all pairs of a shape in ``swept_shapes_all`` (box and capsule bodies, sim/toi_shapes.py).
     """
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
@@ -185,9 +317,10 @@ def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
         s for s in range(model.shape_count)
         if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
     swept = set(int(s) for s in swept_shapes)
+    swept_all = set(int(s) for s in swept_shapes_all)
 
     def penalty(s, c):
-        return s not in swept or not (c < 0 or shape_type[c] in swept_kinds)
+        return s not in swept_all and (s not in swept or not (c < 0 or shape_type[c] in swept_kinds))
 
     pairs = np.array([(s, c) for s in body_shapes for c in statics if penalty(s, c)], np.int32).reshape(-1, 2)
     dev = device or model.device

@@ -376,8 +376,9 @@ def integrate_bodies_toi_kernel(
                 w1 = w_end + inv_inertia_world * kc.cross(arm, j2)
             x1 = x_hit + v1 * rest
             q1 = rotate_by(q_hit, w1, rest)
-    body_q1[i] = body_frame_from_com(x1, q1, com)
-    body_qd1[i] = kc.spatial_vector(v1, w1)
+    if sh != -2:  # -2: a box or capsule body, stepped by sim/toi_shapes.py
+        body_q1[i] = body_frame_from_com(x1, q1, com)
+        body_qd1[i] = kc.spatial_vector(v1, w1)
 
 
 def body_toi_shapes(model):

@@ -7,6 +7,8 @@ is read back to the host, so a Tape records a step and replays its adjoint.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import kernelcore as kc
 
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
@@ -15,6 +17,7 @@ from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
+from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
 from .checks import check_step_arguments
 
 
@@ -61,13 +64,19 @@ class SolverSemiImplicit:
         self.body_toi_shapes = None
         self.body_pairs = None
         if model.body_count:
-            swept = []
+            swept, swept_all = [], []
             if self.toi:
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
+                boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
+                swept_all = [int(s) for s in boxes if s >= 0]
+                shapes[boxes >= 0] = -2
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi = kc.array(boxes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
+                                                   device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-            self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
+            self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
@@ -104,6 +113,8 @@ class SolverSemiImplicit:
             if self.toi:
                 integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
                                      self._no_speed)
+                integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_shape_toi_ids,
+                                           self.body_shape_toi)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
 
