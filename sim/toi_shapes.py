@@ -12,10 +12,12 @@ contact point on A's surface):
 - the points of A (box corners; capsule segment ends with the radius) against B's
   signed distance (ground, plane, sphere, box, capsule);
 - the points of B (sphere centre, box corners, capsule ends) against A's signed distance;
-- the segments of A (12 box edges; the capsule's core) against those of B: between a
-  round segment and anything, the closest points of the two segments; between two box
-  edges, the separation along their cross product, counted only where the closest
-  points are inside both edges and both edges are the boxes' supports along that axis.
+- the segments of A (12 box edges; the capsule's core) against those of B when one of
+  them is round (a capsule): the distance of the two segments;
+- two boxes: the edge-edge contact of the separating-axis test
+  (``sim.collide_bodies.box_edge_contact``: the separation along the cross product of two
+  edges where that axis separates the boxes best, at the closest points of their
+  support edges).
 
 Separated, this minimum is the exact distance of the two shapes (their closest points
 are a point against a face or an edge against an edge).
@@ -53,8 +55,7 @@ import numpy as np
 import kernelcore as kc
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
-from .collide_bodies import shape_point, static_distance
-from .collide_body_pairs import segment_params
+from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -113,13 +114,6 @@ def shape_segment(kind: int, scale: kc.vec3, k: int):
 
 
 @kc.func
-def box_support(n: kc.vec3, pos: kc.vec3, rot: kc.mat33, half: kc.vec3) -> float:
-    """Half the extent of a box (``pos``, ``rot``, ``half``) along the unit direction ``n``."""
-    local = kc.transpose(rot) * n
-    return kc.abs(local[0]) * half[0] + kc.abs(local[1]) * half[1] + kc.abs(local[2]) * half[2]
-
-
-@kc.func
 def feature_distance(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
                      kb: int, pos_b: kc.vec3, rot_b: kc.mat33, scale_b: kc.vec3,
                      ground_normal: kc.vec3, ground_offset: float):
@@ -147,7 +141,14 @@ def feature_distance(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
                 n = -kc.vec3(nd[0], nd[1], nd[2])
                 d = nd[3] - pt[3]
                 p = x + n * nd[3]
-    else:  # a segment of A against a segment of B
+    elif ka == BOX and kb == BOX:  # two boxes: edge against edge, by the separating-axis test
+        if f == 16:
+            sep, axis, point, found = box_edge_contact(pos_a, rot_a, scale_a, pos_b, rot_b, scale_b)
+            if found != 0:
+                d = sep
+                n = axis
+                p = point
+    else:  # a segment of A against a segment of B, one of them round: their distance
         g = f - 16
         la0, la1, ra = shape_segment(ka, scale_a, g // 12)
         lb0, lb1, rb = shape_segment(kb, scale_b, g % 12)
@@ -158,29 +159,12 @@ def feature_distance(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
             db = rot_b * (lb1 - lb0)
             st = segment_params(a0, da, b0, db)
             pa = a0 + da * st[0]
-            pb = b0 + db * st[1]
-            if ra + rb > 0.0:  # round: the distance of the two segments
-                sep = pa - pb
-                dist = kc.length(sep)
-                if dist > 0.0:
-                    n = sep / dist
-                    d = dist - ra - rb
-                    p = pa - n * ra
-            else:  # two box edges: separation along their common normal, where it is the boxes'
-                axis = kc.cross(da, db)
-                len_axis = kc.length(axis)
-                if len_axis > 1.0e-6 * kc.length(da) * kc.length(db):
-                    if st[0] > 0.0 and st[0] < 1.0 and st[1] > 0.0 and st[1] < 1.0:
-                        m = axis / len_axis
-                        if kc.dot(m, pos_a - pos_b) < 0.0:
-                            m = -m
-                        slack = 1.0e-5 + 1.0e-4 * (kc.length(scale_a) + kc.length(scale_b))
-                        low_a = kc.dot(m, pos_a) - box_support(m, pos_a, rot_a, scale_a)
-                        high_b = kc.dot(m, pos_b) + box_support(m, pos_b, rot_b, scale_b)
-                        if kc.dot(m, pa) < low_a + slack and kc.dot(m, pb) > high_b - slack:
-                            n = m
-                            d = kc.dot(m, pa - pb)
-                            p = pa
+            sep = pa - (b0 + db * st[1])
+            dist = kc.length(sep)
+            if dist > 0.0:
+                n = sep / dist
+                d = dist - ra - rb
+                p = pa - n * ra
     return d, n, p
 
 
