@@ -11,10 +11,13 @@ against a static box also gets an edge-edge contact when the separating-axis tes
 the boxes meet edge to edge (:func:`box_edge_contact`; crossed edges, which no corner
 sees).  Not handled: a capsule's side against a static box or capsule.
 
-The force at each point is the particles' contact law (sim/contact.py) with the body's
-effective inverse mass along the normal, ``1/m + (r x n) . I_world^-1 (r x n)``, and is
-added to the body's wrench with ``atomic_add``.  The kernel reads only ``state_in``, so
-a Tape replays it exactly.
+Two launches: contact generation writes each (pair, point) slot's contact point,
+normal, depth and shape pair into a :class:`sim.contacts.Contacts` (the solver keeps one
+per output state, ``state_out.contacts``, so nothing a Tape replays is overwritten), then
+the force launch reads them.  The force at each point is the particles' contact law
+(sim/contact.py) with the body's effective inverse mass along the normal,
+``1/m + (r x n) . I_world^-1 (r x n)``, added to the body's wrench with ``atomic_add``.
+Both read only ``state_in`` and the contact arrays, so a Tape replays them exactly.
 """
 from __future__ import annotations
 
@@ -223,21 +226,23 @@ def spatial_wrench(force: kc.vec3, arm: kc.vec3) -> kc.spatial_vector:
     return kc.spatial_vector(force, kc.cross(arm, force))
 
 
+#: contact slots per (body shape, static collider) pair: 8 points and one box edge-edge contact
+SLOTS = MAX_POINTS + 1
+
+
 @kc.kernel
-def eval_body_static_contacts_kernel(
+def generate_body_static_contacts_kernel(
         pair_shape: kc.array(dtype=int), pair_static: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int),
-        ground_normal: kc.vec3, ground_offset: float, ground_material: int,
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        ground_normal: kc.vec3, ground_offset: float, cohesion_reach: float, dt: float,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int)):
     p, k = kc.tid()
+    slot = p * SLOTS + k
     s = pair_shape[p]
     c = pair_static[p]
     b = shape_body[s]
@@ -248,57 +253,90 @@ def eval_body_static_contacts_kernel(
     c_pos = kc.vec3(0.0, 0.0, 0.0)
     c_rot = kc.identity(3, dtype=float)
     c_scale = kc.vec3(0.0, 0.0, 0.0)
-    c_material = ground_material
     if c >= 0:
         c_kind = shape_type[c]
         c_pos = shape_pos[c]
         c_rot = shape_rot[c]
         c_scale = shape_scale[c]
-        c_material = shape_material[c]
     shape_rot_world = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
     shape_pos_world = kc.transform_point(tf, shape_pos[s])
-    pt = shape_point(kind, shape_scale[s], k)
-    if c_kind == SPHERE:
-        if kind != SPHERE:  # the body's point closest to the sphere's centre, once
-            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-            if k == 0:
-                pt = closest_point_to(kind, shape_scale[s], kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
-    if pt[3] >= 0.0:
-        x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
-        nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
-        n = kc.vec3(nd[0], nd[1], nd[2])
-        gap = nd[3] - pt[3]
-        qd = body_qd[b]
-        com = kc.transform_point(tf, body_com[b])
-        contact = x - n * pt[3]  # on the body's surface
-        arm = contact - com
-        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
-        reach = cohesion_reach + 0.5 * dt * kc.length(v)
-        if gap < reach:
-            rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-            inv_inertia_world = rot * body_inv_inertia[b] * kc.transpose(rot)
-            rn = kc.cross(arm, n)
-            w = body_inv_mass[b] + kc.dot(rn, inv_inertia_world * rn)
-            f = mixed_contact_force(n, gap, v, w, shape_material[s], c_material, material_ke,
-                                    material_damping_ratio, material_mu, material_cohesion,
-                                    material_cohesion_distance, dt)
-            kc.atomic_add(body_f, b, spatial_wrench(f, arm))
-    if k == 0 and kind == BOX and c_kind == BOX:
+    found = int(0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    gap = float(1.0e30)
+    contact = shape_pos_world
+    if k < MAX_POINTS:
+        pt = shape_point(kind, shape_scale[s], k)
+        if c_kind == SPHERE:
+            if kind != SPHERE:  # the body's point closest to the sphere's centre, once
+                pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+                if k == 0:
+                    pt = closest_point_to(kind, shape_scale[s],
+                                          kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
+        if pt[3] >= 0.0:
+            x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
+            nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+            n = kc.vec3(nd[0], nd[1], nd[2])
+            gap = nd[3] - pt[3]
+            contact = x - n * pt[3]  # on the body's surface
+            found = 1
+    elif kind == BOX and c_kind == BOX:
         # crossed edges, which no corner sees
-        gap_e, n_e, contact_e, found = box_edge_contact(shape_pos_world, shape_rot_world, shape_scale[s], c_pos,
-                                                        c_rot, c_scale)
-        if found != 0:
-            qd_e = body_qd[b]
-            arm_e = contact_e - kc.transform_point(tf, body_com[b])
-            v_e = kc.spatial_top(qd_e) + kc.cross(kc.spatial_bottom(qd_e), arm_e)
-            if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
-                rot_e = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-                rn_e = kc.cross(arm_e, n_e)
-                w_e = body_inv_mass[b] + kc.dot(rn_e, rot_e * body_inv_inertia[b] * kc.transpose(rot_e) * rn_e)
-                f_e = mixed_contact_force(n_e, gap_e, v_e, w_e, shape_material[s], c_material, material_ke,
-                                          material_damping_ratio, material_mu, material_cohesion,
-                                          material_cohesion_distance, dt)
-                kc.atomic_add(body_f, b, spatial_wrench(f_e, arm_e))
+        gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, shape_scale[s], c_pos,
+                                                          c_rot, c_scale)
+        if found_e != 0:
+            n = n_e
+            gap = gap_e
+            contact = contact_e
+            found = 1
+    on = int(0)
+    if found != 0:
+        qd = body_qd[b]
+        arm = contact - kc.transform_point(tf, body_com[b])
+        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+        # within reach of the contact law (cohesion, onset smoothing of sim/contact.py)
+        if gap < cohesion_reach + 0.5 * dt * kc.length(v):
+            on = 1
+            kc.atomic_add(count, 0, 1)
+    active[slot] = on
+    point[slot] = contact
+    normal[slot] = n
+    depth[slot] = -gap
+    shape_a[slot] = s
+    shape_b[slot] = c
+
+
+@kc.kernel
+def apply_body_static_contacts_kernel(
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33), shape_body: kc.array(dtype=int),
+        shape_material: kc.array(dtype=int), ground_material: int,
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    slot = kc.tid()
+    if active[slot] != 0:
+        s = shape_a[slot]
+        c = shape_b[slot]
+        b = shape_body[s]
+        c_material = ground_material
+        if c >= 0:
+            c_material = shape_material[c]
+        tf = body_q[b]
+        qd = body_qd[b]
+        n = normal[slot]
+        arm = point[slot] - kc.transform_point(tf, body_com[b])
+        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+        rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
+        rn = kc.cross(arm, n)
+        w = body_inv_mass[b] + kc.dot(rn, rot * body_inv_inertia[b] * kc.transpose(rot) * rn)
+        f = mixed_contact_force(n, -depth[slot], v, w, shape_material[s], c_material, material_ke,
+                                material_damping_ratio, material_mu, material_cohesion,
+                                material_cohesion_distance, dt)
+        kc.atomic_add(body_f, b, spatial_wrench(f, arm))
 
 
 def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None, swept_shapes_all=()):
@@ -328,16 +366,49 @@ def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None, swept
             kc.array(np.ascontiguousarray(pairs[:, 1]), dtype=kc.int32, device=dev))
 
 
-def eval_body_static_contacts(model, state, pairs, wrenches, dt: float):
-    """Add the penalty contact wrenches [N, N m] of ``state``'s body shapes against the ground and static
-    shapes to ``wrenches`` (spatial_vector, (B,)); ``pairs`` from :func:`body_static_pairs`."""
+def body_static_contact_capacity(pairs) -> int:
+    """Contact slots the pairs of :func:`body_static_pairs` need."""
+    return int(pairs[0].shape[0]) * SLOTS
+
+
+def generate_body_static_contacts(model, state, pairs, contacts, dt: float):
+    """Contact generation: fill ``contacts`` (sim.contacts.Contacts, capacity from
+    :func:`body_static_contact_capacity`) with ``state``'s body-static contacts."""
     pair_shape, pair_static = pairs
+    contacts.count.zero_()
     if pair_shape.shape[0] == 0:
         return
-    kc.launch(eval_body_static_contacts_kernel, dim=(pair_shape.shape[0], MAX_POINTS),
-              inputs=[pair_shape, pair_static, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
-                      model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, model.ground_normal, model.ground_offset,
-                      model.ground_material, *material_inputs(model), model.material_max_cohesion_distance,
-                      float(dt)],
+    kc.launch(generate_body_static_contacts_kernel, dim=(pair_shape.shape[0], SLOTS),
+              inputs=[pair_shape, pair_static, state.body_q, state.body_qd, model.body_com, model.shape_type,
+                      model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale, model.ground_normal,
+                      model.ground_offset, model.material_max_cohesion_distance, float(dt)],
+              outputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                       contacts.shape_b, contacts.count], device=model.device)
+
+
+def apply_body_static_contacts(model, state, contacts, wrenches, dt: float):
+    """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
+    if contacts.capacity == 0:
+        return
+    kc.launch(apply_body_static_contacts_kernel, dim=contacts.capacity,
+              inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                      contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                      model.body_inv_inertia, model.shape_body, model.shape_material, model.ground_material,
+                      *material_inputs(model), float(dt)],
               outputs=[wrenches], device=model.device)
+
+
+def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts=None):
+    """Add the penalty contact wrenches [N, N m] of ``state``'s body shapes against the ground and static
+    shapes to ``wrenches`` (spatial_vector, (B,)); ``pairs`` from :func:`body_static_pairs`.
+
+    ``contacts``: the sim.contacts.Contacts to generate the contacts into (the solver passes
+    ``state_out.contacts``); None: a temporary one."""
+    from .contacts import Contacts
+
+    if pairs[0].shape[0] == 0:
+        return
+    if contacts is None:
+        contacts = Contacts(body_static_contact_capacity(pairs), model.device, model.requires_grad)
+    generate_body_static_contacts(model, state, pairs, contacts, dt)
+    apply_body_static_contacts(model, state, contacts, wrenches, dt)

@@ -12,7 +12,8 @@ import numpy as np
 import kernelcore as kc
 
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
-from ..collide_bodies import body_static_pairs, eval_body_static_contacts
+from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
+from ..contacts import state_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
@@ -81,6 +82,8 @@ class SolverSemiImplicit:
                 from ..collide_body_pairs import BodyPairContacts
 
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
+        #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
+        self.contacts = None
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -107,7 +110,10 @@ class SolverSemiImplicit:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
             eval_body_control_forces(model, control, wrenches)
-            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
+            contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs), model.device,
+                                      model.requires_grad)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts)
+            self.contacts = contacts
             if self.body_pairs is not None:
                 self.body_pairs.eval(model, state_in, wrenches, dt)
             if self.toi:
