@@ -34,11 +34,16 @@ class SolverSemiImplicit:
         brute_force_contacts: find particle pairs by testing all pairs instead of a
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
-            against the ground and static planes, spheres and boxes, instead of penalty
-            forces: nothing tunnels, bounces have exactly the material's restitution at any
-            step, and gradients through a bounce are those of the real bounce.  Other
-            contacts (boxes and capsules on bodies, particles against body shapes, static
-            capsules and meshes, particle pairs) stay penalty contacts.
+            against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
+            for single-shape box and capsule bodies against the ground and static planes,
+            spheres, boxes and capsules, instead of penalty forces: nothing tunnels, bounces
+            have exactly the material's restitution at any step, and gradients through a
+            bounce are those of the real bounce.  Other contacts (bodies with several shapes,
+            body-body pairs other than two spheres, particles against body shapes, static
+            meshes, particle pairs) stay penalty contacts.
+
+    After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
+    sim/contacts.py) holds the body-static contacts the step found.
 
     Which to pick: penalty contacts (the default) give resting contact, rolling and
     stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
