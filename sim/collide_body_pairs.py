@@ -32,7 +32,8 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
-from .collide_bodies import MAX_POINTS, box_edge_contact, segment_params, shape_point, spatial_wrench, static_distance  # noqa: F401
+from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
+                             spatial_wrench, static_distance)
 from .contact import material_inputs, mixed_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
@@ -178,7 +179,8 @@ def eval_body_pair_contacts_kernel(
                             rbe = kc.quat_to_matrix(kc.transform_get_rotation(tfe))
                             rna_e = kc.cross(arm_ea, n_e)
                             rnb_e = kc.cross(arm_eb, n_e)
-                            w_e = (body_inv_mass[ba] + kc.dot(rna_e, rae * body_inv_inertia[ba] * kc.transpose(rae) * rna_e)
+                            w_e = (body_inv_mass[ba]
+                                   + kc.dot(rna_e, rae * body_inv_inertia[ba] * kc.transpose(rae) * rna_e)
                                    + body_inv_mass[bb]
                                    + kc.dot(rnb_e, rbe * body_inv_inertia[bb] * kc.transpose(rbe) * rnb_e))
                             f_e = mixed_contact_force(n_e, gap_e, v_e, w_e, shape_material[sa], shape_material[sb],
