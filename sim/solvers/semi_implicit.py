@@ -110,7 +110,7 @@ class SolverSemiImplicit:
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         if self.toi:
-            integrate_particles_toi(model, state_in, forces, state_out, dt)
+            integrate_particles_toi(model, state_in, forces, state_out, dt, wrenches)
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
