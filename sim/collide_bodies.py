@@ -6,13 +6,18 @@ contact point: a sphere tests its centre, a capsule its two segment ends, a box 
 eight corners, each point inflated by the shape's radius (0 for box corners), against
 the signed distance of the collider (ground, static plane, sphere, box or capsule).
 Against a static sphere, a box or capsule body instead tests its single point closest
-to the sphere's centre (a sphere resting on a box face touches no corner).  Not handled:
-box edges against box edges, a capsule's side against a static box or capsule.
+to the sphere's centre (a sphere resting on a box face touches no corner).  A box body
+against a static box also gets an edge-edge contact when the separating-axis test says
+the boxes meet edge to edge (:func:`box_edge_contact`; crossed edges, which no corner
+sees).  Not handled: a capsule's side against a static box or capsule.
 
-The force at each point is the particles' contact law (sim/contact.py) with the body's
-effective inverse mass along the normal, ``1/m + (r x n) . I_world^-1 (r x n)``, and is
-added to the body's wrench with ``atomic_add``.  The kernel reads only ``state_in``, so
-a Tape replays it exactly.
+Two launches: contact generation writes each (pair, point) slot's contact point,
+normal, depth and shape pair into a :class:`sim.contacts.Contacts` (the solver keeps one
+per output state, ``state_out.contacts``, so nothing a Tape replays is overwritten), then
+the force launch reads them.  The force at each point is the particles' contact law
+(sim/contact.py) with the body's effective inverse mass along the normal,
+``1/m + (r x n) . I_world^-1 (r x n)``, added to the body's wrench with ``atomic_add``.
+Both read only ``state_in`` and the contact arrays, so a Tape replays them exactly.
 """
 from __future__ import annotations
 
@@ -32,6 +37,46 @@ GROUND = kc.constant(-1)
 
 #: contact points per pair (the eight corners of a box)
 MAX_POINTS = 8
+
+
+@kc.func
+def box_extent(n: kc.vec3, rot: kc.mat33, half: kc.vec3) -> float:
+    """Half the extent [m] of a box (rotation ``rot``, half extents ``half``) along the unit direction ``n``."""
+    local = kc.transpose(rot) * n
+    return kc.abs(local[0]) * half[0] + kc.abs(local[1]) * half[1] + kc.abs(local[2]) * half[2]
+
+
+@kc.func
+def segment_params(p1: kc.vec3, d1: kc.vec3, p2: kc.vec3, d2: kc.vec3) -> kc.vec2:
+    """Parameters (s, t) in [0, 1] of the closest points ``p1 + s d1`` and ``p2 + t d2`` of two segments
+    (either may have zero length)."""
+    r = p1 - p2
+    a = kc.dot(d1, d1)
+    e = kc.dot(d2, d2)
+    f = kc.dot(d2, r)
+    s = float(0.0)
+    t = float(0.0)
+    tiny = float(1.0e-12)
+    if a <= tiny:
+        if e > tiny:
+            t = kc.clamp(f / e, 0.0, 1.0)
+    else:
+        c = kc.dot(d1, r)
+        if e <= tiny:
+            s = kc.clamp(-c / a, 0.0, 1.0)
+        else:
+            b = kc.dot(d1, d2)
+            denom = a * e - b * b
+            if denom > tiny * a * e:
+                s = kc.clamp((b * f - c * e) / denom, 0.0, 1.0)
+            t = (b * s + f) / e
+            if t < 0.0:
+                t = 0.0
+                s = kc.clamp(-c / a, 0.0, 1.0)
+            elif t > 1.0:
+                t = 1.0
+                s = kc.clamp((b - c) / a, 0.0, 1.0)
+    return kc.vec2(s, t)
 
 
 @kc.func
@@ -103,26 +148,101 @@ def closest_point_to(kind: int, scale: kc.vec3, c: kc.vec3) -> kc.vec4:
 
 
 @kc.func
+def box_edge_contact(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33,
+                     half_b: kc.vec3):
+    """Edge-edge contact of two boxes (world ``pos``, ``rot``, half extents ``half``) by the separating
+    axis test: (separation [m] (< 0: overlap), unit normal from B to A, contact point, 1 if the
+    contact is edge-edge).
+
+    Of the 15 candidate axes (3 + 3 face normals, 9 edge cross products) the one of largest
+    separation decides; only when it is an edge axis, by more than a small margin (faces win
+    ties, their corners are tested elsewhere), is the contact edge-edge, at the closest points
+    of the two boxes' support edges along it.
+    """
+    d = pos_a - pos_b
+    face_best = float(-1.0e30)
+    for k in range(6):
+        axis = kc.vec3(rot_a[0, k % 3], rot_a[1, k % 3], rot_a[2, k % 3])
+        if k >= 3:
+            axis = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
+        sep = kc.abs(kc.dot(axis, d)) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
+        face_best = kc.max(face_best, sep)
+    edge_best = float(-1.0e30)
+    edge_i = int(0)
+    edge_j = int(0)
+    edge_axis = kc.vec3(0.0, 1.0, 0.0)
+    for k in range(9):
+        ua = kc.vec3(rot_a[0, k // 3], rot_a[1, k // 3], rot_a[2, k // 3])
+        ub = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
+        c = kc.cross(ua, ub)
+        length = kc.length(c)
+        if length > 1.0e-3:
+            axis = c / length
+            if kc.dot(axis, d) < 0.0:
+                axis = -axis
+            sep = kc.dot(axis, d) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
+            if sep > edge_best:
+                edge_best = sep
+                edge_i = k // 3
+                edge_j = k % 3
+                edge_axis = axis
+    margin = 1.0e-4 * (kc.length(half_a) + kc.length(half_b))
+    found = int(0)
+    point = 0.5 * (pos_a + pos_b)
+    if edge_best > face_best + margin:
+        found = 1
+        # support edges: A's along -axis, B's along +axis
+        la = kc.transpose(rot_a) * edge_axis
+        lb = kc.transpose(rot_b) * edge_axis
+        ca = kc.vec3(0.0, 0.0, 0.0)
+        cb = kc.vec3(0.0, 0.0, 0.0)
+        for k in range(3):
+            if k != edge_i:
+                ca[k] = -half_a[k]
+                if la[k] < 0.0:
+                    ca[k] = half_a[k]
+            if k != edge_j:
+                cb[k] = half_b[k]
+                if lb[k] < 0.0:
+                    cb[k] = -half_b[k]
+        ea = kc.vec3(0.0, 0.0, 0.0)
+        ea[edge_i] = 2.0 * half_a[edge_i]
+        eb = kc.vec3(0.0, 0.0, 0.0)
+        eb[edge_j] = 2.0 * half_b[edge_j]
+        ca[edge_i] = -half_a[edge_i]
+        cb[edge_j] = -half_b[edge_j]
+        a0 = pos_a + rot_a * ca
+        da = rot_a * ea
+        b0 = pos_b + rot_b * cb
+        db = rot_b * eb
+        st = segment_params(a0, da, b0, db)
+        point = 0.5 * (a0 + da * st[0] + b0 + db * st[1])
+    return edge_best, edge_axis, point, found
+
+
+@kc.func
 def spatial_wrench(force: kc.vec3, arm: kc.vec3) -> kc.spatial_vector:
     """Wrench (force, torque about the centre of mass) of ``force`` [N] applied at ``arm`` [m] from it."""
     return kc.spatial_vector(force, kc.cross(arm, force))
 
 
+#: contact slots per (body shape, static collider) pair: 8 points and one box edge-edge contact
+SLOTS = MAX_POINTS + 1
+
+
 @kc.kernel
-def eval_body_static_contacts_kernel(
+def generate_body_static_contacts_kernel(
         pair_shape: kc.array(dtype=int), pair_static: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int),
-        ground_normal: kc.vec3, ground_offset: float, ground_material: int,
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        ground_normal: kc.vec3, ground_offset: float, cohesion_reach: float, dt: float,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int)):
     p, k = kc.tid()
+    slot = p * SLOTS + k
     s = pair_shape[p]
     c = pair_static[p]
     b = shape_body[s]
@@ -133,49 +253,99 @@ def eval_body_static_contacts_kernel(
     c_pos = kc.vec3(0.0, 0.0, 0.0)
     c_rot = kc.identity(3, dtype=float)
     c_scale = kc.vec3(0.0, 0.0, 0.0)
-    c_material = ground_material
     if c >= 0:
         c_kind = shape_type[c]
         c_pos = shape_pos[c]
         c_rot = shape_rot[c]
         c_scale = shape_scale[c]
-        c_material = shape_material[c]
     shape_rot_world = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
     shape_pos_world = kc.transform_point(tf, shape_pos[s])
-    pt = shape_point(kind, shape_scale[s], k)
-    if c_kind == SPHERE:
-        if kind != SPHERE:  # the body's point closest to the sphere's centre, once
-            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-            if k == 0:
-                pt = closest_point_to(kind, shape_scale[s], kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
-    if pt[3] >= 0.0:
-        x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
-        nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
-        n = kc.vec3(nd[0], nd[1], nd[2])
-        gap = nd[3] - pt[3]
+    found = int(0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    gap = float(1.0e30)
+    contact = shape_pos_world
+    if k < MAX_POINTS:
+        pt = shape_point(kind, shape_scale[s], k)
+        if c_kind == SPHERE:
+            if kind != SPHERE:  # the body's point closest to the sphere's centre, once
+                pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+                if k == 0:
+                    pt = closest_point_to(kind, shape_scale[s],
+                                          kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
+        if pt[3] >= 0.0:
+            x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
+            nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+            n = kc.vec3(nd[0], nd[1], nd[2])
+            gap = nd[3] - pt[3]
+            contact = x - n * pt[3]  # on the body's surface
+            found = 1
+    elif kind == BOX and c_kind == BOX:
+        # crossed edges, which no corner sees
+        gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, shape_scale[s], c_pos,
+                                                          c_rot, c_scale)
+        if found_e != 0:
+            n = n_e
+            gap = gap_e
+            contact = contact_e
+            found = 1
+    on = int(0)
+    if found != 0:
         qd = body_qd[b]
-        com = kc.transform_point(tf, body_com[b])
-        contact = x - n * pt[3]  # on the body's surface
-        arm = contact - com
+        arm = contact - kc.transform_point(tf, body_com[b])
         v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
-        reach = cohesion_reach + 0.5 * dt * kc.length(v)
-        if gap < reach:
-            rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-            inv_inertia_world = rot * body_inv_inertia[b] * kc.transpose(rot)
-            rn = kc.cross(arm, n)
-            w = body_inv_mass[b] + kc.dot(rn, inv_inertia_world * rn)
-            f = mixed_contact_force(n, gap, v, w, shape_material[s], c_material, material_ke,
-                                    material_damping_ratio, material_mu, material_cohesion,
-                                    material_cohesion_distance, dt)
-            kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+        # within reach of the contact law (cohesion, onset smoothing of sim/contact.py)
+        if gap < cohesion_reach + 0.5 * dt * kc.length(v):
+            on = 1
+            kc.atomic_add(count, 0, 1)
+    active[slot] = on
+    point[slot] = contact
+    normal[slot] = n
+    depth[slot] = -gap
+    shape_a[slot] = s
+    shape_b[slot] = c
 
 
-def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
+@kc.kernel
+def apply_body_static_contacts_kernel(
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33), shape_body: kc.array(dtype=int),
+        shape_material: kc.array(dtype=int), ground_material: int,
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    slot = kc.tid()
+    if active[slot] != 0:
+        s = shape_a[slot]
+        c = shape_b[slot]
+        b = shape_body[s]
+        c_material = ground_material
+        if c >= 0:
+            c_material = shape_material[c]
+        tf = body_q[b]
+        qd = body_qd[b]
+        n = normal[slot]
+        arm = point[slot] - kc.transform_point(tf, body_com[b])
+        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+        rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
+        rn = kc.cross(arm, n)
+        w = body_inv_mass[b] + kc.dot(rn, rot * body_inv_inertia[b] * kc.transpose(rot) * rn)
+        f = mixed_contact_force(n, -depth[slot], v, w, shape_material[s], c_material, material_ke,
+                                material_damping_ratio, material_mu, material_cohesion,
+                                material_cohesion_distance, dt)
+        kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+
+
+def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None, swept_shapes_all=()):
     """(pair_shape, pair_static) kc int arrays: every body shape with the ground (-1) and each static
     sphere, box, capsule and plane shape (meshes are not collided with bodies).
 
     Pairs of a shape in ``swept_shapes`` with the ground or a static shape whose type is in
-    ``swept_kinds`` are left out: time-of-impact contacts handle them (sim/toi.py).
+    ``swept_kinds`` are left out: time-of-impact contacts handle them (sim/toi.py); so are
+    all pairs of a shape in ``swept_shapes_all`` (box and capsule bodies, sim/toi_shapes.py).
     """
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
@@ -186,11 +356,12 @@ def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
         if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
     swept = set(int(s) for s in swept_shapes)
     world = model.shape_world.numpy() if model.shape_count else np.zeros(0, np.int32)
+    swept_all = set(int(s) for s in swept_shapes_all)
 
     def penalty(s, c):
         if c >= 0 and world[s] >= 0 and world[c] >= 0 and world[s] != world[c]:
             return False  # shapes of different environments do not touch
-        return s not in swept or not (c < 0 or shape_type[c] in swept_kinds)
+        return s not in swept_all and (s not in swept or not (c < 0 or shape_type[c] in swept_kinds))
 
     pairs = np.array([(s, c) for s in body_shapes for c in statics if penalty(s, c)], np.int32).reshape(-1, 2)
     dev = device or model.device
@@ -198,16 +369,49 @@ def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None):
             kc.array(np.ascontiguousarray(pairs[:, 1]), dtype=kc.int32, device=dev))
 
 
-def eval_body_static_contacts(model, state, pairs, wrenches, dt: float):
-    """Add the penalty contact wrenches [N, N m] of ``state``'s body shapes against the ground and static
-    shapes to ``wrenches`` (spatial_vector, (B,)); ``pairs`` from :func:`body_static_pairs`."""
+def body_static_contact_capacity(pairs) -> int:
+    """Contact slots the pairs of :func:`body_static_pairs` need."""
+    return int(pairs[0].shape[0]) * SLOTS
+
+
+def generate_body_static_contacts(model, state, pairs, contacts, dt: float):
+    """Contact generation: fill ``contacts`` (sim.contacts.Contacts, capacity from
+    :func:`body_static_contact_capacity`) with ``state``'s body-static contacts."""
     pair_shape, pair_static = pairs
+    contacts.count.zero_()
     if pair_shape.shape[0] == 0:
         return
-    kc.launch(eval_body_static_contacts_kernel, dim=(pair_shape.shape[0], MAX_POINTS),
-              inputs=[pair_shape, pair_static, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
-                      model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, model.ground_normal, model.ground_offset,
-                      model.ground_material, *material_inputs(model), model.material_max_cohesion_distance,
-                      float(dt)],
+    kc.launch(generate_body_static_contacts_kernel, dim=(pair_shape.shape[0], SLOTS),
+              inputs=[pair_shape, pair_static, state.body_q, state.body_qd, model.body_com, model.shape_type,
+                      model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale, model.ground_normal,
+                      model.ground_offset, model.material_max_cohesion_distance, float(dt)],
+              outputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                       contacts.shape_b, contacts.count], device=model.device)
+
+
+def apply_body_static_contacts(model, state, contacts, wrenches, dt: float):
+    """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
+    if contacts.capacity == 0:
+        return
+    kc.launch(apply_body_static_contacts_kernel, dim=contacts.capacity,
+              inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                      contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                      model.body_inv_inertia, model.shape_body, model.shape_material, model.ground_material,
+                      *material_inputs(model), float(dt)],
               outputs=[wrenches], device=model.device)
+
+
+def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts=None):
+    """Add the penalty contact wrenches [N, N m] of ``state``'s body shapes against the ground and static
+    shapes to ``wrenches`` (spatial_vector, (B,)); ``pairs`` from :func:`body_static_pairs`.
+
+    ``contacts``: the sim.contacts.Contacts to generate the contacts into (the solver passes
+    ``state_out.contacts``); None: a temporary one."""
+    from .contacts import Contacts
+
+    if pairs[0].shape[0] == 0:
+        return
+    if contacts is None:
+        contacts = Contacts(body_static_contact_capacity(pairs), model.device, model.requires_grad)
+    generate_body_static_contacts(model, state, pairs, contacts, dt)
+    apply_body_static_contacts(model, state, contacts, wrenches, dt)

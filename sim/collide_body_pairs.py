@@ -12,7 +12,9 @@ Narrow phase, one thread per (shape, contact point k):
 - a round shape against a box: the sphere's centre or the capsule's two ends against
   the box's signed distance (the round shape's thread);
 - a box against a capsule or box: its eight corners against the other's signed
-  distance (each box does its own corners; box edges against box edges are not seen).
+  distance (each box does its own corners);
+- two boxes: also an edge-edge contact when the separating-axis test says they meet edge
+  to edge (``sim.collide_bodies.box_edge_contact``; once per pair, k = 0, lower index).
 
 The force is the contact law of sim/contact.py on the relative velocity of the two
 surface points, with the sum of both bodies' effective inverse masses along the
@@ -30,46 +32,14 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
-from .collide_bodies import MAX_POINTS, shape_point, spatial_wrench, static_distance
+from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
+                             spatial_wrench, static_distance)
 from .contact import material_inputs, mixed_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 CAPSULE = kc.constant(4)
-
-
-@kc.func
-def segment_params(p1: kc.vec3, d1: kc.vec3, p2: kc.vec3, d2: kc.vec3) -> kc.vec2:
-    """Parameters (s, t) in [0, 1] of the closest points ``p1 + s d1`` and ``p2 + t d2`` of two segments
-    (either may have zero length)."""
-    r = p1 - p2
-    a = kc.dot(d1, d1)
-    e = kc.dot(d2, d2)
-    f = kc.dot(d2, r)
-    s = float(0.0)
-    t = float(0.0)
-    tiny = float(1.0e-12)
-    if a <= tiny:
-        if e > tiny:
-            t = kc.clamp(f / e, 0.0, 1.0)
-    else:
-        c = kc.dot(d1, r)
-        if e <= tiny:
-            s = kc.clamp(-c / a, 0.0, 1.0)
-        else:
-            b = kc.dot(d1, d2)
-            denom = a * e - b * b
-            if denom > tiny * a * e:
-                s = kc.clamp((b * f - c * e) / denom, 0.0, 1.0)
-            t = (b * s + f) / e
-            if t < 0.0:
-                t = 0.0
-                s = kc.clamp(-c / a, 0.0, 1.0)
-            elif t > 1.0:
-                t = 1.0
-                s = kc.clamp((b - c) / a, 0.0, 1.0)
-    return kc.vec2(s, t)
 
 
 @kc.func
@@ -192,6 +162,34 @@ def eval_body_pair_contacts_kernel(
                                             material_cohesion_distance, dt)
                     kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
                     kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
+            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba:
+                if kc.length(centers[j] - pos_a) <= (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
+                    # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
+                    tfe = body_q[bb]
+                    gap_e, n_e, contact_e, found = box_edge_contact(
+                        pos_a, rot_a, scale_a, kc.transform_point(tfe, shape_pos[sb]),
+                        kc.quat_to_matrix(kc.transform_get_rotation(tfe)) * shape_rot[sb], shape_scale[sb])
+                    if found != 0:
+                        qa = body_qd[ba]
+                        qb = body_qd[bb]
+                        arm_ea = contact_e - kc.transform_point(tfa, body_com[ba])
+                        arm_eb = contact_e - kc.transform_point(tfe, body_com[bb])
+                        v_e = (kc.spatial_top(qa) + kc.cross(kc.spatial_bottom(qa), arm_ea)
+                               - kc.spatial_top(qb) - kc.cross(kc.spatial_bottom(qb), arm_eb))
+                        if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
+                            rae = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
+                            rbe = kc.quat_to_matrix(kc.transform_get_rotation(tfe))
+                            rna_e = kc.cross(arm_ea, n_e)
+                            rnb_e = kc.cross(arm_eb, n_e)
+                            w_e = (body_inv_mass[ba]
+                                   + kc.dot(rna_e, rae * body_inv_inertia[ba] * kc.transpose(rae) * rna_e)
+                                   + body_inv_mass[bb]
+                                   + kc.dot(rnb_e, rbe * body_inv_inertia[bb] * kc.transpose(rbe) * rnb_e))
+                            f_e = mixed_contact_force(n_e, gap_e, v_e, w_e, shape_material[sa], shape_material[sb],
+                                                      material_ke, material_damping_ratio, material_mu,
+                                                      material_cohesion, material_cohesion_distance, dt)
+                            kc.atomic_add(body_f, ba, spatial_wrench(f_e, arm_ea))
+                            kc.atomic_add(body_f, bb, spatial_wrench(-f_e, arm_eb))
 
 
 def shape_bounding_radius(kind: int, scale) -> float:

@@ -82,7 +82,7 @@ def eval_particle_shape_contacts_kernel(
         for s in range(shape_count):
             t = shape_type[s]
             b = shape_body[s]
-            if toi != 0 and b < 0 and t != CAPSULE:
+            if toi != 0 and ((b < 0 and t != CAPSULE) or t == SPHERE or t == BOX):
                 t = MESH  # swept in the integrator (sim/toi.py)
             pos = shape_pos[s]
             rot = shape_rot[s]
@@ -143,7 +143,8 @@ def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False, wr
     """Add ground and sphere/box/capsule/plane contact forces [N] of ``state`` to ``forces`` (vec3, (n,)).
 
     ``dt`` [s] is the step the forces will act over (it bounds static friction, see sim/contact.py).
-    ``toi``: static shapes other than capsules are swept by sim/toi.py instead.  Shapes on
+    ``toi``: static shapes other than capsules, and spheres and boxes on bodies, are swept by
+    sim/toi.py instead.  Shapes on
     bodies push with their body's motion and effective mass; the reaction wrenches go to
     ``wrenches`` (spatial_vector, (B,); required when the model has body shapes).
     """

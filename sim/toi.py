@@ -221,7 +221,10 @@ def integrate_particles_toi_kernel(
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
-        q1: kc.array(dtype=kc.vec3), qd1: kc.array(dtype=kc.vec3)):
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33),
+        q1: kc.array(dtype=kc.vec3), qd1: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     w = inv_mass[i]
     x0 = q0[i]
@@ -237,23 +240,73 @@ def integrate_particles_toi_kernel(
         hit = first_hit(x0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
                         shape_body, shape_pos, shape_rot, shape_scale, shape_material)
         s = hit[3]
+        n = kc.vec3(hit[0], hit[1], hit[2])
+        mb = ground_material
         if s <= 1.0:
             mb = first_hit_material(x0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+        # spheres and boxes on bodies: swept along the motion relative to the body (the body's
+        # velocity at the step's start, at the particle); the earliest hit wins
+        hit_body = int(-1)
+        for k in range(shape_count):
+            bk = shape_body[k]
+            if bk >= 0:
+                tk = shape_type[k]
+                if tk == SPHERE or tk == BOX:
+                    tfb = body_q[bk]
+                    pos_k = kc.transform_point(tfb, shape_pos[k])
+                    com_k = kc.transform_point(tfb, body_com[bk])
+                    v_k = kc.spatial_top(body_qd[bk]) + kc.cross(kc.spatial_bottom(body_qd[bk]), x0 - com_k)
+                    d_rel = d - v_k * dt
+                    hit_k = kc.vec4(0.0, 1.0, 0.0, NO_HIT)
+                    if tk == SPHERE:
+                        s_k = sweep_sphere(x0, d_rel, r, pos_k, shape_scale[k][0])
+                        if s_k < NO_HIT:
+                            n_k = kc.normalize(x0 + d_rel * s_k - pos_k)
+                            hit_k = kc.vec4(n_k[0], n_k[1], n_k[2], s_k)
+                    else:
+                        rot_k = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[k]
+                        hit_k = sweep_box(x0, d_rel, r, pos_k, rot_k, shape_scale[k])
+                    if hit_k[3] < s:
+                        s = hit_k[3]
+                        n = kc.vec3(hit_k[0], hit_k[1], hit_k[2])
+                        mb = shape_material[k]
+                        hit_body = bk
+        if s <= 1.0:
             ma = particle_material[i]
             e = 0.5 * (material_restitution[ma] + material_restitution[mb])
             mu = 0.5 * (material_mu[ma] + material_mu[mb])
-            n = kc.vec3(hit[0], hit[1], hit[2])
             zero_arm = kc.vec3(0.0, 0.0, 0.0)
             no_rotation = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             rest = (1.0 - s) * dt
             # the bounce with the velocity at the time of impact, then the rest of the step's
             # acceleration, stopped (inelastically) if it would press into the surface
             v_hit = v0 + a * (s * dt)
-            v_end = v_hit + impact_impulse(n, v_hit, zero_arm, w, no_rotation, e, mu, resting_speed) * w + a * rest
-            v_end = v_end + impact_impulse(n, v_end, zero_arm, w, no_rotation, 0.0, mu, resting_speed) * w
-            v1 = v_end
-            x1 = x0 + d * s + v_end * rest
+            if hit_body >= 0:
+                # a body's shape: the impulse on the relative velocity with both inverse masses; the
+                # body takes the reaction as a force over the step at the contact point (it is
+                # integrated after the particles, from these wrenches)
+                tfb = body_q[hit_body]
+                qdb = body_qd[hit_body]
+                com_b = kc.transform_point(tfb, body_com[hit_body]) + kc.spatial_top(qdb) * (s * dt)
+                arm = x0 + d * s - n * r - com_b
+                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
+                inv_inertia_b = rot_b * body_inv_inertia[hit_body] * kc.transpose(rot_b)
+                w_pair = w + body_inv_mass[hit_body]
+                v_b = kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm)
+                j1 = impact_impulse(n, v_hit - v_b, arm, w_pair, inv_inertia_b, e, mu, resting_speed)
+                v_end = v_hit + j1 * w + a * rest
+                j2 = impact_impulse(n, v_end - v_b, arm, w_pair, inv_inertia_b, 0.0, mu, resting_speed)
+                v_end = v_end + j2 * w
+                reaction = (j1 + j2) * (-1.0 / dt)
+                kc.atomic_add(body_f, hit_body, kc.spatial_vector(reaction, kc.cross(arm, reaction)))
+                v1 = v_end
+                x1 = x0 + d * s + v_end * rest
+            else:
+                v_end = v_hit + impact_impulse(n, v_hit, zero_arm, w, no_rotation, e, mu, resting_speed) * w + a * rest
+                v_end = v_end + impact_impulse(n, v_end, zero_arm, w, no_rotation, 0.0, mu, resting_speed) * w
+                v1 = v_end
+                x1 = x0 + d * s + v_end * rest
     qd1[i] = v1
     q1[i] = x1
 
@@ -263,18 +316,25 @@ def resting_speed(model, dt: float) -> float:
     return 2.0 * float(np.linalg.norm(np.asarray(model.gravity, np.float64))) * float(dt) + 1.0e-6
 
 
-def integrate_particles_toi(model, state_in, forces, state_out, dt: float):
-    """Semi-implicit Euler of the particles with time-of-impact contacts against the static colliders."""
+def integrate_particles_toi(model, state_in, forces, state_out, dt: float, wrenches=None):
+    """Semi-implicit Euler of the particles with time-of-impact contacts against the static colliders
+    and the spheres and boxes on bodies; the reactions on the bodies are added to ``wrenches``
+    (spatial_vector (B,), as forces over the step; required when the model has bodies)."""
     if model.particle_count == 0:
         return
+    if wrenches is None:
+        if model.body_count:
+            raise ValueError("integrate_particles_toi: the model has bodies; pass wrenches= (B,) for the reactions")
+        wrenches = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
     kc.launch(integrate_particles_toi_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_in.particle_qd, forces, model.particle_inv_mass,
                       model.particle_radius, model.particle_material, model.gravity, model.particle_damping, float(dt),
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt)],
-              outputs=[state_out.particle_q, state_out.particle_qd], device=model.device)
+                      resting_speed(model, dt), state_in.body_q, state_in.body_qd, model.body_com,
+                      model.body_inv_mass, model.body_inv_inertia],
+              outputs=[state_out.particle_q, state_out.particle_qd, wrenches], device=model.device)
 
 
 @kc.kernel
@@ -376,8 +436,9 @@ def integrate_bodies_toi_kernel(
                 w1 = w_end + inv_inertia_world * kc.cross(arm, j2)
             x1 = x_hit + v1 * rest
             q1 = rotate_by(q_hit, w1, rest)
-    body_q1[i] = body_frame_from_com(x1, q1, com)
-    body_qd1[i] = kc.spatial_vector(v1, w1)
+    if sh != -2:  # -2: a box or capsule body, stepped by sim/toi_shapes.py
+        body_q1[i] = body_frame_from_com(x1, q1, com)
+        body_qd1[i] = kc.spatial_vector(v1, w1)
 
 
 def body_toi_shapes(model):

@@ -7,15 +7,19 @@ is read back to the host, so a Tape records a step and replays its adjoint.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import kernelcore as kc
 
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
-from ..collide_bodies import body_static_pairs, eval_body_static_contacts
 from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh_contacts
+from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
+from ..contacts import state_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
+from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
 from .checks import check_step_arguments
 
 
@@ -31,11 +35,16 @@ class SolverSemiImplicit:
         brute_force_contacts: find particle pairs by testing all pairs instead of a
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
-            against the ground and static planes, spheres and boxes, instead of penalty
-            forces: nothing tunnels, bounces have exactly the material's restitution at any
-            step, and gradients through a bounce are those of the real bounce.  Other
-            contacts (boxes and capsules on bodies, particles against body shapes, static
-            capsules and meshes, particle pairs) stay penalty contacts.
+            against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
+            for single-shape box and capsule bodies against the ground and static planes,
+            spheres, boxes and capsules, instead of penalty forces: nothing tunnels, bounces
+            have exactly the material's restitution at any step, and gradients through a
+            bounce are those of the real bounce.  Other contacts (bodies with several shapes,
+            body-body pairs other than two spheres, particles against body shapes, static
+            meshes, particle pairs) stay penalty contacts.
+
+    After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
+    sim/contacts.py) holds the body-static contacts the step found.
 
     Which to pick: penalty contacts (the default) give resting contact, rolling and
     stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
@@ -63,18 +72,26 @@ class SolverSemiImplicit:
         self.body_toi_shapes = None
         self.body_pairs = None
         if model.body_count:
-            swept = []
+            swept, swept_all = [], []
             if self.toi:
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
+                boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
+                swept_all = [int(s) for s in boxes if s >= 0]
+                shapes[boxes >= 0] = -2
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi = kc.array(boxes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
+                                                   device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-            self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS)
+            self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
+        #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
+        self.contacts = None
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -98,12 +115,15 @@ class SolverSemiImplicit:
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
         if self.toi:
-            integrate_particles_toi(model, state_in, forces, state_out, dt)
+            integrate_particles_toi(model, state_in, forces, state_out, dt, wrenches)
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
             eval_body_control_forces(model, control, wrenches)
-            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt)
+            contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs), model.device,
+                                      model.requires_grad)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts)
+            self.contacts = contacts
             if self.body_pairs is not None:
                 self.body_pairs.eval(model, state_in, wrenches, dt)
             if self.body_mesh_contacts is not None:
@@ -111,6 +131,8 @@ class SolverSemiImplicit:
             if self.toi:
                 integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
                                      self._no_speed)
+                integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_shape_toi_ids,
+                                           self.body_shape_toi)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
 

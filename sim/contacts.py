@@ -1,0 +1,63 @@
+"""Per-step contact arrays: what the contact generation found, kept for the force kernels and for users.
+
+A contact-generation launch writes every candidate contact of a step into fixed slots
+(one per candidate pair and contact point, so the layout does not depend on thread
+order); the force launch reads them.  The solver keeps one :class:`Contacts` per output
+state (``state_out.contacts``, made the first time a step writes into that state), so a
+recorded step's contacts are never overwritten by a later step and a Tape replays the
+force kernel's adjoint on exactly the contacts its forward used, then the generation's
+adjoint carries the gradient on to ``body_q``.
+
+Fields (``C = capacity`` slots):
+    active: int (C,) — 1 where the slot holds a contact this step (touching, or within the
+        distance the contact law's onset smoothing reaches, see sim/contact.py), else 0.
+    point: vec3 (C,) — contact point on the surface of shape_a [m], world.
+    normal: vec3 (C,) — unit normal pointing from shape_b to shape_a, world.
+    depth: float (C,) — penetration depth [m] (> 0: overlapping; < 0: the gap of a contact
+        about to start).
+    shape_a: int (C,) — the body shape; shape_b: int (C,) — the other shape (-1: the ground).
+    count: int (1,) — number of active slots.
+
+``contacts.numpy()`` gives the active contacts as numpy arrays (a dict with the same
+names), for inspection; it reads back to the host, so call it outside the step loop's
+hot path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+
+class Contacts:
+    """Contact arrays of one step (see the module docstring)."""
+
+    def __init__(self, capacity: int, device, requires_grad: bool = False):
+        self.capacity = int(capacity)
+        n = max(self.capacity, 1)
+        self.active = kc.zeros(n, dtype=kc.int32, device=device)
+        self.point = kc.zeros(n, dtype=kc.vec3, device=device, requires_grad=requires_grad)
+        self.normal = kc.zeros(n, dtype=kc.vec3, device=device, requires_grad=requires_grad)
+        self.depth = kc.zeros(n, dtype=float, device=device, requires_grad=requires_grad)
+        self.shape_a = kc.zeros(n, dtype=kc.int32, device=device)
+        self.shape_b = kc.zeros(n, dtype=kc.int32, device=device)
+        self.count = kc.zeros(1, dtype=kc.int32, device=device)
+
+    def numpy(self) -> dict:
+        """The active contacts: {"count", "point" (n, 3), "normal" (n, 3), "depth" (n,), "shape_a", "shape_b"}."""
+        on = self.active.numpy()[:self.capacity] != 0
+        return {"count": int(self.count.numpy()[0]),
+                "point": self.point.numpy()[:self.capacity][on],
+                "normal": self.normal.numpy()[:self.capacity][on],
+                "depth": self.depth.numpy()[:self.capacity][on],
+                "shape_a": self.shape_a.numpy()[:self.capacity][on],
+                "shape_b": self.shape_b.numpy()[:self.capacity][on]}
+
+
+def state_contacts(state, capacity: int, device, requires_grad: bool) -> Contacts:
+    """``state.contacts``, made (once per state) when missing or of another capacity."""
+    c = getattr(state, "contacts", None)
+    if c is None or c.capacity != capacity:
+        c = Contacts(capacity, device, requires_grad)
+        state.contacts = c
+    return c

@@ -1,0 +1,495 @@
+"""Time-of-impact contacts of box and capsule bodies against the ground and static shapes.
+
+With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule
+is moved through its step along its real path, translation ``x(s) = x0 + s dt v1`` and
+the Cayley rotation of the step's (midpoint) angular velocity ``w``, and stopped at the
+first time of impact ``s`` with the ground or a static plane, sphere, box or capsule.
+
+**Distance.**  The distance of the body shape A from a static collider B is the smallest
+of its *features* (each a signed distance, the unit normal n from B to A and the
+contact point on A's surface):
+
+- the points of A (box corners; capsule segment ends with the radius) against B's
+  signed distance (ground, plane, sphere, box, capsule);
+- the points of B (sphere centre, box corners, capsule ends) against A's signed distance;
+- the segments of A (12 box edges; the capsule's core) against those of B when one of
+  them is round (a capsule): the distance of the two segments;
+- two boxes: the edge-edge contact of the separating-axis test
+  (``sim.collide_bodies.box_edge_contact``: the separation along the cross product of two
+  edges where that axis separates the boxes best, at the closest points of their
+  support edges).
+
+Separated, this minimum is the exact distance of the two shapes (their closest points
+are a point against a face or an edge against an edge).
+
+**Time of impact.**  Conservative advancement: ``s += D(s) / B`` with ``B = (|v| + |w|
+R) dt`` bounding how fast any point of the shape (R from the centre of mass) can move
+per unit of s, so the step never passes the contact; it stops when ``D < 2e-5 m``.
+Two Newton steps on the active feature, ``s -= D / D'`` with ``D' = n . (v + w_c x r) dt``
+(``w_c = w / (1 + |w s dt / 2|^2)`` is the Cayley path's angular velocity), then land on
+the root, so that s, and everything after it, is a smooth function of the initial
+conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
+dropped flat, as for spheres).
+
+**Impulse.**  All features within 1 mm of the closest one (up to 8: a box landing flat
+touches with four corners) form the contact manifold.  Projected Gauss-Seidel (16
+sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
+inelastic (compression) impulses that stop every contact point; restitution then adds
+``e`` times each normal impulse (Poisson's hypothesis, which never gains energy without
+friction, whatever the number of contacts).  The velocity at impact is ``v0 + s dt a``;
+the rest of the step's acceleration ``(1 - s) dt a`` is added after the bounce and stopped
+by a second inelastic solve if it would press into the surface (resting contact).
+Approach speeds below ``resting_speed`` (two steps of gravity) get no restitution.
+
+**Rest of the step.**  The sweep goes on from the impact with the new velocities, the
+manifold's features left out (they separate or slide), for up to four impacts per step;
+a rocking or tumbling box that lands on a second corner within the same step is caught.
+
+Bodies with several shapes, shapes on other bodies (body-body pairs other than two
+swept spheres, see sim/toi.py) and static meshes keep penalty contacts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
+from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+
+SPHERE = kc.constant(0)
+BOX = kc.constant(1)
+PLANE = kc.constant(2)
+CAPSULE = kc.constant(4)
+GROUND = kc.constant(-1)
+FAR = kc.constant(1.0e30)
+
+#: features of one (body shape, collider) pair: 8 + 8 points, 12 x 12 segment pairs
+FEATURES = 160
+#: contact points of one impact
+MAX_CONTACTS = 8
+#: impacts handled per step
+MAX_IMPACTS = 4
+#: conservative-advancement iterations per impact search
+CA_ITERATIONS = 24
+#: Gauss-Seidel sweeps of one impulse solve
+PGS_ITERATIONS = 16
+#: conservative advancement stops this close [m]
+CONTACT_TOL = 2.0e-5
+#: features this much farther than the closest one [m] still join the manifold
+MANIFOLD_TOL = 1.0e-3
+
+vec8 = kc.vector(length=8, dtype=float)
+
+
+@kc.func
+def shape_segment(kind: int, scale: kc.vec3, k: int):
+    """Segment ``k`` of a shape in its own frame: (start, end, radius); radius < 0 when the
+    shape has fewer segments (box: 12 edges, capsule: its core, others none)."""
+    a = kc.vec3(0.0, 0.0, 0.0)
+    b = kc.vec3(0.0, 0.0, 0.0)
+    r = float(-1.0)
+    if kind == BOX:
+        if k < 12:
+            axis = k // 4
+            s1 = 2.0 * float(k % 2) - 1.0
+            s2 = 2.0 * float((k // 2) % 2) - 1.0
+            if axis == 0:
+                a = kc.vec3(-scale[0], s1 * scale[1], s2 * scale[2])
+                b = kc.vec3(scale[0], s1 * scale[1], s2 * scale[2])
+            elif axis == 1:
+                a = kc.vec3(s1 * scale[0], -scale[1], s2 * scale[2])
+                b = kc.vec3(s1 * scale[0], scale[1], s2 * scale[2])
+            else:
+                a = kc.vec3(s1 * scale[0], s2 * scale[1], -scale[2])
+                b = kc.vec3(s1 * scale[0], s2 * scale[1], scale[2])
+            r = 0.0
+    elif kind == CAPSULE:
+        if k == 0:
+            a = kc.vec3(0.0, -scale[1], 0.0)
+            b = kc.vec3(0.0, scale[1], 0.0)
+            r = scale[0]
+    return a, b, r
+
+
+@kc.func
+def feature_distance(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
+                     kb: int, pos_b: kc.vec3, rot_b: kc.mat33, scale_b: kc.vec3,
+                     ground_normal: kc.vec3, ground_offset: float):
+    """Feature ``f`` (0 <= f < FEATURES) of shape A against shape B: (distance [m], unit normal from B
+    to A, contact point on A's surface); distance FAR when the feature does not exist.
+
+    ``kb`` GROUND: B is the ground (``ground_normal``, ``ground_offset``)."""
+    d = float(FAR)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    p = pos_a
+    if f < 8:  # a point of A against B's signed distance
+        pt = shape_point(ka, scale_a, f)
+        if pt[3] >= 0.0:
+            x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
+            nd = static_distance(x, kb, pos_b, rot_b, scale_b, ground_normal, ground_offset)
+            n = kc.vec3(nd[0], nd[1], nd[2])
+            d = nd[3] - pt[3]
+            p = x - n * pt[3]
+    elif f < 16:  # a point of B against A's signed distance
+        if kb != GROUND and kb != PLANE:
+            pt = shape_point(kb, scale_b, f - 8)
+            if pt[3] >= 0.0:
+                x = pos_b + rot_b * kc.vec3(pt[0], pt[1], pt[2])
+                nd = static_distance(x, ka, pos_a, rot_a, scale_a, ground_normal, ground_offset)
+                n = -kc.vec3(nd[0], nd[1], nd[2])
+                d = nd[3] - pt[3]
+                p = x + n * nd[3]
+    elif ka == BOX and kb == BOX:  # two boxes: edge against edge, by the separating-axis test
+        if f == 16:
+            sep, axis, point, found = box_edge_contact(pos_a, rot_a, scale_a, pos_b, rot_b, scale_b)
+            if found != 0:
+                d = sep
+                n = axis
+                p = point
+    else:  # a segment of A against a segment of B, one of them round: their distance
+        g = f - 16
+        la0, la1, ra = shape_segment(ka, scale_a, g // 12)
+        lb0, lb1, rb = shape_segment(kb, scale_b, g % 12)
+        if ra >= 0.0 and rb >= 0.0:
+            a0 = pos_a + rot_a * la0
+            da = rot_a * (la1 - la0)
+            b0 = pos_b + rot_b * lb0
+            db = rot_b * (lb1 - lb0)
+            st = segment_params(a0, da, b0, db)
+            pa = a0 + da * st[0]
+            sep = pa - (b0 + db * st[1])
+            dist = kc.length(sep)
+            if dist > 0.0:
+                n = sep / dist
+                d = dist - ra - rb
+                p = pa - n * ra
+    return d, n, p
+
+
+@kc.func
+def collider_pose(c: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                  shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                  shape_scale: kc.array(dtype=kc.vec3), ground: int):
+    """Static collider ``c`` (-1: the ground): (kind, pos, rot, scale); kind -2 when it is not one
+    the sweep handles (a shape on a body, a mesh, no ground)."""
+    kind = int(-2)
+    pos = kc.vec3(0.0, 0.0, 0.0)
+    rot = kc.identity(3, dtype=float)
+    scale = kc.vec3(0.0, 0.0, 0.0)
+    if c < 0:
+        if ground != 0:
+            kind = GROUND
+    elif shape_body[c] < 0:
+        t = shape_type[c]
+        if t == PLANE or t == SPHERE or t == BOX or t == CAPSULE:
+            kind = t
+            pos = shape_pos[c]
+            rot = shape_rot[c]
+            scale = shape_scale[c]
+    return kind, pos, rot, scale
+
+
+@kc.func
+def excluded(gid: int, count: int, ids: vec8) -> int:
+    """1 when feature ``gid`` is one of the first ``count`` entries of ``ids``."""
+    out = int(0)
+    for c in range(count):  # a runtime bound: not unrolled
+        if int(ids[c]) == gid:
+            out = 1
+    return out
+
+
+@kc.func
+def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, ground: int,
+                    ground_normal: kc.vec3, ground_offset: float, shape_count: int,
+                    shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                    shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8):
+    """The closest feature of shape A against every static collider, leaving out the ``skip_count``
+    feature ids in ``skip_ids``: (distance, normal, contact point)."""
+    best = float(FAR)
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = pos_a
+    for c in range(-1, shape_count):
+        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                  ground)
+        if kb != -2:
+            for f in range(FEATURES):
+                d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
+                                           ground_offset)
+                if d < best:
+                    if excluded((c + 1) * 256 + f, skip_count, skip_ids) == 0:
+                        best = d
+                        best_n = n
+                        best_p = p
+    return best, best_n, best_p
+
+
+@kc.func
+def pose_at(x_c: kc.vec3, q_c: kc.quat, v: kc.vec3, w: kc.vec3, tau: float, offset: kc.vec3, rot_local: kc.mat33):
+    """Centre of mass, rotation, shape position and shape rotation ``tau`` [s] after (x_c, q_c) moving
+    with velocity ``v`` and angular velocity ``w`` (Cayley path); ``offset``: the shape's position
+    relative to the centre of mass in the body frame, ``rot_local`` its rotation in the body frame."""
+    x = x_c + v * tau
+    q = rotate_by(q_c, w, tau)
+    rot = kc.quat_to_matrix(q)
+    return x, q, x + rot * offset, rot * rot_local
+
+
+@kc.func
+def tangent_basis(n: kc.vec3) -> kc.vec3:
+    """A unit vector perpendicular to ``n``."""
+    a = kc.vec3(1.0, 0.0, 0.0)
+    if kc.abs(n[0]) > 0.7:
+        a = kc.vec3(0.0, 1.0, 0.0)
+    return kc.normalize(kc.cross(n, a))
+
+
+@kc.func
+def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: vec8, rx: vec8, ry: vec8, rz: vec8,
+                   mu: vec8, inv_mass: float, inv_inertia: kc.mat33, iterations: int):
+    """Inelastic impulses that stop every contact point of a body against static surfaces (projected
+    Gauss-Seidel, Coulomb box friction): (new velocity, new angular velocity, normal impulses [N s])."""
+    lam_n = vec8()
+    lam_1 = vec8()
+    lam_2 = vec8()
+    for _it in range(iterations):  # runtime bounds: unrolled, these loops would be 100k lines of C++
+        for c in range(count):
+            if c >= 0:
+                n = kc.vec3(nx[c], ny[c], nz[c])
+                r = kc.vec3(rx[c], ry[c], rz[c])
+                rn = kc.cross(r, n)
+                k_n = inv_mass + kc.dot(rn, inv_inertia * rn)
+                vn = kc.dot(n, v + kc.cross(w, r))
+                new_n = kc.max(lam_n[c] - vn / k_n, 0.0)
+                dn = new_n - lam_n[c]
+                lam_n[c] = new_n
+                v = v + n * (dn * inv_mass)
+                w = w + inv_inertia * rn * dn
+                t1 = tangent_basis(n)
+                t2 = kc.cross(n, t1)
+                limit = mu[c] * new_n
+                r1 = kc.cross(r, t1)
+                new_1 = kc.clamp(lam_1[c] - kc.dot(t1, v + kc.cross(w, r)) / (inv_mass + kc.dot(r1, inv_inertia * r1)),
+                                 -limit, limit)
+                d1 = new_1 - lam_1[c]
+                lam_1[c] = new_1
+                v = v + t1 * (d1 * inv_mass)
+                w = w + inv_inertia * r1 * d1
+                r2 = kc.cross(r, t2)
+                new_2 = kc.clamp(lam_2[c] - kc.dot(t2, v + kc.cross(w, r)) / (inv_mass + kc.dot(r2, inv_inertia * r2)),
+                                 -limit, limit)
+                d2 = new_2 - lam_2[c]
+                lam_2[c] = new_2
+                v = v + t2 * (d2 * inv_mass)
+                w = w + inv_inertia * r2 * d2
+    return v, w, lam_n
+
+
+@kc.kernel
+def integrate_shape_bodies_toi_kernel(
+        body_ids: kc.array(dtype=int), body_shape: kc.array(dtype=int),
+        body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+        body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+        inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
+        gravity: kc.vec3, dt: float,
+        ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
+        shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
+        body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
+    tid = kc.tid()
+    i = body_ids[tid]
+    sh = body_shape[i]
+    tf = body_q0[i]
+    q0 = kc.transform_get_rotation(tf)
+    qd = body_qd0[i]
+    f = body_f[i]
+    com = body_com[i]
+    m_inv = inv_mass[i]
+    a = kc.spatial_top(f) * m_inv + gravity
+    # the free step (sim/body_integrate.py): what the body does when nothing is hit
+    v1 = kc.spatial_top(qd) + a * dt
+    w0 = kc.quat_rotate_inv(q0, kc.spatial_bottom(qd))
+    tau = kc.quat_rotate_inv(q0, kc.spatial_bottom(f))
+    wm = angular_midpoint(w0, tau, inertia[i], inv_inertia[i], dt)
+    w = kc.quat_rotate(q0, wm)
+    q_free = rotate_by(q0, w, dt)
+    w_free = kc.quat_rotate(q_free, wm * 2.0 - w0)
+    ka = shape_type[sh]
+    scale_a = shape_scale[sh]
+    offset = shape_pos[sh] - com
+    rot_local = shape_rot[sh]
+    reach = kc.length(offset) + kc.length(scale_a)  # bound on |point - centre of mass| [m]
+    if ka == CAPSULE:
+        reach = kc.length(offset) + scale_a[0] + scale_a[1]
+    ma = shape_material[sh]
+    # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
+    # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
+    x_c = kc.transform_point(tf, com)
+    q_c = q0
+    v_c = kc.spatial_top(qd)
+    s_c = float(0.0)
+    hits = int(0)
+    skip_count = int(0)
+    skip_ids = vec8()
+    for _impact in range(max_impacts):
+        if s_c < 1.0:
+            v_path = v_c + a * ((1.0 - s_c) * dt)
+            bound = (kc.length(v_path) + kc.length(w) * reach) * dt
+            # conservative advancement from s_c
+            s = s_c
+            for _k in range(CA_ITERATIONS):
+                if s <= 1.0:
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                    d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
+                                              shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                              skip_count, skip_ids)
+                    if d > CONTACT_TOL:
+                        if bound > 0.0:
+                            s = s + d / bound
+                        else:
+                            s = 2.0
+            hit = int(0)
+            if s <= 1.0:
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
+                                          shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                          skip_count, skip_ids)
+                if d <= CONTACT_TOL:
+                    hit = 1
+                    # Newton on the active feature: lands on the root, smooth in the inputs
+                    for _newton in range(2):
+                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                        d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
+                                                  shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                  shape_scale, skip_count, skip_ids)
+                        h = (s - s_c) * dt * 0.5
+                        w_c = w / (1.0 + kc.dot(w, w) * h * h)
+                        rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
+                        if rate < 0.0:
+                            s = kc.min(kc.max(s - d / rate, s_c), 1.0)
+            if hit == 0:
+                # nothing (more) is hit: move to the end of the step (or as far as the search got)
+                s_end = kc.min(s, 1.0)
+                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, offset, rot_local)
+                v_c = v_c + a * ((s_end - s_c) * dt)
+                s_c = s_end
+            else:
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                v_hit = v_c + a * ((s - s_c) * dt)
+                # the contact manifold: every feature within MANIFOLD_TOL of the closest one
+                d_min, n0, p0 = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
+                                                shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                shape_scale, 0, skip_ids)
+                count = int(0)
+                nx = vec8()
+                ny = vec8()
+                nz = vec8()
+                rx = vec8()
+                ry = vec8()
+                rz = vec8()
+                mu = vec8()
+                e = vec8()
+                ids = vec8()
+                for c in range(-1, shape_count):
+                    kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
+                                                              shape_scale, ground)
+                    mb = ground_material
+                    if c >= 0:
+                        mb = shape_material[c]
+                    if kb != -2:
+                        for ff in range(FEATURES):
+                            dd, nn, pp = feature_distance(ff, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b,
+                                                          ground_normal, ground_offset)
+                            if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                r = pp - xs
+                                nx[count] = nn[0]
+                                ny[count] = nn[1]
+                                nz[count] = nn[2]
+                                rx[count] = r[0]
+                                ry[count] = r[1]
+                                rz[count] = r[2]
+                                mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                ids[count] = float((c + 1) * 256 + ff)
+                                count = count + 1
+                rot = kc.quat_to_matrix(qs)
+                inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
+                # approach speed: restitution only for real impacts
+                approach = float(0.0)
+                for c in range(count):
+                    if c >= 0:
+                        nc = kc.vec3(nx[c], ny[c], nz[c])
+                        approach = kc.max(approach, -kc.dot(nc, v_hit + kc.cross(w, kc.vec3(rx[c], ry[c], rz[c]))))
+                v_after, w_after, lam = solve_impulses(v_hit, w, count, nx, ny, nz, rx, ry, rz, mu, m_inv,
+                                                       inv_inertia_world, pgs_iterations)
+                if approach >= resting_speed:
+                    for c in range(count):
+                        if c >= 0:
+                            nc = kc.vec3(nx[c], ny[c], nz[c])
+                            rc = kc.vec3(rx[c], ry[c], rz[c])
+                            j = lam[c] * e[c]
+                            v_after = v_after + nc * (j * m_inv)
+                            w_after = w_after + inv_inertia_world * kc.cross(rc, nc) * j
+                # the rest of the step's acceleration, stopped if it presses into the surfaces
+                rest = (1.0 - s) * dt
+                v_end, w_end, lam2 = solve_impulses(v_after + a * rest, w_after, count, nx, ny, nz, rx, ry, rz, mu,
+                                                    m_inv, inv_inertia_world, pgs_iterations)
+                x_c = xs
+                q_c = qs
+                v_c = v_end - a * rest
+                w = w_end
+                s_c = s
+                skip_count = count
+                skip_ids = ids
+                hits = hits + 1
+    # the rest of the step when the impact search ran out
+    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, offset,
+                                       rot_local)
+    v_out = v_c + a * ((1.0 - s_c) * dt)
+    w_out = w
+    if hits == 0:  # exactly the free step
+        x1 = kc.transform_point(tf, com) + v1 * dt
+        q1 = q_free
+        v_out = v1
+        w_out = w_free
+    body_q1[i] = body_frame_from_com(x1, q1, com)
+    body_qd1[i] = kc.spatial_vector(v_out, w_out)
+
+
+def body_shape_toi_shapes(model):
+    """int (B,): the box or capsule shape swept for each body whose only shape it is, else -1."""
+    shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
+    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+    out = np.full(model.body_count, -1, np.int32)
+    for b in range(model.body_count):
+        mine = np.nonzero(shape_body == b)[0]
+        if len(mine) == 1 and shape_type[mine[0]] in (SHAPE_BOX, SHAPE_CAPSULE):
+            out[b] = mine[0]
+    return out
+
+
+#: static collider kinds the box/capsule sweep handles
+TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
+
+
+def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shape):
+    """Newton–Euler step with time-of-impact contacts of the box and capsule bodies ``body_ids``
+    (kc int (n,)); ``body_shape`` (kc int (B,)) from :func:`body_shape_toi_shapes`.  Writes only
+    those bodies of ``state_out``."""
+    if body_ids.shape[0] == 0:
+        return
+    from .toi import resting_speed
+
+    kc.launch(integrate_shape_bodies_toi_kernel, dim=body_ids.shape[0],
+              inputs=[body_ids, body_shape, state_in.body_q, state_in.body_qd, wrenches, model.body_com,
+                      model.body_inv_mass, model.body_inertia, model.body_inv_inertia, model.gravity, float(dt),
+                      int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
+                      model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
+                      model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
+                      resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
+              outputs=[state_out.body_q, state_out.body_qd], device=model.device)
