@@ -34,9 +34,10 @@ def sample_field(f: F3, x: float, y: float, z: float):
     cx = kc.clamp(x, 0.0, float(sx - 1))
     cy = kc.clamp(y, 0.0, float(sy - 1))
     cz = kc.clamp(z, 0.0, float(sz - 1))
-    i0 = kc.min(int(cx), sx - 1)
-    j0 = kc.min(int(cy), sy - 1)
-    k0 = kc.min(int(cz), sz - 1)
+    # max(.., 0): a NaN position gives a NaN sample, never an index outside the array
+    i0 = kc.max(kc.min(int(cx), sx - 1), 0)
+    j0 = kc.max(kc.min(int(cy), sy - 1), 0)
+    k0 = kc.max(kc.min(int(cz), sz - 1), 0)
     i1 = kc.min(i0 + 1, sx - 1)
     j1 = kc.min(j0 + 1, sy - 1)
     k1 = kc.min(k0 + 1, sz - 1)
@@ -58,9 +59,9 @@ def sample_minmax(f: F3, x: float, y: float, z: float):
     sx = f.shape[0]
     sy = f.shape[1]
     sz = f.shape[2]
-    i0 = kc.min(int(kc.clamp(x, 0.0, float(sx - 1))), sx - 1)
-    j0 = kc.min(int(kc.clamp(y, 0.0, float(sy - 1))), sy - 1)
-    k0 = kc.min(int(kc.clamp(z, 0.0, float(sz - 1))), sz - 1)
+    i0 = kc.max(kc.min(int(kc.clamp(x, 0.0, float(sx - 1))), sx - 1), 0)
+    j0 = kc.max(kc.min(int(kc.clamp(y, 0.0, float(sy - 1))), sy - 1), 0)
+    k0 = kc.max(kc.min(int(kc.clamp(z, 0.0, float(sz - 1))), sz - 1), 0)
     i1 = kc.min(i0 + 1, sx - 1)
     j1 = kc.min(j0 + 1, sy - 1)
     k1 = kc.min(k0 + 1, sz - 1)
@@ -228,13 +229,16 @@ def confinement_kernel(omega: V3, solid: I3, eps_dx: float, force: V3):
     jm = kc.max(j - 1, 0)
     kp = kc.min(k + 1, nz - 1)
     km = kc.max(k - 1, 0)
-    g = kc.vec3(0.0, 0.0, 0.0)
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
     if ip > im:
-        g[0] = (vorticity_norm(omega, ip, j, k) - vorticity_norm(omega, im, j, k)) / float(ip - im)
+        gx = (vorticity_norm(omega, ip, j, k) - vorticity_norm(omega, im, j, k)) / float(ip - im)
     if jp > jm:
-        g[1] = (vorticity_norm(omega, i, jp, k) - vorticity_norm(omega, i, jm, k)) / float(jp - jm)
+        gy = (vorticity_norm(omega, i, jp, k) - vorticity_norm(omega, i, jm, k)) / float(jp - jm)
     if kp > km:
-        g[2] = (vorticity_norm(omega, i, j, kp) - vorticity_norm(omega, i, j, km)) / float(kp - km)
+        gz = (vorticity_norm(omega, i, j, kp) - vorticity_norm(omega, i, j, km)) / float(kp - km)
+    g = kc.vec3(gx, gy, gz)
     n = g / kc.sqrt(kc.dot(g, g) + 1.0e-20)
     f = kc.cross(n, omega[i, j, k]) * eps_dx
     if solid[i, j, k] != 0:
@@ -365,7 +369,10 @@ def scale_kernel(a: F3, s: float, out: F3):
 @kc.kernel
 def max_abs_kernel(q: F3, out: kc.array(dtype=float)):
     i, j, k = kc.tid()
-    kc.atomic_max(out, 0, kc.abs(q[i, j, k]))
+    a = kc.abs(q[i, j, k])
+    if not kc.isfinite(a):
+        a = 3.0e38  # NaN/inf: max() would skip a NaN; report a huge speed instead
+    kc.atomic_max(out, 0, a)
 
 
 def viscosity_step(q, axis, solid, dims, no_slip, nu_dt_dx2, q_out):

@@ -1,5 +1,7 @@
 """Solvers: one module per solver, each with ``step(model, state_in, state_out, control, dt)``."""
+from .grid_fluid import SolverGridFluid
 from .mpm import SolverMPM
 from .semi_implicit import SolverDEM, SolverSemiImplicit
 
 __all__ = ["SolverSemiImplicit", "SolverDEM", "SolverMPM"]
+__all__ += ["SolverGridFluid"]

@@ -4,9 +4,10 @@ One step (all kernels in sim/grid_fluid_kernels.py and sim/grid_fluid_cg.py):
 
 1. advect velocity, smoke density and temperature semi-Lagrangian (midpoint back-trace,
    bilinear/trilinear sampling), optionally MacCormack with a min/max limiter;
-2. add buoyancy ``(-smoke_weight rho + heat_lift (T - ambient)) e_y`` and vorticity
-   confinement;
-3. viscosity, explicit, sub-cycled so that each sub-step keeps nu dt / dx^2 <= 1 / (2 d);
+2. viscosity, explicit, sub-cycled so that each sub-step keeps nu dt / dx^2 <= 0.9 / (2 d);
+3. add buoyancy ``(-smoke_weight rho + heat_lift (T - ambient)) e_y`` and vorticity
+   confinement (after diffusion, so that a gradient force such as uniform gravity is
+   cancelled exactly by the projection);
 4. zero the normal velocity on the domain walls and solid faces;
 5. project: Jacobi-preconditioned CG solves ``A psi = -(net outflow)`` (A = -dx^2 Laplacian
    with zero-flux walls) and ``u -= grad psi``; ``pressure = rho_fluid dx psi / dt`` [Pa].
@@ -242,8 +243,8 @@ class SolverGridFluid:
             raise ValueError(f"SolverGridFluid.step: dt must be a finite number > 0, got {dt!r}")
         dt = float(dt)
         speed = self.max_speed(state_in)
-        if not math.isfinite(speed):
-            raise ValueError("SolverGridFluid.step: state_in holds a non-finite velocity")
+        if not speed < 1.0e38:
+            raise ValueError("SolverGridFluid.step: state_in holds a non-finite velocity (NaN or inf)")
         if speed * dt / self.dx > self.cfl:
             raise ValueError(f"SolverGridFluid.step: dt={dt:g} s gives a CFL number max|u| dt / dx = "
                              f"{speed:.4g} * {dt:g} / {self.dx:g} = {speed * dt / self.dx:.3g} over the limit "
@@ -273,7 +274,14 @@ class SolverGridFluid:
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
         advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
         advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
-        # 2. forces
+        # 2. viscosity, explicit, sub-cycled for stability
+        if self.viscosity > 0.0:
+            n_sub = self.viscosity_substeps(dt)
+            c = self.viscosity * (dt / n_sub) / (self.dx * self.dx)
+            for s in range(n_sub):
+                vel = [self._viscous(vel[a], a, c, out.scratch(f"visc{s}_{a}", face_shapes[a])) for a in range(d)]
+        # 3. forces, after diffusion: a force that is a pure gradient (uniform gravity on uniform
+        #    smoke) is then cancelled exactly by the projection and a fluid at rest stays at rest
         use_conf = self.vorticity > 0.0
         buoyant = self.smoke_weight != 0.0 or self.heat_lift != 0.0
         if use_conf or buoyant:
@@ -289,12 +297,6 @@ class SolverGridFluid:
                               self.smoke_weight, self.heat_lift, self.ambient, dt, dst)
                 forced.append(dst)
             vel = forced
-        # 3. viscosity, explicit, sub-cycled for stability
-        if self.viscosity > 0.0:
-            n_sub = self.viscosity_substeps(dt)
-            c = self.viscosity * (dt / n_sub) / (self.dx * self.dx)
-            for s in range(n_sub):
-                vel = [self._viscous(vel[a], a, c, out.scratch(f"visc{s}_{a}", face_shapes[a])) for a in range(d)]
         # 4. walls
         walled = []
         for a in range(d):
