@@ -13,8 +13,11 @@ Vectors are float64 so that the residual can fall far below float32 round-off of
 velocities; scalars (r.z, p.Ap, r.r) are accumulated per row into float64 slots, one row of
 ``scalars`` per iteration, so that no kernel overwrites a value another still reads and the
 host reads one number every ``check_every`` iterations (the only synchronisations).
-Reductions run one thread per row of cells (dimensions ny x nz), each summing its row and
-adding once atomically: far fewer atomics than one per cell.
+The CG vectors are flat (cells in memory order); reductions run one thread per chunk of
+CHUNK consecutive cells, each summing its chunk and adding once atomically: far fewer
+atomics than one per cell, and contiguous memory access.  Neighbours come from a per-cell
+bit mask built once per solid mask (which neighbours are fluid), so the matrix-vector
+product needs no index arithmetic beyond the flat strides.
 """
 from __future__ import annotations
 
@@ -24,74 +27,107 @@ import numpy as np
 
 import kernelcore as kc
 
-F3 = kc.array(dtype=float, ndim=3)
-D3 = kc.array(dtype=kc.float64, ndim=3)
-I3 = kc.array(dtype=kc.int32, ndim=3)
-D2 = kc.array(dtype=kc.float64, ndim=2)
+F1 = kc.array(dtype=float)
 D1 = kc.array(dtype=kc.float64)
+I1 = kc.array(dtype=kc.int32)
+D2 = kc.array(dtype=kc.float64, ndim=2)
+I3 = kc.array(dtype=kc.int32, ndim=3)
+F3 = kc.array(dtype=float, ndim=3)
 
 RZ, PAP, RR = 0, 1, 2  # columns of the scalar slots
-
-
-@kc.func
-def fluid_at(solid: I3, i: int, j: int, k: int):
-    r = 0
-    if i >= 0 and j >= 0 and k >= 0 and i < solid.shape[0] and j < solid.shape[1] and k < solid.shape[2]:
-        if solid[i, j, k] == 0:
-            r = 1
-    return r
-
-
-@kc.func
-def neighbour_term(x: D3, solid: I3, xc: kc.float64, i: int, j: int, k: int):
-    r = kc.float64(0.0)
-    if fluid_at(solid, i, j, k) != 0:
-        r = xc - x[i, j, k]
-    return r
+CHUNK = 256            # cells per thread in the reductions: one atomic add per chunk
+FLUID_BIT = 64         # bit 6 of a cell's flags: the cell is fluid; bits 0-5: its -x +x -y +y -z +z neighbour is
 
 
 @kc.kernel
-def inverse_diagonal_kernel(solid: I3, inv_diag: D3):
-    """1 / (number of fluid neighbours) of each fluid cell; 0 for solid or isolated cells."""
+def cell_flags_kernel(solid: I3, flags: I3, inv_diag: kc.array(dtype=kc.float64, ndim=3)):
+    """Neighbour bits and 1 / (number of fluid neighbours) of each fluid cell (0 for solid or isolated cells)."""
     i, j, k = kc.tid()
+    f = 0
     n = 0
     if solid[i, j, k] == 0:
-        n = (fluid_at(solid, i - 1, j, k) + fluid_at(solid, i + 1, j, k) + fluid_at(solid, i, j - 1, k)
-             + fluid_at(solid, i, j + 1, k) + fluid_at(solid, i, j, k - 1) + fluid_at(solid, i, j, k + 1))
+        f = FLUID_BIT
+        if i > 0:
+            if solid[i - 1, j, k] == 0:
+                f = f + 1
+                n = n + 1
+        if i + 1 < solid.shape[0]:
+            if solid[i + 1, j, k] == 0:
+                f = f + 2
+                n = n + 1
+        if j > 0:
+            if solid[i, j - 1, k] == 0:
+                f = f + 4
+                n = n + 1
+        if j + 1 < solid.shape[1]:
+            if solid[i, j + 1, k] == 0:
+                f = f + 8
+                n = n + 1
+        if k > 0:
+            if solid[i, j, k - 1] == 0:
+                f = f + 16
+                n = n + 1
+        if k + 1 < solid.shape[2]:
+            if solid[i, j, k + 1] == 0:
+                f = f + 32
+                n = n + 1
+    flags[i, j, k] = f
     val = kc.float64(0.0)
     if n > 0:
         val = kc.float64(1.0) / kc.float64(n)
     inv_diag[i, j, k] = val
 
 
+@kc.func
+def neighbour_sum(x: D1, flags: int, c: int, sy: int, sx: int):
+    """sum over fluid neighbours n of (x_c - x_n) for flat cell c; strides sy = nz, sx = ny nz."""
+    xc = x[c]
+    s = kc.float64(0.0)
+    if (flags & 1) != 0:
+        s += xc - x[c - sx]
+    if (flags & 2) != 0:
+        s += xc - x[c + sx]
+    if (flags & 4) != 0:
+        s += xc - x[c - sy]
+    if (flags & 8) != 0:
+        s += xc - x[c + sy]
+    if (flags & 16) != 0:
+        s += xc - x[c - 1]
+    if (flags & 32) != 0:
+        s += xc - x[c + 1]
+    return s
+
+
 @kc.kernel
-def sum_rows_kernel(b: F3, solid: I3, out: D1, slot: int):
-    """out[slot] += sum of b over fluid cells (one thread per row)."""
-    j, k = kc.tid()
+def sum_chunks_kernel(b: F1, flags: I1, out: D1, slot: int):
+    """out[slot] += sum of b over fluid cells."""
+    t = kc.tid()
+    n = b.shape[0]
     acc = kc.float64(0.0)
-    for i in range(b.shape[0]):
-        if solid[i, j, k] == 0:
-            acc += kc.float64(b[i, j, k])
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        if flags[c] != 0:
+            acc += kc.float64(b[c])
     kc.atomic_add(out, slot, acc)
 
 
 @kc.kernel
-def cg_init_kernel(b: F3, solid: I3, inv_diag: D3, sums: D1, n_fluid: float,
-                   x: D3, r: D3, z: D3, p: D3, scalars: D2):
+def cg_init_kernel(b: F1, flags: I1, inv_diag: D1, sums: D1, n_fluid: float,
+                   x: D1, r: D1, z: D1, p: D1, scalars: D2):
     """x = 0, r = b - mean(b) on fluid cells, z = M^-1 r, p = z; slot 0 gets r.z and r.r."""
-    j, k = kc.tid()
+    t = kc.tid()
+    n = b.shape[0]
     mean = sums[0] / kc.float64(n_fluid)
     rz = kc.float64(0.0)
     rr = kc.float64(0.0)
-    for i in range(b.shape[0]):
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
         ri = kc.float64(0.0)
-        if solid[i, j, k] == 0:
-            ri = kc.float64(b[i, j, k]) - mean
-        zi = ri * inv_diag[i, j, k]
-        x[i, j, k] = kc.float64(0.0)
-        r[i, j, k] = ri
-        z[i, j, k] = zi
-        p[i, j, k] = zi
+        if flags[c] != 0:
+            ri = kc.float64(b[c]) - mean
+        zi = ri * inv_diag[c]
+        x[c] = kc.float64(0.0)
+        r[c] = ri
+        z[c] = zi
+        p[c] = zi
         rz += ri * zi
         rr += ri * ri
     kc.atomic_add(scalars, 0, RZ, rz)
@@ -99,38 +135,38 @@ def cg_init_kernel(b: F3, solid: I3, inv_diag: D3, sums: D1, n_fluid: float,
 
 
 @kc.kernel
-def cg_apply_kernel(p: D3, solid: I3, it: int, q: D3, scalars: D2):
+def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, q: D1, scalars: D2):
     """q = A p; slot it gets p.q."""
-    j, k = kc.tid()
+    t = kc.tid()
+    n = p.shape[0]
     pq = kc.float64(0.0)
-    for i in range(p.shape[0]):
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        f = flags[c]
         val = kc.float64(0.0)
-        if solid[i, j, k] == 0:
-            pc = p[i, j, k]
-            val = (neighbour_term(p, solid, pc, i - 1, j, k) + neighbour_term(p, solid, pc, i + 1, j, k)
-                   + neighbour_term(p, solid, pc, i, j - 1, k) + neighbour_term(p, solid, pc, i, j + 1, k)
-                   + neighbour_term(p, solid, pc, i, j, k - 1) + neighbour_term(p, solid, pc, i, j, k + 1))
-            pq += pc * val
-        q[i, j, k] = val
+        if f != 0:
+            val = neighbour_sum(p, f, c, sy, sx)
+            pq += p[c] * val
+        q[c] = val
     kc.atomic_add(scalars, it, PAP, pq)
 
 
 @kc.kernel
-def cg_update_kernel(p: D3, q: D3, inv_diag: D3, it: int, x: D3, r: D3, z: D3, scalars: D2):
+def cg_update_kernel(p: D1, q: D1, inv_diag: D1, it: int, x: D1, r: D1, z: D1, scalars: D2):
     """alpha = r.z / p.Ap; x += alpha p; r -= alpha q; z = M^-1 r; slot it+1 gets r.z and r.r."""
-    j, k = kc.tid()
+    t = kc.tid()
+    n = p.shape[0]
     pap = scalars[it, PAP]
     alpha = kc.float64(0.0)
     if pap > kc.float64(0.0):
         alpha = scalars[it, RZ] / pap
     rz = kc.float64(0.0)
     rr = kc.float64(0.0)
-    for i in range(p.shape[0]):
-        x[i, j, k] = x[i, j, k] + alpha * p[i, j, k]
-        ri = r[i, j, k] - alpha * q[i, j, k]
-        zi = ri * inv_diag[i, j, k]
-        r[i, j, k] = ri
-        z[i, j, k] = zi
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        x[c] = x[c] + alpha * p[c]
+        ri = r[c] - alpha * q[c]
+        zi = ri * inv_diag[c]
+        r[c] = ri
+        z[c] = zi
         rz += ri * zi
         rr += ri * ri
     kc.atomic_add(scalars, it + 1, RZ, rz)
@@ -138,41 +174,41 @@ def cg_update_kernel(p: D3, q: D3, inv_diag: D3, it: int, x: D3, r: D3, z: D3, s
 
 
 @kc.kernel
-def cg_direction_kernel(z: D3, it: int, scalars: D2, p: D3):
+def cg_direction_kernel(z: D1, it: int, scalars: D2, p: D1):
     """beta = r.z(new) / r.z(old); p = z + beta p."""
-    j, k = kc.tid()
+    c = kc.tid()
     old = scalars[it, RZ]
     beta = kc.float64(0.0)
     if old > kc.float64(0.0):
         beta = scalars[it + 1, RZ] / old
-    for i in range(z.shape[0]):
-        p[i, j, k] = z[i, j, k] + beta * p[i, j, k]
+    p[c] = z[c] + beta * p[c]
 
 
 @kc.kernel
-def sum_rows64_kernel(x: D3, solid: I3, out: D1, slot: int):
-    j, k = kc.tid()
+def sum_chunks64_kernel(x: D1, flags: I1, out: D1, slot: int):
+    t = kc.tid()
+    n = x.shape[0]
     acc = kc.float64(0.0)
-    for i in range(x.shape[0]):
-        if solid[i, j, k] == 0:
-            acc += x[i, j, k]
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        if flags[c] != 0:
+            acc += x[c]
     kc.atomic_add(out, slot, acc)
 
 
 @kc.kernel
-def cg_finish_kernel(x: D3, solid: I3, sums: D1, n_fluid: float, out: F3):
+def cg_finish_kernel(x: D1, flags: I1, sums: D1, n_fluid: float, out: F1):
     """out = x - mean(x) on fluid cells (float32), 0 in solids."""
-    i, j, k = kc.tid()
+    c = kc.tid()
     val = kc.float64(0.0)
-    if solid[i, j, k] == 0:
-        val = x[i, j, k] - sums[1] / kc.float64(n_fluid)
-    out[i, j, k] = float(val)
+    if flags[c] != 0:
+        val = x[c] - sums[1] / kc.float64(n_fluid)
+    out[c] = float(val)
 
 
 @kc.kernel
-def add_kernel(a: F3, out: F3):
-    i, j, k = kc.tid()
-    out[i, j, k] = out[i, j, k] + a[i, j, k]
+def add_kernel(a: F1, out: F1):
+    c = kc.tid()
+    out[c] = out[c] + a[c]
 
 
 class PoissonCG:
@@ -191,14 +227,16 @@ class PoissonCG:
         self.solid = solid
         self.device = solid.device
         self.shape = tuple(solid.shape)
-        self.rows = (self.shape[1], self.shape[2])
+        self.n = int(np.prod(self.shape))
+        self.chunks = (self.n + CHUNK - 1) // CHUNK
         self.tol = float(tol)
         # Jacobi-PCG on a Poisson matrix needs O(cells per side) iterations
         self.max_iter = int(max_iter) if max_iter else 100 + 8 * max(self.shape)
         self.check_every = int(check_every)
         dev = self.device
+        self.flags = kc.zeros(self.shape, dtype=kc.int32, device=dev)
         self.inv_diag = kc.zeros(self.shape, dtype=kc.float64, device=dev)
-        self.x, self.r, self.z, self.p, self.q = (kc.zeros(self.shape, dtype=kc.float64, device=dev) for _ in range(5))
+        self.x, self.r, self.z, self.p, self.q = (kc.zeros(self.n, dtype=kc.float64, device=dev) for _ in range(5))
         self.sums = kc.zeros(2, dtype=kc.float64, device=dev)
         self.scalars = kc.zeros((self.max_iter + 2, 3), dtype=kc.float64, device=dev)
         self.iterations = 0
@@ -206,35 +244,41 @@ class PoissonCG:
         self.update_mask()
 
     def update_mask(self):
-        """Recompute the preconditioner and the fluid-cell count after the solid mask changed."""
-        kc.launch(inverse_diagonal_kernel, dim=self.shape, inputs=[self.solid], outputs=[self.inv_diag],
+        """Recompute neighbour flags, the preconditioner and the fluid-cell count after the solid mask changed."""
+        kc.launch(cell_flags_kernel, dim=self.shape, inputs=[self.solid], outputs=[self.flags, self.inv_diag],
                   device=self.device, record_tape=False)
         self.n_fluid = int(np.count_nonzero(self.solid.numpy() == 0))
 
     def solve(self, b, out):
-        """Write the zero-mean solution of A x = b - mean(b) into ``out`` (float32 (nx, ny, nz)); not taped."""
-        dev, rows, solid = self.device, self.rows, self.solid
+        """Write the zero-mean solution of A x = b - mean(b) into ``out`` (float32, the grid's shape); not taped."""
+        dev = self.device
         if self.n_fluid == 0:
             out.zero_()
             return out
-        L = lambda k, inputs: kc.launch(k, dim=rows, inputs=inputs, device=dev, record_tape=False)  # noqa: E731
+        b1, out1 = b.reshape((self.n,)), out.reshape((self.n,))
+        flags, inv_diag = self.flags.reshape((self.n,)), self.inv_diag.reshape((self.n,))
+        sy, sx = self.shape[2], self.shape[1] * self.shape[2]
+        x, r, z, p, q, scalars = self.x, self.r, self.z, self.p, self.q, self.scalars
+
+        def chunked(k, inputs):
+            kc.launch(k, dim=self.chunks, inputs=inputs, device=dev, record_tape=False)
+
         self.sums.zero_()
-        self.scalars.zero_()
-        L(sum_rows_kernel, [b, solid, self.sums, 0])
-        L(cg_init_kernel, [b, solid, self.inv_diag, self.sums, float(self.n_fluid), self.x, self.r, self.z, self.p,
-                           self.scalars])
-        rr0 = float(self.scalars.numpy()[0, RR])
+        scalars.zero_()
+        chunked(sum_chunks_kernel, [b1, flags, self.sums, 0])
+        chunked(cg_init_kernel, [b1, flags, inv_diag, self.sums, float(self.n_fluid), x, r, z, p, scalars])
+        rr0 = float(scalars.numpy()[0, RR])
         it = 0
         rel = 0.0
         if rr0 > 0.0:
             target = self.tol * self.tol * rr0
             while True:
-                L(cg_apply_kernel, [self.p, solid, it, self.q, self.scalars])
-                L(cg_update_kernel, [self.p, self.q, self.inv_diag, it, self.x, self.r, self.z, self.scalars])
-                L(cg_direction_kernel, [self.z, it, self.scalars, self.p])
+                chunked(cg_apply_kernel, [p, flags, sy, sx, it, q, scalars])
+                chunked(cg_update_kernel, [p, q, inv_diag, it, x, r, z, scalars])
+                kc.launch(cg_direction_kernel, dim=self.n, inputs=[z, it, scalars, p], device=dev, record_tape=False)
                 it += 1
                 if it % self.check_every == 0 or it == self.max_iter:
-                    rr = float(self.scalars.numpy()[it, RR])
+                    rr = float(scalars.numpy()[it, RR])
                     rel = (rr / rr0) ** 0.5
                     if rr <= target:
                         break
@@ -244,9 +288,9 @@ class PoissonCG:
                                       "max_iter)", RuntimeWarning, stacklevel=3)
                         break
         self.iterations, self.residual = it, rel
-        L(sum_rows64_kernel, [self.x, solid, self.sums, 1])
-        kc.launch(cg_finish_kernel, dim=self.shape, inputs=[self.x, solid, self.sums, float(self.n_fluid)],
-                  outputs=[out], device=dev, record_tape=False)
+        chunked(sum_chunks64_kernel, [x, flags, self.sums, 1])
+        kc.launch(cg_finish_kernel, dim=self.n, inputs=[x, flags, self.sums, float(self.n_fluid)], outputs=[out1],
+                  device=dev, record_tape=False)
         return out
 
 
@@ -267,7 +311,8 @@ def taped_solve(cg, b, out):
             return
         adj = kc.zeros(out.shape, dtype=float, device=out.device)
         cg.solve(out.grad, adj)
-        kc.launch(add_kernel, dim=adj.shape, inputs=[adj], outputs=[b.grad], device=adj.device, record_tape=False)
+        kc.launch(add_kernel, dim=cg.n, inputs=[adj.reshape((cg.n,))], outputs=[b.grad.reshape((cg.n,))],
+                  device=adj.device, record_tape=False)
         out.grad.zero_()  # consumed, as by a store
 
     seen = set()
