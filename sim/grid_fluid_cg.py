@@ -135,6 +135,41 @@ def cg_init_kernel(b: F1, flags: I1, inv_diag: D1, sums: D1, n_fluid: float,
 
 
 @kc.kernel
+def cg_init_warm_kernel(b: F1, x0: F1, flags: I1, inv_diag: D1, sums: D1, n_fluid: float, sy: int, sx: int,
+                        x: D1, r: D1, z: D1, p: D1, scalars: D2):
+    """As cg_init_kernel from the initial guess x (already holding x0): r = b - mean(b) - A x;
+    sums[2] gets |b - mean(b)|^2 (the tolerance's reference)."""
+    t = kc.tid()
+    n = b.shape[0]
+    mean = sums[0] / kc.float64(n_fluid)
+    rz = kc.float64(0.0)
+    rr = kc.float64(0.0)
+    bb = kc.float64(0.0)
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        f = flags[c]
+        ri = kc.float64(0.0)
+        if f != 0:
+            bi = kc.float64(b[c]) - mean
+            bb += bi * bi
+            ri = bi - neighbour_sum(x, f, c, sy, sx)
+        zi = ri * inv_diag[c]
+        r[c] = ri
+        z[c] = zi
+        p[c] = zi
+        rz += ri * zi
+        rr += ri * ri
+    kc.atomic_add(scalars, 0, RZ, rz)
+    kc.atomic_add(scalars, 0, RR, rr)
+    kc.atomic_add(sums, 2, bb)
+
+
+@kc.kernel
+def to_float64_kernel(a: F1, out: D1):
+    c = kc.tid()
+    out[c] = kc.float64(a[c])
+
+
+@kc.kernel
 def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, q: D1, scalars: D2):
     """q = A p; slot it gets p.q."""
     t = kc.tid()
@@ -237,7 +272,7 @@ class PoissonCG:
         self.flags = kc.zeros(self.shape, dtype=kc.int32, device=dev)
         self.inv_diag = kc.zeros(self.shape, dtype=kc.float64, device=dev)
         self.x, self.r, self.z, self.p, self.q = (kc.zeros(self.n, dtype=kc.float64, device=dev) for _ in range(5))
-        self.sums = kc.zeros(2, dtype=kc.float64, device=dev)
+        self.sums = kc.zeros(3, dtype=kc.float64, device=dev)  # sum b, sum x, |b - mean|^2
         self.scalars = kc.zeros((self.max_iter + 2, 3), dtype=kc.float64, device=dev)
         self.iterations = 0
         self.residual = 0.0
@@ -249,8 +284,12 @@ class PoissonCG:
                   device=self.device, record_tape=False)
         self.n_fluid = int(np.count_nonzero(self.solid.numpy() == 0))
 
-    def solve(self, b, out):
-        """Write the zero-mean solution of A x = b - mean(b) into ``out`` (float32, the grid's shape); not taped."""
+    def solve(self, b, out, guess=None):
+        """Write the zero-mean solution of A x = b - mean(b) into ``out`` (float32, the grid's shape); not taped.
+
+        ``guess``: an initial x (float32, the grid's shape), e.g. the previous step's; the
+        answer does not depend on it beyond the tolerance, only the iteration count does.
+        """
         dev = self.device
         if self.n_fluid == 0:
             out.zero_()
@@ -266,8 +305,19 @@ class PoissonCG:
         self.sums.zero_()
         scalars.zero_()
         chunked(sum_chunks_kernel, [b1, flags, self.sums, 0])
-        chunked(cg_init_kernel, [b1, flags, inv_diag, self.sums, float(self.n_fluid), x, r, z, p, scalars])
-        rr0 = float(scalars.numpy()[0, RR])
+        if guess is None:
+            chunked(cg_init_kernel, [b1, flags, inv_diag, self.sums, float(self.n_fluid), x, r, z, p, scalars])
+            rr0 = float(scalars.numpy()[0, RR])
+        else:
+            kc.launch(to_float64_kernel, dim=self.n, inputs=[guess.reshape((self.n,))], outputs=[x], device=dev,
+                      record_tape=False)
+            chunked(cg_init_warm_kernel, [b1, guess.reshape((self.n,)), flags, inv_diag, self.sums,
+                                          float(self.n_fluid), sy, sx, x, r, z, p, scalars])
+            rr0 = float(self.sums.numpy()[2])
+            if rr0 == 0.0:
+                x.zero_()  # b = const: the answer is 0 whatever the guess
+            elif float(scalars.numpy()[0, RR]) <= self.tol * self.tol * rr0:
+                rr0 = 0.0  # the guess already solves it: skip the iterations
         it = 0
         rel = 0.0
         if rr0 > 0.0:
@@ -294,12 +344,12 @@ class PoissonCG:
         return out
 
 
-def taped_solve(cg, b, out):
+def taped_solve(cg, b, out, guess=None):
     """``out = cg.solve(b)`` recorded on the active tapes as one step whose adjoint is another solve.
 
     The solve operator S is symmetric (see the module docstring), so b.grad += S out.grad.
     """
-    cg.solve(b, out)
+    cg.solve(b, out, guess)
     from kernelcore.device import get_runtime
 
     rt = get_runtime()

@@ -124,12 +124,13 @@ class SolverGridFluid:
         tol: relative residual of the pressure CG (2-norm; 1e-7 leaves the discrete
             divergence below 1e-6 of the velocity scale).
         max_iter: CG iteration cap (default 100 + 8 max(res)).
+        warm_start: start CG from the pressure potential of the step that made ``state_in``.
         device: kernelcore device.
     """
 
     def __init__(self, res, dx, viscosity=0.0, advection="semi_lagrangian", boundary="free_slip",
                  smoke_weight=0.0, heat_lift=0.0, ambient=0.0, vorticity=0.0, rho=1.0, cfl=5.0,
-                 tol=1e-7, max_iter=None, device=None):
+                 tol=1e-7, max_iter=None, warm_start=True, device=None):
         self.res = _positive_int_tuple(res)
         self.dim = len(self.res)
         self.dx = _finite("dx", dx, 0.0, strict=True)
@@ -146,6 +147,7 @@ class SolverGridFluid:
         self.rho = _finite("rho", rho, 0.0, strict=True)
         self.cfl = _finite("cfl", cfl, 0.0, strict=True)
         self.tol = _finite("tol", tol, 0.0, strict=True)
+        self.warm_start = bool(warm_start)
         self.device = kc.get_device(device)
         self._shape3 = self.res if self.dim == 3 else self.res + (1,)
         self.solid_mask = kc.zeros(self.res, dtype=kc.int32, device=self.device)
@@ -308,7 +310,9 @@ class SolverGridFluid:
         rhs = out.scratch("rhs", s3)
         K.net_outflow(walled[0], walled[1], w_walled, solid, -1.0, rhs)
         psi = out.scratch("psi", s3)
-        taped_solve(self.cg, rhs, psi)
+        # the previous step's potential is a good first guess in a flow that changes smoothly
+        guess = state_in._scratch.get("psi") if self.warm_start else None
+        taped_solve(self.cg, rhs, psi, guess)
         dst_vel = self._views(out)
         for a in range(d):
             K.subtract_gradient(walled[a], a, solid, psi, dst_vel[a])
