@@ -112,3 +112,14 @@ def test_rigid_benchmark_newton_simulates_the_same_pile(tmp_path):
                       "--out", str(out)])
     r = json.loads(out.read_text())["results"]["9"]
     assert r["speedup_kc_vs_newton"] > 0 and r["newton"]["steps_per_second"] > 0
+
+
+def test_smoke_benchmark_reports_ratios(tmp_path):
+    import bench_smoke
+
+    out = tmp_path / "smoke.json"
+    bench_smoke.main(["--res2d", "16", "--res3d", "8", "--repeats", "1", "--no-warp", "--out", str(out)])
+    d = json.loads(out.read_text())
+    for name in ("2d", "3d"):
+        r = d["cases"][name]
+        assert r["numpy_over_kernelcore"] > 0 and r["kernelcore_relative_divergence"] < 1e-5
