@@ -1,4 +1,7 @@
-"""Pressure Poisson solve of the grid fluid: Jacobi-preconditioned conjugate gradients as kernels.
+"""Pressure Poisson solve of the grid fluid: preconditioned conjugate gradients as kernels.
+
+Preconditioner: one geometric multigrid V-cycle (sim/grid_fluid_mg.py, the default) or the
+diagonal (Jacobi).
 
 The matrix is never stored.  For fluid cells c, ``(A x)_c = sum over fluid neighbours n of
 (x_c - x_n)``: the negative 5/7-point Laplacian times dx^2 with zero-flux (Neumann) conditions
@@ -34,7 +37,7 @@ D2 = kc.array(dtype=kc.float64, ndim=2)
 I3 = kc.array(dtype=kc.int32, ndim=3)
 F3 = kc.array(dtype=float, ndim=3)
 
-RZ, PAP, RR = 0, 1, 2  # columns of the scalar slots
+RZ, PAP, RR, RZ_MG = 0, 1, 2, 3  # columns of the scalar slots (RZ_MG: r.z with the multigrid z)
 CHUNK = 256            # cells per thread in the reductions: one atomic add per chunk
 FLUID_BIT = 64         # bit 6 of a cell's flags: the cell is fluid; bits 0-5: its -x +x -y +y -z +z neighbour is
 
@@ -186,14 +189,15 @@ def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, q: D1, scalars:
 
 
 @kc.kernel
-def cg_update_kernel(p: D1, q: D1, inv_diag: D1, it: int, x: D1, r: D1, z: D1, scalars: D2):
-    """alpha = r.z / p.Ap; x += alpha p; r -= alpha q; z = M^-1 r; slot it+1 gets r.z and r.r."""
+def cg_update_kernel(p: D1, q: D1, inv_diag: D1, it: int, rzcol: int, x: D1, r: D1, z: D1, scalars: D2):
+    """alpha = r.z / p.Ap (r.z from column rzcol); x += alpha p; r -= alpha q; z = D^-1 r;
+    slot it+1 gets r.z (Jacobi) and r.r."""
     t = kc.tid()
     n = p.shape[0]
     pap = scalars[it, PAP]
     alpha = kc.float64(0.0)
     if pap > kc.float64(0.0):
-        alpha = scalars[it, RZ] / pap
+        alpha = scalars[it, rzcol] / pap
     rz = kc.float64(0.0)
     rr = kc.float64(0.0)
     for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
@@ -209,14 +213,31 @@ def cg_update_kernel(p: D1, q: D1, inv_diag: D1, it: int, x: D1, r: D1, z: D1, s
 
 
 @kc.kernel
-def cg_direction_kernel(z: D1, it: int, scalars: D2, p: D1):
-    """beta = r.z(new) / r.z(old); p = z + beta p."""
+def cg_direction_kernel(z: D1, it: int, rzcol: int, scalars: D2, p: D1):
+    """beta = r.z(new) / r.z(old) (column rzcol); p = z + beta p."""
     c = kc.tid()
-    old = scalars[it, RZ]
+    old = scalars[it, rzcol]
     beta = kc.float64(0.0)
     if old > kc.float64(0.0):
-        beta = scalars[it + 1, RZ] / old
+        beta = scalars[it + 1, rzcol] / old
     p[c] = z[c] + beta * p[c]
+
+
+@kc.kernel
+def dot_chunks_kernel(a: D1, b: D1, slot: int, col: int, scalars: D2):
+    """scalars[slot, col] += a . b"""
+    t = kc.tid()
+    n = a.shape[0]
+    acc = kc.float64(0.0)
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        acc += a[c] * b[c]
+    kc.atomic_add(scalars, slot, col, acc)
+
+
+@kc.kernel
+def copy64_flat_kernel(src: D1, dst: D1):
+    c = kc.tid()
+    dst[c] = src[c]
 
 
 @kc.kernel
@@ -247,7 +268,9 @@ def add_kernel(a: F1, out: F1):
 
 
 class PoissonCG:
-    """Matrix-free Jacobi-PCG for ``A x = b`` on the fluid cells of a (nx, ny, nz) solid mask.
+    """Matrix-free preconditioned CG for ``A x = b`` on the fluid cells of a (nx, ny, nz) solid mask.
+
+    ``preconditioner``: "multigrid" (a V-cycle, sim/grid_fluid_mg.py) or "jacobi" (the diagonal).
 
     Args:
         solid: int32 (nx, ny, nz) array, 1 = solid cell.
@@ -258,7 +281,7 @@ class PoissonCG:
     Attributes after ``solve``: ``iterations``, ``residual`` (relative 2-norm).
     """
 
-    def __init__(self, solid, tol=1e-7, max_iter=None, check_every=8):
+    def __init__(self, solid, tol=1e-7, max_iter=None, check_every=8, preconditioner="multigrid"):
         self.solid = solid
         self.device = solid.device
         self.shape = tuple(solid.shape)
@@ -273,7 +296,9 @@ class PoissonCG:
         self.inv_diag = kc.zeros(self.shape, dtype=kc.float64, device=dev)
         self.x, self.r, self.z, self.p, self.q = (kc.zeros(self.n, dtype=kc.float64, device=dev) for _ in range(5))
         self.sums = kc.zeros(3, dtype=kc.float64, device=dev)  # sum b, sum x, |b - mean|^2
-        self.scalars = kc.zeros((self.max_iter + 2, 3), dtype=kc.float64, device=dev)
+        self.scalars = kc.zeros((self.max_iter + 2, 4), dtype=kc.float64, device=dev)
+        self.preconditioner = preconditioner
+        self.mg = None
         self.iterations = 0
         self.residual = 0.0
         self.update_mask()
@@ -283,6 +308,10 @@ class PoissonCG:
         kc.launch(cell_flags_kernel, dim=self.shape, inputs=[self.solid], outputs=[self.flags, self.inv_diag],
                   device=self.device, record_tape=False)
         self.n_fluid = int(np.count_nonzero(self.solid.numpy() == 0))
+        if self.preconditioner == "multigrid":
+            from .grid_fluid_mg import MultigridPreconditioner
+
+            self.mg = MultigridPreconditioner(self.solid)
 
     def solve(self, b, out, guess=None):
         """Write the zero-mean solution of A x = b - mean(b) into ``out`` (float32, the grid's shape); not taped.
@@ -320,12 +349,22 @@ class PoissonCG:
                 rr0 = 0.0  # the guess already solves it: skip the iterations
         it = 0
         rel = 0.0
+        mg = self.mg
+        rzcol = RZ if mg is None else RZ_MG
         if rr0 > 0.0:
             target = self.tol * self.tol * rr0
+            if mg is not None:  # z = V(r), p = z, r.z into the multigrid column
+                mg.apply(r, z)
+                kc.launch(copy64_flat_kernel, dim=self.n, inputs=[z], outputs=[p], device=dev, record_tape=False)
+                chunked(dot_chunks_kernel, [r, z, 0, RZ_MG, scalars])
             while True:
                 chunked(cg_apply_kernel, [p, flags, sy, sx, it, q, scalars])
-                chunked(cg_update_kernel, [p, q, inv_diag, it, x, r, z, scalars])
-                kc.launch(cg_direction_kernel, dim=self.n, inputs=[z, it, scalars, p], device=dev, record_tape=False)
+                chunked(cg_update_kernel, [p, q, inv_diag, it, rzcol, x, r, z, scalars])
+                if mg is not None:
+                    mg.apply(r, z)
+                    chunked(dot_chunks_kernel, [r, z, it + 1, RZ_MG, scalars])
+                kc.launch(cg_direction_kernel, dim=self.n, inputs=[z, it, rzcol, scalars, p], device=dev,
+                          record_tape=False)
                 it += 1
                 if it % self.check_every == 0 or it == self.max_iter:
                     rr = float(scalars.numpy()[it, RR])

@@ -9,7 +9,7 @@ One step (all kernels in sim/grid_fluid_kernels.py and sim/grid_fluid_cg.py):
    confinement (after diffusion, so that a gradient force such as uniform gravity is
    cancelled exactly by the projection);
 4. zero the normal velocity on the domain walls and solid faces;
-5. project: Jacobi-preconditioned CG solves ``A psi = -(net outflow)`` (A = -dx^2 Laplacian
+5. project: preconditioned CG (a multigrid V-cycle, or Jacobi) solves ``A psi = -(net outflow)`` (A = -dx^2 Laplacian
    with zero-flux walls) and ``u -= grad psi``; ``pressure = rho_fluid dx psi / dt`` [Pa].
 
 Walls: the domain boundary and solid cells are static walls.  ``boundary="free_slip"``
@@ -36,6 +36,7 @@ from ..grid_fluid_cg import PoissonCG, taped_solve
 
 BOUNDARIES = ("free_slip", "no_slip")
 ADVECTION = ("semi_lagrangian", "maccormack")
+PRECONDITIONERS = ("multigrid", "jacobi")
 
 
 class GridFluidState:
@@ -125,12 +126,13 @@ class SolverGridFluid:
             divergence below 1e-6 of the velocity scale).
         max_iter: CG iteration cap (default 100 + 8 max(res)).
         warm_start: start CG from the pressure potential of the step that made ``state_in``.
+        preconditioner: "multigrid" (one geometric V-cycle, sim/grid_fluid_mg.py) or "jacobi".
         device: kernelcore device.
     """
 
     def __init__(self, res, dx, viscosity=0.0, advection="semi_lagrangian", boundary="free_slip",
                  smoke_weight=0.0, heat_lift=0.0, ambient=0.0, vorticity=0.0, rho=1.0, cfl=5.0,
-                 tol=1e-7, max_iter=None, warm_start=True, device=None):
+                 tol=1e-7, max_iter=None, warm_start=True, preconditioner="multigrid", device=None):
         self.res = _positive_int_tuple(res)
         self.dim = len(self.res)
         self.dx = _finite("dx", dx, 0.0, strict=True)
@@ -148,11 +150,13 @@ class SolverGridFluid:
         self.cfl = _finite("cfl", cfl, 0.0, strict=True)
         self.tol = _finite("tol", tol, 0.0, strict=True)
         self.warm_start = bool(warm_start)
+        if preconditioner not in PRECONDITIONERS:
+            raise ValueError(f"SolverGridFluid: preconditioner must be one of {PRECONDITIONERS}, got {preconditioner!r}")
         self.device = kc.get_device(device)
         self._shape3 = self.res if self.dim == 3 else self.res + (1,)
         self.solid_mask = kc.zeros(self.res, dtype=kc.int32, device=self.device)
         self._solid3 = self.solid_mask.reshape(self._shape3)
-        self.cg = PoissonCG(self._solid3, tol=self.tol, max_iter=max_iter)
+        self.cg = PoissonCG(self._solid3, tol=self.tol, max_iter=max_iter, preconditioner=preconditioner)
         # 2-D runs as one layer of 3-D cells with a zero z-velocity that nothing writes
         nx, ny, _ = self._shape3
         self._zero_w = kc.zeros((nx, ny, 2), dtype=float, device=self.device) if self.dim == 2 else None

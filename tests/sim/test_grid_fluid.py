@@ -137,3 +137,19 @@ def test_solid_from_volume_sdf_matches_the_analytic_sphere():
     centres = (np.stack(np.meshgrid(*[np.arange(n) for n in res], indexing="ij"), -1) + 0.5) * dx
     near = np.abs(np.linalg.norm(centres - c, axis=-1) - r) < 0.01
     assert np.array_equal(ma[~near], mb[~near])
+
+
+@pytest.mark.parametrize("res", [(40, 32), (16, 12, 10)])
+def test_multigrid_and_jacobi_preconditioners_agree_and_multigrid_needs_far_fewer_iterations(res):
+    out, iters = {}, {}
+    for pre in ("multigrid", "jacobi"):
+        solver = SolverGridFluid(res, dx=0.05, preconditioner=pre, warm_start=False)
+        solver.add_solid_sphere(tuple(0.4 * n * 0.05 for n in res), 0.2)
+        a, b = solver.state(), solver.state()
+        random_velocity(solver, a, seed=7)
+        solver.step(a, b, 0.01)
+        assert relative_divergence(solver, b) < 1e-5
+        out[pre] = b.u.numpy()
+        iters[pre] = solver.last_cg_iterations
+    np.testing.assert_allclose(out["multigrid"], out["jacobi"], atol=1e-5 * np.abs(out["jacobi"]).max())
+    assert iters["multigrid"] * 4 <= iters["jacobi"], iters

@@ -18,6 +18,7 @@ from sim.solvers.grid_fluid import SolverGridFluid
     (dict(res=(8, 8), dx=0.1, advection="rk4"), r"advection must be one of"),
     (dict(res=(8, 8), dx=0.1, boundary="sticky"), r"boundary must be one of"),
     (dict(res=(8, 8), dx=0.1, cfl=0.0), r"cfl must be finite > 0"),
+    (dict(res=(8, 8), dx=0.1, preconditioner="ilu"), r"preconditioner must be one of"),
 ])
 def test_bad_construction(kwargs, match):
     with pytest.raises(ValueError, match=match):
