@@ -43,4 +43,9 @@ def load(path_or_name=None, strict: bool = False) -> Scene:
 
     ``strict``: features kcsim does not support yet are errors instead of ``Scene.warnings``.
     """
-    return load_usd(resolve(path_or_name), strict=strict)
+    path = resolve(path_or_name)
+    from .grid_fluid_scene import is_grid_fluid_scene, load_grid_fluid
+
+    if is_grid_fluid_scene(path):  # kc:solver = "smoke": a grid, not a particle model
+        return load_grid_fluid(path)
+    return load_usd(path, strict=strict)

@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         result = run(scene, frames=args.frames, substeps=args.substeps, device=args.device, out=args.out,
                      viewer=args.viewer, progress=not args.no_progress, record=args.record, status=status)
         rate = result.frames / result.elapsed if result.elapsed > 0 else float("inf")
-        print(f"simulated {result.frames} frames of {result.model.particle_count} particles in "
+        what = f"{result.model.particle_count} particles" if hasattr(result, "model") else result.what
+        print(f"simulated {result.frames} frames of {what} in "
               f"{result.elapsed:.2f} s ({rate:.1f} frames/s; kernels ready in {result.compile_seconds:.1f} s "
               f"before that)")
         if result.out:

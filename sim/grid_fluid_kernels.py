@@ -432,3 +432,19 @@ def mark_sphere(center, radius, dx, solid):
 def mark_box(center, half_extents, dx, solid):
     kc.launch(solid_box_kernel, dim=solid.shape, inputs=[kc.vec3(*center), kc.vec3(*half_extents), float(dx)],
               outputs=[solid], device=solid.device, record_tape=False)
+
+
+@kc.kernel
+def emit_box_kernel(field: F3, center: kc.vec3, half: kc.vec3, dx: float, value: float, out: F3):
+    """out = max(field, value) in cells whose centre lies inside the box, else field (a smoke/heat source)."""
+    i, j, k = kc.tid()
+    p = kc.vec3(float(i) + 0.5, float(j) + 0.5, float(k) + 0.5) * dx - center
+    val = field[i, j, k]
+    if kc.abs(p[0]) < half[0] and kc.abs(p[1]) < half[1] and kc.abs(p[2]) < half[2]:
+        val = kc.max(val, value)
+    out[i, j, k] = val
+
+
+def emit_box(field, center, half_extents, dx, value, out):
+    kc.launch(emit_box_kernel, dim=field.shape, inputs=[field, kc.vec3(*center), kc.vec3(*half_extents), float(dx),
+                                                       float(value)], outputs=[out], device=field.device)

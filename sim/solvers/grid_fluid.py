@@ -200,6 +200,23 @@ class SolverGridFluid:
         mark_volume(volume, self.dx, self._solid3, 2 if self.dim == 2 else 3)
         self.cg.update_mask()
 
+    def emit(self, state, center, half_extents, density=1.0, temperature=0.0):
+        """A source: raise ``state.density`` / ``temperature`` to at least the given values in the
+        cells whose centre lies inside the box (centre, half extents [m]).  In place, so not for
+        a state a Tape has already read; call it between steps."""
+        c = self._pad(center, "center")
+        h = np.asarray(half_extents, np.float64).reshape(-1)
+        if h.shape not in ((self.dim,), (3,)) or not np.all(np.isfinite(h)) or np.any(h <= 0):
+            raise ValueError(f"SolverGridFluid.emit: half_extents must be {self.dim} finite numbers > 0, got {half_extents!r}")
+        hh = np.full(3, 1.0e30)
+        hh[:len(h)] = h
+        if self.dim == 2:
+            hh[2] = 1.0e30
+        for name, value in (("density", density), ("temperature", temperature)):
+            f = self._cell(getattr(state, name))
+            tmp = kc.clone(f)
+            K.emit_box(tmp, c, hh, self.dx, _finite(name, value), f)
+
     # -- states ------------------------------------------------------------------------------------
     def state(self, requires_grad=False):
         """A zero state (fluid at rest, no smoke) on this grid."""
