@@ -174,7 +174,7 @@ def main(argv=None):
                 "warp_step_s_per_substep": t["warp"]["median"] / wf.substeps, "kernelcore_step_s": t["kernelcore"]["median"],
                 "warp_over_kernelcore": ratio(t["warp"]["median"] / wf.substeps, t["kernelcore"]["median"]),
                 "warp_pressure": "100 Jacobi iterations, collocated grid",
-                "kernelcore_pressure": f"Jacobi-PCG to 1e-7 ({k.solver.last_cg_iterations} iterations last step)",
+                "kernelcore_pressure": f"multigrid-PCG to 1e-7 ({k.solver.last_cg_iterations} iterations last step)",
             }
             print("warp", res["cases"]["warp"], flush=True)
     res["taichi"] = "not measured: no Taichi port of the MAC + CG step yet"
