@@ -15,7 +15,9 @@ timed interleaved in one process (ratios > 1 mean kernelcore is faster):
     Different algorithms: the figures compare the cost of one step each library ships, not
     of the same arithmetic; the JSON records both divergences.
 
-Taichi is not measured yet (no Taichi port of the MAC + CG step in this file).
+Taichi: the NumPy peer's algorithm (Jacobi-PCG, cold start) written for Taichi's CPU
+backend (benchmarks/smoke_taichi.py), run in a subprocess because ``ti.init`` sets
+flush-to-zero process-wide; its samples are therefore not interleaved with the others.
 
 Run: python benchmarks/bench_smoke.py --out benchmarks/results/smoke.json
 """
@@ -137,12 +139,31 @@ class WarpExampleFluid:
         wp.synchronize_device("cpu")
 
 
+def taichi_step(grid, repeats):
+    """Median step time [s] of benchmarks/smoke_taichi.py on ``grid`` (a subprocess), or a reason it did not run."""
+    import json
+    import subprocess
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "smoke_taichi.py")
+    try:
+        p = subprocess.run([sys.executable, script, *map(str, grid), "--repeats", str(repeats)], capture_output=True,
+                           text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return {"skipped": "timed out"}
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"skipped": f"exit {p.returncode}: {tail[0][:300]}"}
+    return json.loads(lines[-1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--res2d", type=int, default=128)
     parser.add_argument("--res3d", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-warp", action="store_true")
+    parser.add_argument("--no-taichi", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     res = {"benchmark": "smoke", "environment": environment(), "load_average_before": load_average(), "cases": {}}
@@ -160,6 +181,16 @@ def main(argv=None):
             "kernelcore_jacobi_cg_iterations": kj.solver.last_cg_iterations, "numpy_cg_iterations": n.iterations,
             "kernelcore_relative_divergence": k.relative_divergence(),
         }
+        if not args.no_taichi:
+            tr = taichi_step(grid, args.repeats)
+            c = res["cases"][name]
+            if "step_s" in tr:
+                c.update({"taichi_step_s": tr["step_s"], "taichi_cg_iterations": tr["iterations"],
+                          "taichi_version": tr["taichi_version"],
+                          "taichi_over_kernelcore": ratio(tr["step_s"], c["kernelcore_step_s"]),
+                          "taichi_over_kernelcore_same_algorithm": ratio(tr["step_s"], c["kernelcore_jacobi_step_s"])})
+            else:
+                c["taichi"] = tr
         print(name, res["cases"][name], flush=True)
     if not args.no_warp:
         try:
@@ -177,7 +208,6 @@ def main(argv=None):
                 "kernelcore_pressure": f"multigrid-PCG to 1e-7 ({k.solver.last_cg_iterations} iterations last step)",
             }
             print("warp", res["cases"]["warp"], flush=True)
-    res["taichi"] = "not measured: no Taichi port of the MAC + CG step yet"
     res["load_average_after"] = load_average()
     write_json(res, args.out)
     return res

@@ -118,7 +118,7 @@ def test_smoke_benchmark_reports_ratios(tmp_path):
     import bench_smoke
 
     out = tmp_path / "smoke.json"
-    bench_smoke.main(["--res2d", "16", "--res3d", "8", "--repeats", "1", "--no-warp", "--out", str(out)])
+    bench_smoke.main(["--res2d", "16", "--res3d", "8", "--repeats", "1", "--no-warp", "--no-taichi", "--out", str(out)])
     d = json.loads(out.read_text())
     for name in ("2d", "3d"):
         r = d["cases"][name]
