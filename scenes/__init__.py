@@ -51,4 +51,9 @@ def load(path_or_name=None, strict: bool = False) -> Scene:
 
     if is_robot_file(path):  # URDF / MJCF robot description
         return load_robot(path, strict=strict)
+
+    from .grid_fluid_scene import is_grid_fluid_scene, load_grid_fluid
+
+    if is_grid_fluid_scene(path):  # kc:solver = "smoke": a grid, not a particle model
+        return load_grid_fluid(path)
     return load_usd(path, strict=strict)

@@ -87,8 +87,11 @@ def main(argv=None) -> int:
         result = run(scene, frames=args.frames, substeps=args.substeps, device=args.device, out=args.out,
                      viewer=args.viewer, progress=not args.no_progress, record=args.record, status=status)
         rate = result.frames / result.elapsed if result.elapsed > 0 else float("inf")
-        what = (f"{result.model.particle_count} particles" if result.model.particle_count or not result.model.body_count
-                else f"{result.model.body_count} bodies")
+        if hasattr(result, "model"):
+            what = (f"{result.model.particle_count} particles" if result.model.particle_count or not result.model.body_count
+                    else f"{result.model.body_count} bodies")
+        else:
+            what = result.what
         print(f"simulated {result.frames} frames of {what} in "
               f"{result.elapsed:.2f} s ({rate:.1f} frames/s; kernels ready in {result.compile_seconds:.1f} s "
               f"before that)")

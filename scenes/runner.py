@@ -166,6 +166,13 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
     after saving the frames written so far; RunSetupError for options that cannot work;
     SimulationInterrupted on Ctrl-C, after saving the frames written so far.
     """
+    if getattr(scene, "grid_fluid", False):  # smoke scenes: their own loop and USD output
+        from .grid_fluid_scene import run_grid_fluid
+
+        if viewer or record is not None or renderers:
+            raise RunSetupError("the viewer, recording and extra renderers do not draw grid-fluid (smoke) scenes yet; "
+                                "write USD with out=... (scenes/grid_fluid_scene.py also writes PNG slices)")
+        return run_grid_fluid(scene, frames=frames, substeps=substeps, device=device, out=out, progress=progress)
     frames = scene.frames if frames is None else int(frames)
     substeps = scene.substeps if substeps is None else int(substeps)
     if frames < 0 or substeps < 1:

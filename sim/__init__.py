@@ -8,6 +8,7 @@ geometry package is imported only when a scene needs a mesh or a hash grid.
 from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from .solvers import SolverDEM, SolverFeatherstone, SolverMPM, SolverPBF, SolverSemiImplicit
+from .solvers import SolverGridFluid
 from .articulation import eval_fk, eval_ik
 from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE)
 from .importers import ModelFileError, ModelImportWarning, parse_mjcf, parse_urdf
@@ -20,6 +21,7 @@ __all__ = [
     "SolverMPM",
     "SolverPBF",
     "SolverFeatherstone",
+    "SolverGridFluid",
     "eval_fk", "eval_ik",
     "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6",
     "parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning",

@@ -127,3 +127,14 @@ def test_articulation_benchmark_engines_agree(tmp_path):
         assert abs(case["kc"]["pole_angle"] - case["mujoco"]["pole_angle"]) < 1e-4
         assert case["kc_over_mujoco"] > 0
     assert json.loads(out.read_text())["cases"]["walker_2"]["kc"]["torso_height"] > 0.2
+
+
+def test_smoke_benchmark_reports_ratios(tmp_path):
+    import bench_smoke
+
+    out = tmp_path / "smoke.json"
+    bench_smoke.main(["--res2d", "16", "--res3d", "8", "--repeats", "1", "--no-warp", "--no-taichi", "--out", str(out)])
+    d = json.loads(out.read_text())
+    for name in ("2d", "3d"):
+        r = d["cases"][name]
+        assert r["numpy_over_kernelcore"] > 0 and r["kernelcore_relative_divergence"] < 1e-5

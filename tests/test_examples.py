@@ -20,6 +20,7 @@ SMALL_ARGS = {
     "render_demo": lambda tmp: ["--frames", "3", "--out-dir", str(tmp / "render"), "--width", "96", "--height", "64", "--balls", "2"],
     "robot_batch": lambda tmp: ["--count", "2", "--steps", "20", "--out", str(tmp / "torso.npz")],
     "sim_ball_target": lambda tmp: ["--iterations", "2", "--duration", "0.2", "--out-dir", str(tmp / "ball")],
+    "smoke_optimize": lambda tmp: ["--res", "12", "--steps", "4", "--iterations", "2", "--out-dir", str(tmp / "smoke")],
     "sim_dem": lambda tmp: ["--count", "500", "--steps", "5"],
     "sim_rigid_pile": lambda tmp: ["--count", "30", "--steps", "300", "--out", str(tmp / "pile.usda")],
     "sim_rigid_toi": lambda tmp: ["--ke", "1e4", "--out", str(tmp / "toi.png")],

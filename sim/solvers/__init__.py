@@ -1,5 +1,6 @@
 """Solvers: one module per solver, each with ``step(model, state_in, state_out, control, dt)``."""
 from .featherstone import SolverFeatherstone
+from .grid_fluid import SolverGridFluid
 from .mpm import SolverMPM
 from .pbf import SolverPBF
 from .semi_implicit import SolverDEM, SolverSemiImplicit
@@ -10,4 +11,5 @@ __all__ = [
     "SolverMPM",
     "SolverPBF",
     "SolverFeatherstone",
+    "SolverGridFluid",
 ]
