@@ -873,6 +873,7 @@ class _Builder:
             self.assign(ctx["brk"], self.const(False, T.bool_))
         self.loop_stack.append(ctx)
         before = set(self.symtab)
+        prior = self.symtab.get(s.target.id)
         try:
             for k, value in enumerate(values):
                 def one(value=value):
@@ -889,6 +890,11 @@ class _Builder:
                     one()
         finally:
             self.loop_stack.pop()
+        last = self.symtab.get(s.target.id)
+        if prior is not None and last is not None and isinstance(last.type, WeakLiteral) and T.is_int(prior.type):
+            # the counter name was bound before the loop (e.g. carried by an enclosing dynamic
+            # loop): its last value keeps that name's integer type, as the name has in Python
+            self.assign(s.target.id, self.materialize(last, prior.type))
         for name in list(self.symtab):
             if name not in before and not name.startswith("__"):
                 del self.symtab[name]

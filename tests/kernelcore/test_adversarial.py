@@ -612,9 +612,6 @@ def test_loop_counter_keeps_its_last_value_after_the_loop(n):
     _check(counter_after_loop, ref_counter_after_loop, n=n)
 
 
-@pytest.mark.xfail(strict=True, reason="an unrolled inner loop whose counter name is carried by an enclosing "
-                   "dynamic loop fails to compile: \"'j' changes type inside the loop (int32 -> int literal)\" "
-                   "(the unrolled counter is a weak int literal; Python and Warp accept it)")
 def test_unrolled_inner_counter_reuses_a_carried_name():
     @kc.kernel
     def reuse(x: F64, n: int, out: F64):
@@ -634,6 +631,46 @@ def test_unrolled_inner_counter_reuses_a_carried_name():
         return s + j
 
     _check(reuse, ref)
+    _check(reuse, ref, n=0)     # the outer loop runs 0 times: j keeps its value from before
+
+
+@kc.kernel
+def reuse_carried_counter_with_break(x: F64, n: int, out: F64):
+    i = kc.tid()
+    j = int(0)
+    s = kc.float64(0.0)
+    for k in range(n):
+        for j in range(3):              # unrolled; leaves j at the iteration that broke
+            s = s + x[(i + j + k) % 8] * x[(i + k) % 8]
+            if x[(i + j + k) % 8] < -0.5:
+                break
+    out[i] = s + kc.float64(j)
+
+
+def ref_reuse_carried_counter_with_break(x, i, n):
+    j, s = 0, 0.0
+    for k in range(n):
+        for j in range(3):
+            s = s + x[(i + j + k) % 8] * x[(i + k) % 8]
+            if x[(i + j + k) % 8] < -0.5:
+                break
+    return s + j
+
+
+@pytest.mark.parametrize("n", [6, 0])
+def test_unrolled_inner_counter_with_break_reuses_a_carried_name(n):
+    _check(reuse_carried_counter_with_break, ref_reuse_carried_counter_with_break, n=n)
+
+
+def test_unrolled_inner_counter_reuse_same_as_warp():
+    wp = pytest.importorskip("warp", reason="warp-lang is the oracle")
+    from _warp_lang14 import warp_reuse_carried_counter
+
+    x0 = _x0()
+    for n in (6, 0):
+        out = kc.zeros(N_THREADS, dtype=kc.float64)
+        kc.launch(reuse_carried_counter_with_break, N_THREADS, inputs=[kc.array(x0, dtype=kc.float64), n], outputs=[out])
+        np.testing.assert_allclose(out.numpy(), warp_reuse_carried_counter(wp, x0, n, N_THREADS), rtol=1e-14)
 
 
 # ---- side effects (atomics in @kc.func calls) happen only on the evaluated side of and/or/ternaries,
