@@ -42,6 +42,9 @@ _WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], 
 _NONNEG_RESULTS = ("array_len", "array_shape")
 _NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
 # p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
+# Warp's out-argument forms of the decompositions: svd3(A, U, sigma, V) writes into existing
+# locals what U, sigma, V = svd3(A) returns (names of the outputs, for error messages)
+_OUT_ARGUMENT_FORMS = {"svd3": ("U", "sigma", "V"), "eig3": ("Q", "d"), "qr3": ("Q", "R")}
 _FIELD_VIEW = Builtin("field_view", ["array(T)", "int32"], None, "kc::field_view", differentiable=False)
 
 
@@ -374,6 +377,8 @@ class _Builder:
             self.ir.array_writes.add(name)
 
     def assign(self, name, v: Var):
+        if v is None:
+            raise self.error(f"cannot assign to '{name}': the call on the right gives no value")
         v = self.materialize(v)
         if v.label is None:
             v.label = name
@@ -914,6 +919,8 @@ class _Builder:
                 elif isinstance(n, ast.Call) and n.args:
                     fn = self._static_value(n.func, default=None)
                     if isinstance(fn, BuiltinStub):
+                        if len(n.args) == 1 + len(_OUT_ARGUMENT_FORMS.get(fn.name, (None,) * 9)):
+                            names |= {a.id for a in n.args[1:] if isinstance(a, ast.Name)}
                         for k in registry.mutated_args(fn.name):
                             if k < len(n.args) and isinstance(n.args[k], ast.Name):
                                 names.add(n.args[k].id)
@@ -1317,6 +1324,8 @@ class _Builder:
         if name is not None:
             if e.keywords:
                 raise self.error(f"kc.{name}() takes no keyword arguments")
+            if name in _OUT_ARGUMENT_FORMS and len(e.args) == 1 + len(_OUT_ARGUMENT_FORMS[name]):
+                return self._call_with_out_arguments(name, e)
             args = [self.expr(a) for a in e.args]
             for k in registry.mutated_args(name):
                 # the native call updates this argument in place: give it a fresh SSA value first
@@ -1328,6 +1337,28 @@ class _Builder:
             return self.call(name, args)
         fname = ast.unparse(e.func)
         raise self.error(f"cannot call '{fname}' inside a kernel: it is not a kernelcore builtin or a @kc.func")
+
+    def _call_with_out_arguments(self, name, e):
+        """``kc.svd3(A, U, sigma, V)``: the tuple form's results assigned to the local variables
+        given as outputs (each must exist with the result's type, as Warp requires); an
+        assignment like any other, so the adjoint flows through it unchanged."""
+        outs = e.args[1:]
+        res = self.call(name, [self.expr(e.args[0])], e)
+        for k, (node, role) in enumerate(zip(outs, _OUT_ARGUMENT_FORMS[name])):
+            want = res.type.types[k]
+            if not isinstance(node, ast.Name) or node.id not in self.symtab:
+                raise self.error(f"kc.{name}(A, {', '.join(_OUT_ARGUMENT_FORMS[name])}): output '{role}' must be a local "
+                                 f"variable defined before the call (e.g. {role} = kc.{T.type_repr(want)}()), "
+                                 f"got '{ast.unparse(node)}'", node)
+            have = self.symtab[node.id].type
+            if have != want:
+                shown = T.type_repr(have) if not isinstance(have, WeakLiteral) else repr(have)
+                raise self.error(f"kc.{name}: output '{role}' ('{node.id}') is a {shown}; for this A it must be a "
+                                 f"{T.type_repr(want)}", node)
+            out = Var(want)
+            self.emit(GetAttr(out, res, f"f{k}"))
+            self.assign(node.id, out)
+        return None
 
     def _reject_method_call(self, func):
         """obj.method(...) where obj is a value (an array, a vector, ...): kernels have no methods."""

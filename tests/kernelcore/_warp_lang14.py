@@ -27,3 +27,35 @@ def warp_reuse_carried_counter(wp, x0, n, threads):
     out = wp.zeros(threads, dtype=wp.float64, device="cpu")
     wp.launch(reuse, threads, inputs=[wp.array(x0, dtype=wp.float64, device="cpu"), n, out], device="cpu")
     return out.numpy()
+
+
+def warp_decompositions_out_arguments(wp, A0, n):
+    """The accumulated singular values / eigenvalues / R diagonal of test_adversarial's
+    out-argument program, under Warp (float32)."""
+    _init(wp)
+
+    @wp.kernel
+    def decompose(A: wp.array(dtype=wp.mat33), n: int, accs: wp.array(dtype=float)):
+        i = wp.tid()
+        U = wp.mat33()
+        sig = wp.vec3()
+        V = wp.mat33()
+        Q = wp.mat33()
+        d = wp.vec3()
+        R = wp.mat33()
+        acc = float(0.0)
+        for k in range(n):
+            B = A[i] * (1.0 + 0.1 * float(k))
+            wp.svd3(B, U, sig, V)
+            wp.eig3(B + wp.transpose(B), Q, d)
+            wp.qr3(B, Q, R)
+            dmin = wp.min(wp.min(d[0], d[1]), d[2])   # (Warp's eig3 leaves d unsorted)
+            acc = acc + sig[0] + 0.5 * sig[2] + 0.25 * dmin + 0.125 * R[1, 1]
+            if acc > 40.0:
+                break
+        accs[i] = acc
+
+    accs = wp.zeros(len(A0), dtype=float, device="cpu")
+    wp.launch(decompose, len(A0), inputs=[wp.array(A0.astype(np.float32), dtype=wp.mat33, device="cpu"), n, accs],
+              device="cpu")
+    return accs.numpy()
