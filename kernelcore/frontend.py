@@ -20,7 +20,7 @@ from . import types as T
 from .array import ArrayType
 from .builtins.registry import BuiltinStub
 from .builtins.registry import WEAK_FLOAT, WEAK_INT, Builtin, WeakLiteral, registry
-from .errors import KernelCompileError
+from .errors import KernelCompileError, register_assertion
 from .ir import (AdjointAccumulate, Block, Call, Carried, Const, Construct, Copy, FuncCall, GetAttr, If, Loop,
                  Print, SetAttr, Tid, Var)
 
@@ -42,6 +42,7 @@ _WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], 
 _NONNEG_RESULTS = ("array_len", "array_shape")
 _NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
 # p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
+_ASSERT = Builtin("assert", ["bool", "int32"], None, "kc::assert_check", differentiable=False, side_effect=True)
 # Warp's out-argument forms of the decompositions: svd3(A, U, sigma, V) writes into existing
 # locals what U, sigma, V = svd3(A) returns (names of the outputs, for error messages)
 _OUT_ARGUMENT_FORMS = {"svd3": ("U", "sigma", "V"), "eig3": ("Q", "d"), "qr3": ("Q", "R")}
@@ -467,6 +468,20 @@ class _Builder:
 
     def stmt_Pass(self, s):
         pass
+
+    def stmt_Assert(self, s):
+        """``assert cond[, "message"]``: checked in debug mode (a failure stops that thread and
+        raises KernelRuntimeError naming the kernel, file:line, thread and message), compiled
+        out in release mode as in Warp; the condition is still evaluated, the adjoint ignores it."""
+        if s.msg is not None and not (isinstance(s.msg, ast.Constant) and isinstance(s.msg.value, str)):
+            raise self.error("the message of an assert in a kernel must be a string literal, e.g. "
+                             "assert x > 0.0, \"x must be positive\"", s.msg)
+        cond = self.truth(self.expr(s.test))
+        if cond.const is True:
+            return
+        text = "assert " + ast.unparse(s.test)
+        aid = register_assertion(self.defn.file, self.defn.lineno(s), text, s.msg.value if s.msg is not None else None)
+        self.emit(Call(None, _ASSERT, [self.materialize(cond, T.bool_), self.const(aid, T.int32)]))
 
     def stmt_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):

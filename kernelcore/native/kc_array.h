@@ -71,7 +71,7 @@ KC_FUNC void adj_wrap_index(int32, int32, int32&, int32&, int32) {}
 // ---- debug-mode checks: the first failure is recorded for Python to raise ------------------
 // Mirrored by launch.py (error_state_ctypes). kind: what failed (KC_ERR_*); thread: the
 // flat launch index of the thread that failed.
-enum { KC_ERR_BOUNDS = 0, KC_ERR_COMPONENT = 1, KC_ERR_DIV_ZERO = 2 };
+enum { KC_ERR_BOUNDS = 0, KC_ERR_COMPONENT = 1, KC_ERR_DIV_ZERO = 2, KC_ERR_ASSERT = 3 };
 struct error_state_t {
     int32 flag;
     int32 line;
@@ -129,6 +129,14 @@ template <typename T> KC_FUNC bool divisor_check(T b, int32 line) {
     if (claim_error()) { g_error.line = line; g_error.kind = KC_ERR_DIV_ZERO; g_error.thread = debug_thread(); g_error.nidx = 0; g_error.ndim = 0; }
     return false;
 }
+// An `assert` statement (debug mode only; release builds emit nothing): index[0] carries the
+// statement's id, which Python maps back to its file, line, text and message (errors.py).
+KC_FUNC bool assert_check(bool cond, int32 id, int32 line) {
+    if (cond) return true;
+    if (claim_error()) { g_error.line = line; g_error.kind = KC_ERR_ASSERT; g_error.thread = debug_thread(); g_error.nidx = 1; g_error.ndim = 0; g_error.index[0] = id; }
+    return false;
+}
+KC_FUNC void adj_assert_check(bool, int32, int32, bool&, int32&, int32&) {}
 template <int N, typename T> KC_FUNC bool divisor_check(const vec_t<N, T>& b, int32 line) {
     KC_FOR(i, N) if (!divisor_check(b.c[i], line)) return false;
     return true;
