@@ -42,6 +42,14 @@ _WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], 
 _NONNEG_RESULTS = ("array_len", "array_shape")
 _NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
 # p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
+# kc.indexedarray: the view's length along a dimension, and its index mapped to the data's
+# (kc_array.h; an indexedarray argument arrives as its data array and one int32 index array
+# per dimension, see build())
+_INDEXED_SHAPE = Builtin("indexed_shape", ["array(int32)", "array(T)", "int32"], T.int32, "kc::indexed_shape",
+                         differentiable=False)
+_INDEXED_INDEX = Builtin("indexed_index", ["array(int32)", "array(T)", "int32", "int32"], T.int32, "kc::indexed_index",
+                         differentiable=False)
+_ARRAY_LIKE = (ArrayType, T.IndexedArrayType)
 _ASSERT = Builtin("assert", ["bool", "int32"], None, "kc::assert_check", differentiable=False, side_effect=True)
 # Warp's out-argument forms of the decompositions: svd3(A, U, sigma, V) writes into existing
 # locals what U, sigma, V = svd3(A) returns (names of the outputs, for error messages)
@@ -266,6 +274,7 @@ class _Builder:
         self.grad_params = {}
         self._view_root = {}          # view of an array element's field -> the array it views
         self._nonneg_ids = set()      # ids of integer values known to be >= 0 (array indices need no wrap)
+        self._indexed = {}            # indexedarray argument -> (data array, [index array per dimension])
 
     # -- plumbing ------------------------------------------------------------------------
     def error(self, msg, node=None):
@@ -313,6 +322,8 @@ class _Builder:
 
     def call(self, name, args, node=None):
         """Resolve a builtin overload and emit the call; constant-folds integer arithmetic."""
+        if args and isinstance(args[0].type, T.IndexedArrayType):
+            return self._indexed_builtin(name, args, node)
         types = [a.type for a in args]
         folded = self._fold(name, args)
         if folded is not None:
@@ -391,6 +402,9 @@ class _Builder:
         self.blocks.append(root)
         self.arg_vars = []
         for name, t in zip(self.defn.arg_names, self.arg_types):
+            if isinstance(t, T.IndexedArrayType):
+                self._indexed_argument(name, t)
+                continue
             v = Var(t, name)
             self.arg_vars.append(v)
             self.symtab[name] = v
@@ -408,6 +422,59 @@ class _Builder:
             self.ir.ret_vars = [self.symtab[f"__retval{k}"] for k in range(len(self.ret_types))]
             self.ir.ret_types = tuple(self.ret_types)
         return self.ir
+
+    # -- kc.indexedarray ----------------------------------------------------------------------
+    def _indexed_argument(self, name, t):
+        """An indexedarray argument becomes the kernel arguments ``name`` (the data array) and
+        ``name__indices<k>`` (int32 index arrays, empty where dimension k is not indexed);
+        the name stands for the pair, every access goes through _indexed_access."""
+        if self.kind != "kernel":
+            raise self.error(f"argument '{name}': indexedarray arguments are supported in kernels only; index the "
+                             f"indexedarray in the kernel and pass elements (or the underlying array) to the function")
+        data = Var(ArrayType(t.dtype, t.ndim), name)
+        idx = [Var(ArrayType(T.int32, 1), f"{name}__indices{k}") for k in range(t.ndim)]
+        self.arg_vars += [data] + idx
+        v = Var(t, name)
+        self._indexed[v] = (data, idx)
+        self.symtab[name] = v
+
+    def _indexed_access(self, base, idx, node=None):
+        """(data array, data indices) for the element ``base[idx]`` of an indexedarray."""
+        data, index_arrays = self._indexed[base]
+        if len(idx) != base.type.ndim:
+            raise self.error(f"an indexedarray of {base.type.ndim} dimension(s) takes {base.type.ndim} indices, "
+                             f"got {len(idx)}", node)
+        out = []
+        for d, i in enumerate(idx):
+            r = Var(T.int32)
+            self.emit(Call(r, _INDEXED_INDEX, [index_arrays[d], data, self.const(d, T.int32),
+                                               self._convert(i, T.int32, what="index")]))
+            self.ir.array_reads.add(index_arrays[d].label)
+            out.append(r)
+        return data, out
+
+    def _indexed_shape(self, base, d):
+        data, index_arrays = self._indexed[base]
+        if not 0 <= d < base.type.ndim:
+            raise self.error(f"shape[{d}] of an indexedarray of {base.type.ndim} dimension(s)")
+        r = Var(T.int32)
+        self.emit(Call(r, _INDEXED_SHAPE, [index_arrays[d], data, self.const(d, T.int32)]))
+        self._nonneg_ids.add(r.id)
+        return r
+
+    def _indexed_builtin(self, name, args, node):
+        """A builtin given an indexedarray first (kc.atomic_add(a, i, v), len(a), a.shape[k])."""
+        base = args[0]
+        if name == "array_len":
+            return self._indexed_shape(base, 0)
+        if name == "array_shape":
+            return self._indexed_shape(base, int(args[1].const))
+        if not (name in ("load", "store") or name.startswith("atomic_")):
+            raise self.error(f"'{name}' does not take an indexedarray (loads, stores, atomics, len() and .shape do)",
+                             node)
+        n = base.type.ndim
+        data, idx = self._indexed_access(base, list(args[1:1 + n]), node)
+        return self.call(name, [data] + idx + list(args[1 + n:]), node)
 
     # -- statements -------------------------------------------------------------------------
     def stmts(self, body):
@@ -558,7 +625,7 @@ class _Builder:
         base = self.expr(target.value)
         idx = self._indices(target.slice)
         bt = base.type
-        if isinstance(bt, ArrayType):
+        if isinstance(bt, _ARRAY_LIKE):
             base, idx = self._array_view_for(base, idx, target)
             self.call("store", [base] + idx + [self._convert(v, base.type.dtype)])
         elif T.is_composite(bt):
@@ -596,6 +663,8 @@ class _Builder:
         return out
 
     def _array_view_for(self, base, idx, node):
+        if isinstance(base.type, T.IndexedArrayType):
+            return self._indexed_access(base, idx, node)
         if len(idx) > base.type.ndim:
             raise self.error(f"too many indices ({len(idx)}) for a {base.type.ndim}-d array", node)
         if len(idx) < base.type.ndim:
@@ -611,7 +680,7 @@ class _Builder:
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             inner = node.value
             if isinstance(node, ast.Subscript) and isinstance(inner, ast.Name) and inner.id in self.symtab \
-                    and isinstance(self.symtab[inner.id].type, ArrayType):
+                    and isinstance(self.symtab[inner.id].type, _ARRAY_LIKE):
                 return depth > 0
             node, depth = inner, depth + 1
         return False
@@ -621,7 +690,7 @@ class _Builder:
         array whose elements are that field/component (same shape and strides), so that
         load/store/atomics and their adjoints apply to it unchanged."""
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.symtab \
-                and isinstance(self.symtab[node.value.id].type, ArrayType):
+                and isinstance(self.symtab[node.value.id].type, _ARRAY_LIKE):
             arr = self.symtab[node.value.id]
             idx = self._indices(node.slice)
             arr, idx = self._array_view_for(arr, idx, node)
@@ -701,7 +770,7 @@ class _Builder:
             return
         if isinstance(t, ast.Subscript):
             base = self.expr(t.value)
-            if isinstance(base.type, ArrayType):
+            if isinstance(base.type, _ARRAY_LIKE):
                 idx = self._indices(t.slice)
                 base, idx = self._array_view_for(base, idx, t)
                 val = self._convert(self.expr(s.value), base.type.dtype)
@@ -769,7 +838,7 @@ class _Builder:
                 a, b = self._unify_branch_values(name, a, b)
             if a.type != b.type:
                 raise self.error(self._merge_mismatch(name, a.type, b.type))
-            if isinstance(a.type, ArrayType):
+            if isinstance(a.type, _ARRAY_LIKE):
                 if name.startswith("__ifexp"):
                     raise self.error("'a if c else b' cannot choose between arrays inside a kernel")
                 raise self.error(f"array variable '{name}' cannot be rebound inside a branch")
@@ -962,7 +1031,7 @@ class _Builder:
         before = dict(self.symtab)
         for name in sorted(n for n in names if n in self.symtab):
             init = self.symtab[name]
-            if isinstance(init.type, ArrayType):
+            if isinstance(init.type, _ARRAY_LIKE):
                 continue
             entry = Var(init.type, name)
             carried.append(Carried(name, init, entry))
@@ -1103,7 +1172,7 @@ class _Builder:
         if isinstance(e.value, ast.Name) and e.value.id in self.symtab or not self._is_static_chain(e.value):
             base = self.expr(e.value)
             bt = base.type
-            if isinstance(bt, ArrayType):
+            if isinstance(bt, _ARRAY_LIKE):
                 if e.attr == "shape":
                     return _Attr("shape", base)
                 raise self.error(f"arrays have no attribute '{e.attr}' inside kernels (use .shape[k])")
@@ -1136,6 +1205,9 @@ class _Builder:
         base = self.expr(e.value)
         bt = base.type
         idx = self._indices(e.slice)
+        if isinstance(bt, T.IndexedArrayType):
+            data, idx = self._indexed_access(base, idx, e)
+            return self.call("load", [data] + idx)
         if isinstance(bt, ArrayType):
             if len(idx) > bt.ndim:
                 raise self.error(f"too many indices ({len(idx)}) for a {bt.ndim}-d array")
@@ -1306,7 +1378,7 @@ class _Builder:
             return self._printf(e)
         if fn is pybuiltins.len:
             v = self.expr(e.args[0])
-            if isinstance(v.type, ArrayType):
+            if isinstance(v.type, _ARRAY_LIKE):
                 return self.call("array_len", [v])
             if T.is_composite(v.type):
                 return self.const(v.type._length, T.int32)
@@ -1396,6 +1468,9 @@ class _Builder:
 
     def _call_function(self, fn, e):
         pos = [self.expr(a) for a in e.args]
+        if any(isinstance(a.type, T.IndexedArrayType) for a in pos):
+            raise self.error(f"an indexedarray cannot be passed to @kc.func '{fn.name}': read or write its elements in "
+                             "the kernel and pass those (or pass the underlying array and its index arrays)")
         kw = {}
         for k in e.keywords:
             if k.arg is None:

@@ -59,3 +59,33 @@ def warp_decompositions_out_arguments(wp, A0, n):
     wp.launch(decompose, len(A0), inputs=[wp.array(A0.astype(np.float32), dtype=wp.mat33, device="cpu"), n, accs],
               device="cpu")
     return accs.numpy()
+
+
+def warp_gather_scatter_2d(wp, src, rows, cols, drows, dcols, acc_idx, dst_shape, acc_n):
+    """test_indexedarray.gather_scatter_2d under Warp: (dst, acc, sizes) as numpy arrays."""
+    _init(wp)
+
+    @wp.kernel
+    def gather_scatter_2d(src: wp.indexedarray2d(dtype=float), dst: wp.indexedarray2d(dtype=float),
+                          acc: wp.indexedarray(dtype=float), sizes: wp.array(dtype=int)):
+        i, j = wp.tid()
+        v = src[i, j]
+        dst[i, j] = v * 2.0 + 1.0
+        dst[i, j] += 0.5
+        wp.atomic_add(acc, i, v)
+        acc[-1] -= 0.25
+        if i == 0 and j == 0:
+            sizes[0] = src.shape[0]
+            sizes[1] = src.shape[1]
+            sizes[2] = acc.shape[0]
+
+    def idx(v):
+        return wp.array(np.array(v, dtype=np.int32), dtype=wp.int32, device="cpu")
+
+    dst = wp.zeros(dst_shape, dtype=float, device="cpu")
+    acc = wp.zeros(acc_n, dtype=float, device="cpu")
+    sizes = wp.zeros(3, dtype=int, device="cpu")
+    wp.launch(gather_scatter_2d, (len(rows), len(cols)), inputs=[
+        wp.indexedarray(wp.array(src, dtype=float, device="cpu"), [idx(rows), idx(cols)]),
+        wp.indexedarray(dst, [idx(drows), idx(dcols)]), wp.indexedarray(acc, [idx(acc_idx)]), sizes], device="cpu")
+    return dst.numpy(), acc.numpy(), sizes.numpy()
