@@ -96,6 +96,24 @@ class indexedarray:
                 out = np.take(out, idx.numpy(), axis=k)
         return np.array(out, copy=True)
 
+    def _element_key(self):
+        """The numpy index (np.ix_ over every dimension) of the viewed elements of ``data``."""
+        axes = [idx.numpy() if idx is not None else np.arange(n) for idx, n in zip(self.indices, self.data.shape)]
+        return np.ix_(*axes)
+
+    def assign(self, src):
+        """Write ``src`` (numpy values, a kc array or an indexedarray of this shape) into the viewed elements."""
+        if isinstance(src, (array, indexedarray)):
+            src = src.numpy()
+        self.data[self._element_key()] = src
+
+    def fill_(self, value):
+        """Set every viewed element of ``data`` to ``value``."""
+        self.data[self._element_key()] = np.asarray(value.value if isinstance(value, T.scalar_base) else value)
+
+    def zero_(self):
+        self.fill_(0)
+
     def __repr__(self):
         return f"indexedarray({self.numpy()!r}, dtype={T.type_repr(self.dtype)}, device={self.device})"
 

@@ -270,3 +270,30 @@ def test_value_argument_gradient_beside_an_indexedarray():
     np.testing.assert_allclose(out.numpy(), 3.0 * xd[[2, 0]] ** 2)
     np.testing.assert_allclose(k.grad.numpy(), [xd[2] ** 2 + xd[0] ** 2])
     np.testing.assert_allclose(x.grad.numpy(), [6.0 * xd[0], 0.0, 6.0 * xd[2]])
+
+
+def test_indexing_an_array_with_an_index_array_gives_a_view():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = kc.array(data, dtype=float)
+    rows, cols = _idx([2, 0]), _idx([3, 3, 1])
+    v = a[rows]
+    assert isinstance(v, kc.indexedarray) and v.shape == (2, 4) and v.data is a
+    np.testing.assert_array_equal(a[:, cols].numpy(), data[:, [3, 3, 1]])
+    np.testing.assert_array_equal(a[rows, cols].numpy(), data[np.ix_([2, 0], [3, 3, 1])])
+    with pytest.raises(IndexError, match="can be combined only with ':'"):
+        a[rows, 1]
+    # host writes through the view change the data (Warp's fill_/zero_/assign)
+    a[rows, cols].fill_(-1.0)
+    want = data.copy()
+    want[np.ix_([2, 0], [3, 1])] = -1.0
+    np.testing.assert_array_equal(a.numpy(), want)
+    a[rows].zero_()
+    want[[2, 0]] = 0.0
+    np.testing.assert_array_equal(a.numpy(), want)
+    a[:, _idx([0, 2])].assign(np.array([[1, 2], [3, 4], [5, 6]], np.float32))
+    want[:, [0, 2]] = [[1, 2], [3, 4], [5, 6]]
+    np.testing.assert_array_equal(a.numpy(), want)
+    # in a kernel: the same view as kc.indexedarray(a, [rows])
+    out = kc.zeros(2, dtype=float)
+    kc.launch(read_view, 1, inputs=[kc.array(np.arange(5.0, dtype=np.float32))[_idx([4])], 0, out])
+    assert out.numpy()[0] == 4.0
