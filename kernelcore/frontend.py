@@ -1460,7 +1460,7 @@ class _Builder:
                 return
             t = ArrayType(value.dtype, value.ndim)
         call = f"{ast.unparse(func)}()"
-        if isinstance(t, ArrayType):
+        if isinstance(t, _ARRAY_LIKE):
             raise self.error(f"{call}: arrays have no methods inside kernels; call array methods such as fill_(), "
                              f"zero_() or numpy() from Python before or after kc.launch, or write elements here (a[i] = ...)")
         raise self.error(f"{call}: a {T.type_repr(t)} value has no methods inside kernels; use the kc.{func.attr}(...) "
