@@ -41,7 +41,6 @@ _WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], 
 # integer results known to be >= 0, and operations that keep values >= 0 (see _Builder._nonneg)
 _NONNEG_RESULTS = ("array_len", "array_shape")
 _NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
-# p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
 # kc.indexedarray: the view's length along a dimension, and its index mapped to the data's
 # (kc_array.h; an indexedarray argument arrives as its data array and one int32 index array
 # per dimension, see build())
@@ -54,6 +53,7 @@ _ASSERT = Builtin("assert", ["bool", "int32"], None, "kc::assert_check", differe
 # Warp's out-argument forms of the decompositions: svd3(A, U, sigma, V) writes into existing
 # locals what U, sigma, V = svd3(A) returns (names of the outputs, for error messages)
 _OUT_ARGUMENT_FORMS = {"svd3": ("U", "sigma", "V"), "eig3": ("Q", "d"), "qr3": ("Q", "R")}
+# p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
 _FIELD_VIEW = Builtin("field_view", ["array(T)", "int32"], None, "kc::field_view", differentiable=False)
 
 
@@ -1003,7 +1003,8 @@ class _Builder:
                 elif isinstance(n, ast.Call) and n.args:
                     fn = self._static_value(n.func, default=None)
                     if isinstance(fn, BuiltinStub):
-                        if len(n.args) == 1 + len(_OUT_ARGUMENT_FORMS.get(fn.name, (None,) * 9)):
+                        outs = _OUT_ARGUMENT_FORMS.get(fn.name)
+                        if outs and len(n.args) == 1 + len(outs):   # svd3(A, U, sigma, V) assigns U, sigma, V
                             names |= {a.id for a in n.args[1:] if isinstance(a, ast.Name)}
                         for k in registry.mutated_args(fn.name):
                             if k < len(n.args) and isinstance(n.args[k], ast.Name):
