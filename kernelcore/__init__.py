@@ -14,6 +14,7 @@ from .array import (  # noqa: F401
     array, array1d, array2d, array3d, array4d, zeros, ones, full, empty, zeros_like, ones_like, full_like,
     empty_like, from_numpy, copy, clone,
 )
+from .indexedarray import indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d  # noqa: F401
 from .device import (  # noqa: F401
     Device, init, get_device, set_device, ScopedDevice, synchronize, is_cuda_available, get_cuda_device_count,
 )

@@ -167,6 +167,8 @@ class array:
             key = (key,)
         if len(key) > self.ndim:
             raise IndexError(f"too many indices for a {self.ndim}-d array")
+        if any(isinstance(k, array) for k in key):
+            return self._indexed_view(key)
         view_buf = self._buf[key]
         ndim = view_buf.ndim - len(T.np_dtype_of(self.dtype)[1])
         if ndim == 0:
@@ -181,6 +183,16 @@ class array:
         out.grad = self.grad[key] if self.grad is not None else None
         out._tape_reads = False
         return out
+
+    def _indexed_view(self, key):
+        """``a[idx]``, ``a[:, idx]``: index arrays (int32 kc arrays) give a kc.indexedarray (as in
+        Warp), a view that shares memory; each other dimension must be taken whole (':')."""
+        from .indexedarray import indexedarray
+
+        for k in key:
+            if not isinstance(k, array) and not (isinstance(k, slice) and k == slice(None)):
+                raise IndexError(f"an index array can be combined only with ':' (whole dimensions), got {k!r}")
+        return indexedarray(self, [k if isinstance(k, array) else None for k in key])
 
     def __setitem__(self, key, value):
         if not self.device.is_cpu:

@@ -145,9 +145,16 @@ class Emitter:
             if s.out is not None:
                 self.w(f"{s.out.cname} = {{}};  // {row.name}: side effect skipped in replay")
             return
+        if row.name == "assert":   # debug mode checks it; release mode compiles it out (as Warp)
+            if self.debug:
+                self.w(f"if (!kc::assert_check({s.args[0].cname}, {s.args[1].cname}, __LINE__)) return {ret};")
+            return
         if self.debug and row.array_access:
             idx = ", ".join(a.cname for a in s.args[1:1 + self._nidx(s)])
             self.w(f"if (!kc::bounds_check({s.args[0].cname}, __LINE__, {self._nidx(s)}, {idx})) return {ret};")
+        if self.debug and row.name == "indexed_index":
+            a = [x.cname for x in s.args]
+            self.w(f"if (!kc::indexed_check({a[0]}, {a[1]}, {a[2]}, {a[3]}, __LINE__)) return {ret};")
         if self.debug and row.name == "wrap_index":
             self.w(f"if (!kc::component_check({s.args[0].cname}, {s.args[1].cname}, __LINE__)) return {ret};")
         if self.debug and row.name in _DIVISIONS and _is_integer(s.args[1].type):

@@ -32,3 +32,24 @@ class NativeBuildError(RuntimeError):
 
 class KernelRuntimeError(RuntimeError):
     """An error detected while a kernel ran (debug-mode bounds check, ...)."""
+
+
+# ---- assert statements in kernels: the id a failed check records -> what to report ---------------
+# The id is derived from the statement (file, line, text), not from a counter, so that the
+# generated code, which contains it, is the same in every process (the kernel cache keys on it).
+_assertions: dict[int, tuple] = {}
+
+
+def register_assertion(filename: str, lineno: int, text: str, message: str | None) -> int:
+    """Id (a positive int32) of the ``assert`` at filename:lineno, remembered for the report."""
+    import zlib
+
+    key = f"{filename}:{lineno}:{text}:{message}"
+    aid = zlib.crc32(key.encode()) & 0x7FFFFFFF
+    _assertions[aid] = (filename, lineno, text, message)
+    return aid
+
+
+def assertion_report(aid: int):
+    """(filename, lineno, statement text, message or None) of a registered assert, or None."""
+    return _assertions.get(aid)

@@ -20,7 +20,7 @@ from . import types as T
 from .array import ArrayType
 from .builtins.registry import BuiltinStub
 from .builtins.registry import WEAK_FLOAT, WEAK_INT, Builtin, WeakLiteral, registry
-from .errors import KernelCompileError
+from .errors import KernelCompileError, register_assertion
 from .ir import (AdjointAccumulate, Block, Call, Carried, Const, Construct, Copy, FuncCall, GetAttr, If, Loop,
                  Print, SetAttr, Tid, Var)
 
@@ -41,6 +41,18 @@ _WRAP_ARRAY_INDEX = Builtin("wrap_array_index", ["array(T)", "int32", "int32"], 
 # integer results known to be >= 0, and operations that keep values >= 0 (see _Builder._nonneg)
 _NONNEG_RESULTS = ("array_len", "array_shape")
 _NONNEG_PRESERVING = ("add", "mul", "floordiv", "mod", "div", "rshift", "min", "max")
+# kc.indexedarray: the view's length along a dimension, and its index mapped to the data's
+# (kc_array.h; an indexedarray argument arrives as its data array and one int32 index array
+# per dimension, see build())
+_INDEXED_SHAPE = Builtin("indexed_shape", ["array(int32)", "array(T)", "int32"], T.int32, "kc::indexed_shape",
+                         differentiable=False)
+_INDEXED_INDEX = Builtin("indexed_index", ["array(int32)", "array(T)", "int32", "int32"], T.int32, "kc::indexed_index",
+                         differentiable=False)
+_ARRAY_LIKE = (ArrayType, T.IndexedArrayType)
+_ASSERT = Builtin("assert", ["bool", "int32"], None, "kc::assert_check", differentiable=False, side_effect=True)
+# Warp's out-argument forms of the decompositions: svd3(A, U, sigma, V) writes into existing
+# locals what U, sigma, V = svd3(A) returns (names of the outputs, for error messages)
+_OUT_ARGUMENT_FORMS = {"svd3": ("U", "sigma", "V"), "eig3": ("Q", "d"), "qr3": ("Q", "R")}
 # p[i].vel = v, a[i][k] = x: the field/component of every element as an array of its own
 _FIELD_VIEW = Builtin("field_view", ["array(T)", "int32"], None, "kc::field_view", differentiable=False)
 
@@ -262,6 +274,7 @@ class _Builder:
         self.grad_params = {}
         self._view_root = {}          # view of an array element's field -> the array it views
         self._nonneg_ids = set()      # ids of integer values known to be >= 0 (array indices need no wrap)
+        self._indexed = {}            # indexedarray argument -> (data array, [index array per dimension])
 
     # -- plumbing ------------------------------------------------------------------------
     def error(self, msg, node=None):
@@ -309,6 +322,8 @@ class _Builder:
 
     def call(self, name, args, node=None):
         """Resolve a builtin overload and emit the call; constant-folds integer arithmetic."""
+        if args and isinstance(args[0].type, T.IndexedArrayType):
+            return self._indexed_builtin(name, args, node)
         types = [a.type for a in args]
         folded = self._fold(name, args)
         if folded is not None:
@@ -374,6 +389,8 @@ class _Builder:
             self.ir.array_writes.add(name)
 
     def assign(self, name, v: Var):
+        if v is None:
+            raise self.error(f"cannot assign to '{name}': the call on the right gives no value")
         v = self.materialize(v)
         if v.label is None:
             v.label = name
@@ -385,6 +402,9 @@ class _Builder:
         self.blocks.append(root)
         self.arg_vars = []
         for name, t in zip(self.defn.arg_names, self.arg_types):
+            if isinstance(t, T.IndexedArrayType):
+                self._indexed_argument(name, t)
+                continue
             v = Var(t, name)
             self.arg_vars.append(v)
             self.symtab[name] = v
@@ -402,6 +422,59 @@ class _Builder:
             self.ir.ret_vars = [self.symtab[f"__retval{k}"] for k in range(len(self.ret_types))]
             self.ir.ret_types = tuple(self.ret_types)
         return self.ir
+
+    # -- kc.indexedarray ----------------------------------------------------------------------
+    def _indexed_argument(self, name, t):
+        """An indexedarray argument becomes the kernel arguments ``name`` (the data array) and
+        ``name__indices<k>`` (int32 index arrays, empty where dimension k is not indexed);
+        the name stands for the pair, every access goes through _indexed_access."""
+        if self.kind != "kernel":
+            raise self.error(f"argument '{name}': indexedarray arguments are supported in kernels only; index the "
+                             f"indexedarray in the kernel and pass elements (or the underlying array) to the function")
+        data = Var(ArrayType(t.dtype, t.ndim), name)
+        idx = [Var(ArrayType(T.int32, 1), f"{name}__indices{k}") for k in range(t.ndim)]
+        self.arg_vars += [data] + idx
+        v = Var(t, name)
+        self._indexed[v] = (data, idx)
+        self.symtab[name] = v
+
+    def _indexed_access(self, base, idx, node=None):
+        """(data array, data indices) for the element ``base[idx]`` of an indexedarray."""
+        data, index_arrays = self._indexed[base]
+        if len(idx) != base.type.ndim:
+            raise self.error(f"an indexedarray of {base.type.ndim} dimension(s) takes {base.type.ndim} indices, "
+                             f"got {len(idx)}", node)
+        out = []
+        for d, i in enumerate(idx):
+            r = Var(T.int32)
+            self.emit(Call(r, _INDEXED_INDEX, [index_arrays[d], data, self.const(d, T.int32),
+                                               self._convert(i, T.int32, what="index")]))
+            self.ir.array_reads.add(index_arrays[d].label)
+            out.append(r)
+        return data, out
+
+    def _indexed_shape(self, base, d):
+        data, index_arrays = self._indexed[base]
+        if not 0 <= d < base.type.ndim:
+            raise self.error(f"shape[{d}] of an indexedarray of {base.type.ndim} dimension(s)")
+        r = Var(T.int32)
+        self.emit(Call(r, _INDEXED_SHAPE, [index_arrays[d], data, self.const(d, T.int32)]))
+        self._nonneg_ids.add(r.id)
+        return r
+
+    def _indexed_builtin(self, name, args, node):
+        """A builtin given an indexedarray first (kc.atomic_add(a, i, v), len(a), a.shape[k])."""
+        base = args[0]
+        if name == "array_len":
+            return self._indexed_shape(base, 0)
+        if name == "array_shape":
+            return self._indexed_shape(base, int(args[1].const))
+        if not (name in ("load", "store") or name.startswith("atomic_")):
+            raise self.error(f"'{name}' does not take an indexedarray (loads, stores, atomics, len() and .shape do)",
+                             node)
+        n = base.type.ndim
+        data, idx = self._indexed_access(base, list(args[1:1 + n]), node)
+        return self.call(name, [data] + idx + list(args[1 + n:]), node)
 
     # -- statements -------------------------------------------------------------------------
     def stmts(self, body):
@@ -462,6 +535,20 @@ class _Builder:
 
     def stmt_Pass(self, s):
         pass
+
+    def stmt_Assert(self, s):
+        """``assert cond[, "message"]``: checked in debug mode (a failure stops that thread and
+        raises KernelRuntimeError naming the kernel, file:line, thread and message), compiled
+        out in release mode as in Warp; the condition is still evaluated, the adjoint ignores it."""
+        if s.msg is not None and not (isinstance(s.msg, ast.Constant) and isinstance(s.msg.value, str)):
+            raise self.error("the message of an assert in a kernel must be a string literal, e.g. "
+                             "assert x > 0.0, \"x must be positive\"", s.msg)
+        cond = self.truth(self.expr(s.test))
+        if cond.const is True:
+            return
+        text = "assert " + ast.unparse(s.test)
+        aid = register_assertion(self.defn.file, self.defn.lineno(s), text, s.msg.value if s.msg is not None else None)
+        self.emit(Call(None, _ASSERT, [self.materialize(cond, T.bool_), self.const(aid, T.int32)]))
 
     def stmt_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -538,7 +625,7 @@ class _Builder:
         base = self.expr(target.value)
         idx = self._indices(target.slice)
         bt = base.type
-        if isinstance(bt, ArrayType):
+        if isinstance(bt, _ARRAY_LIKE):
             base, idx = self._array_view_for(base, idx, target)
             self.call("store", [base] + idx + [self._convert(v, base.type.dtype)])
         elif T.is_composite(bt):
@@ -576,6 +663,8 @@ class _Builder:
         return out
 
     def _array_view_for(self, base, idx, node):
+        if isinstance(base.type, T.IndexedArrayType):
+            return self._indexed_access(base, idx, node)
         if len(idx) > base.type.ndim:
             raise self.error(f"too many indices ({len(idx)}) for a {base.type.ndim}-d array", node)
         if len(idx) < base.type.ndim:
@@ -591,7 +680,7 @@ class _Builder:
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             inner = node.value
             if isinstance(node, ast.Subscript) and isinstance(inner, ast.Name) and inner.id in self.symtab \
-                    and isinstance(self.symtab[inner.id].type, ArrayType):
+                    and isinstance(self.symtab[inner.id].type, _ARRAY_LIKE):
                 return depth > 0
             node, depth = inner, depth + 1
         return False
@@ -601,7 +690,7 @@ class _Builder:
         array whose elements are that field/component (same shape and strides), so that
         load/store/atomics and their adjoints apply to it unchanged."""
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.symtab \
-                and isinstance(self.symtab[node.value.id].type, ArrayType):
+                and isinstance(self.symtab[node.value.id].type, _ARRAY_LIKE):
             arr = self.symtab[node.value.id]
             idx = self._indices(node.slice)
             arr, idx = self._array_view_for(arr, idx, node)
@@ -681,7 +770,7 @@ class _Builder:
             return
         if isinstance(t, ast.Subscript):
             base = self.expr(t.value)
-            if isinstance(base.type, ArrayType):
+            if isinstance(base.type, _ARRAY_LIKE):
                 idx = self._indices(t.slice)
                 base, idx = self._array_view_for(base, idx, t)
                 val = self._convert(self.expr(s.value), base.type.dtype)
@@ -749,7 +838,7 @@ class _Builder:
                 a, b = self._unify_branch_values(name, a, b)
             if a.type != b.type:
                 raise self.error(self._merge_mismatch(name, a.type, b.type))
-            if isinstance(a.type, ArrayType):
+            if isinstance(a.type, _ARRAY_LIKE):
                 if name.startswith("__ifexp"):
                     raise self.error("'a if c else b' cannot choose between arrays inside a kernel")
                 raise self.error(f"array variable '{name}' cannot be rebound inside a branch")
@@ -873,6 +962,7 @@ class _Builder:
             self.assign(ctx["brk"], self.const(False, T.bool_))
         self.loop_stack.append(ctx)
         before = set(self.symtab)
+        prior = self.symtab.get(s.target.id)
         try:
             for k, value in enumerate(values):
                 def one(value=value):
@@ -889,6 +979,11 @@ class _Builder:
                     one()
         finally:
             self.loop_stack.pop()
+        last = self.symtab.get(s.target.id)
+        if prior is not None and last is not None and isinstance(last.type, WeakLiteral) and T.is_int(prior.type):
+            # the counter name was bound before the loop (e.g. carried by an enclosing dynamic
+            # loop): its last value keeps that name's integer type, as the name has in Python
+            self.assign(s.target.id, self.materialize(last, prior.type))
         for name in list(self.symtab):
             if name not in before and not name.startswith("__"):
                 del self.symtab[name]
@@ -908,6 +1003,9 @@ class _Builder:
                 elif isinstance(n, ast.Call) and n.args:
                     fn = self._static_value(n.func, default=None)
                     if isinstance(fn, BuiltinStub):
+                        outs = _OUT_ARGUMENT_FORMS.get(fn.name)
+                        if outs and len(n.args) == 1 + len(outs):   # svd3(A, U, sigma, V) assigns U, sigma, V
+                            names |= {a.id for a in n.args[1:] if isinstance(a, ast.Name)}
                         for k in registry.mutated_args(fn.name):
                             if k < len(n.args) and isinstance(n.args[k], ast.Name):
                                 names.add(n.args[k].id)
@@ -934,7 +1032,7 @@ class _Builder:
         before = dict(self.symtab)
         for name in sorted(n for n in names if n in self.symtab):
             init = self.symtab[name]
-            if isinstance(init.type, ArrayType):
+            if isinstance(init.type, _ARRAY_LIKE):
                 continue
             entry = Var(init.type, name)
             carried.append(Carried(name, init, entry))
@@ -1075,7 +1173,7 @@ class _Builder:
         if isinstance(e.value, ast.Name) and e.value.id in self.symtab or not self._is_static_chain(e.value):
             base = self.expr(e.value)
             bt = base.type
-            if isinstance(bt, ArrayType):
+            if isinstance(bt, _ARRAY_LIKE):
                 if e.attr == "shape":
                     return _Attr("shape", base)
                 raise self.error(f"arrays have no attribute '{e.attr}' inside kernels (use .shape[k])")
@@ -1108,6 +1206,9 @@ class _Builder:
         base = self.expr(e.value)
         bt = base.type
         idx = self._indices(e.slice)
+        if isinstance(bt, T.IndexedArrayType):
+            data, idx = self._indexed_access(base, idx, e)
+            return self.call("load", [data] + idx)
         if isinstance(bt, ArrayType):
             if len(idx) > bt.ndim:
                 raise self.error(f"too many indices ({len(idx)}) for a {bt.ndim}-d array")
@@ -1278,7 +1379,7 @@ class _Builder:
             return self._printf(e)
         if fn is pybuiltins.len:
             v = self.expr(e.args[0])
-            if isinstance(v.type, ArrayType):
+            if isinstance(v.type, _ARRAY_LIKE):
                 return self.call("array_len", [v])
             if T.is_composite(v.type):
                 return self.const(v.type._length, T.int32)
@@ -1311,6 +1412,8 @@ class _Builder:
         if name is not None:
             if e.keywords:
                 raise self.error(f"kc.{name}() takes no keyword arguments")
+            if name in _OUT_ARGUMENT_FORMS and len(e.args) == 1 + len(_OUT_ARGUMENT_FORMS[name]):
+                return self._call_with_out_arguments(name, e)
             args = [self.expr(a) for a in e.args]
             for k in registry.mutated_args(name):
                 # the native call updates this argument in place: give it a fresh SSA value first
@@ -1322,6 +1425,28 @@ class _Builder:
             return self.call(name, args)
         fname = ast.unparse(e.func)
         raise self.error(f"cannot call '{fname}' inside a kernel: it is not a kernelcore builtin or a @kc.func")
+
+    def _call_with_out_arguments(self, name, e):
+        """``kc.svd3(A, U, sigma, V)``: the tuple form's results assigned to the local variables
+        given as outputs (each must exist with the result's type, as Warp requires); an
+        assignment like any other, so the adjoint flows through it unchanged."""
+        outs = e.args[1:]
+        res = self.call(name, [self.expr(e.args[0])], e)
+        for k, (node, role) in enumerate(zip(outs, _OUT_ARGUMENT_FORMS[name])):
+            want = res.type.types[k]
+            if not isinstance(node, ast.Name) or node.id not in self.symtab:
+                raise self.error(f"kc.{name}(A, {', '.join(_OUT_ARGUMENT_FORMS[name])}): output '{role}' must be a local "
+                                 f"variable defined before the call (e.g. {role} = kc.{T.type_repr(want)}()), "
+                                 f"got '{ast.unparse(node)}'", node)
+            have = self.symtab[node.id].type
+            if have != want:
+                shown = T.type_repr(have) if not isinstance(have, WeakLiteral) else repr(have)
+                raise self.error(f"kc.{name}: output '{role}' ('{node.id}') is a {shown}; for this A it must be a "
+                                 f"{T.type_repr(want)}", node)
+            out = Var(want)
+            self.emit(GetAttr(out, res, f"f{k}"))
+            self.assign(node.id, out)
+        return None
 
     def _reject_method_call(self, func):
         """obj.method(...) where obj is a value (an array, a vector, ...): kernels have no methods."""
@@ -1336,7 +1461,7 @@ class _Builder:
                 return
             t = ArrayType(value.dtype, value.ndim)
         call = f"{ast.unparse(func)}()"
-        if isinstance(t, ArrayType):
+        if isinstance(t, _ARRAY_LIKE):
             raise self.error(f"{call}: arrays have no methods inside kernels; call array methods such as fill_(), "
                              f"zero_() or numpy() from Python before or after kc.launch, or write elements here (a[i] = ...)")
         raise self.error(f"{call}: a {T.type_repr(t)} value has no methods inside kernels; use the kc.{func.attr}(...) "
@@ -1344,6 +1469,9 @@ class _Builder:
 
     def _call_function(self, fn, e):
         pos = [self.expr(a) for a in e.args]
+        if any(isinstance(a.type, T.IndexedArrayType) for a in pos):
+            raise self.error(f"an indexedarray cannot be passed to @kc.func '{fn.name}': read or write its elements in "
+                             "the kernel and pass those (or pass the underlying array and its index arrays)")
         kw = {}
         for k in e.keywords:
             if k.arg is None:

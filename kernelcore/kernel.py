@@ -7,6 +7,7 @@ from typing import Any
 
 from . import config
 from .array import ArrayType
+from .types import IndexedArrayType
 from .frontend import FuncDef, build_ir
 from .ir import format_block
 from .adjoint import format_reverse, reverse_block
@@ -14,6 +15,7 @@ from .adjoint import format_reverse, reverse_block
 
 class Kernel:
     generic = False  # typing.Any arguments: specialised per launch (kernel_generic.py)
+    indexed = False  # kc.indexedarray arguments: launched as a lowered form (indexed_launch.py)
 
     def __init__(self, pyfunc, module=None, enable_backward=True):
         from .module import get_module
@@ -29,11 +31,15 @@ class Kernel:
         self.module = get_module(module or pyfunc.__module__)
         self._irs = {}
         self.generic = any(t is Any or (isinstance(t, ArrayType) and t.dtype is Any) for t in self.arg_types)
+        self.indexed = any(isinstance(t, IndexedArrayType) for t in self.arg_types)
+        if self.indexed and any(isinstance(t, IndexedArrayType) and t.dtype is Any for t in self.arg_types):
+            raise TypeError(f"kernel '{self.key}': a generic (typing.Any) indexedarray argument is not supported; "
+                            "declare its dtype")
         if self.generic:
             # never compiled itself: each launch runs a specialisation (kernel_generic.py)
             self.specializations = {}
             self.explicit_overloads = []
-        else:
+        if not (self.generic or self.indexed):   # (an indexed kernel's lowered form registers itself)
             self.module.register(self)
 
     def ir(self):

@@ -11,7 +11,7 @@ from .accumulation import plan as accumulation_plan
 from .adjoint_check import check_backward
 from .array import ArrayType, array, array_ctypes
 from .device import get_device, get_runtime, num_threads
-from .errors import KernelRuntimeError
+from .errors import KernelRuntimeError, assertion_report
 from .module import error_state_ctypes  # noqa: F401  (defined where the library is loaded; importable here too)
 
 
@@ -186,6 +186,12 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         from .kernel_generic import resolve
 
         kernel = resolve(kernel, params)
+    if kernel.indexed:
+        from .indexed_launch import spread_arguments
+
+        kernel, inputs, outputs, adj_inputs, adj_outputs = spread_arguments(kernel, inputs, outputs, adj_inputs,
+                                                                            adj_outputs)
+        params = list(inputs) + list(outputs)
     dev = _launch_device(device, params)
     adj_params = None
     if adjoint and (adj_inputs is not None or adj_outputs is not None):
@@ -388,4 +394,11 @@ def _check_error_state(kernel, st):
                                  f"{shape[0]} components {where}")
     if kind == 2:
         raise KernelRuntimeError(f"kernel '{kernel.key}': integer division or modulo by zero {where}")
+    if kind == 4:
+        raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx[0]} out of range for dimension {shape[1]} of an "
+                                 f"indexedarray of {shape[0]} elements along it {where}")
+    if kind == 3:
+        file, line, text, message = assertion_report(idx[0]) or (kernel.defn.file, line, "assert", None)
+        raise KernelRuntimeError(f"kernel '{kernel.key}': {text} failed{': ' + message if message else ''} "
+                                 f"at {file}:{line} (thread {thread})")
     raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx} out of bounds for array of shape {shape} {where}")

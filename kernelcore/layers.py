@@ -13,7 +13,7 @@ LAYERS = [
     ("base", ["config", "errors", "threads", "version", "hooks", "layers"]),
     ("types", ["types"]),  # scalars, vectors, matrices, structs, the array *type* and its C layout
     ("device", ["device", "interop.cuda_mem"]),
-    ("array", ["array", "interop", "interop.numpy_interop", "interop.dlpack", "interop.external",
+    ("array", ["array", "indexedarray", "interop", "interop.numpy_interop", "interop.dlpack", "interop.external",
                "interop.torch_interop", "interop.jax_interop"]),
     ("builtins", ["builtins", "builtins.registry", "builtins.scalar", "builtins.vector", "builtins.linalg",
                   "builtins.quaternion", "builtins.random", "builtins.noise", "builtins.atomics"]),
@@ -22,7 +22,7 @@ LAYERS = [
     ("emit", ["emit_cpp", "emit_cuda", "adjoint_reads"]),
     ("build", ["cache", "toolchain", "nvrtc", "module"]),
     ("kernel", ["kernel", "kernel_generic"]),
-    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call"]),
+    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "indexed_launch"]),
     ("tape", ["tape", "autograd"]),
     ("package", ["", "builtins.docgen"]),  # "": kernelcore/__init__.py, which imports everything
 ]

@@ -81,7 +81,7 @@ class ScalarGradKernel(_kernel_class()):
         key = options_key()
         ir = self._irs.get(key)
         if ir is None:
-            ir = build_ir(self.defn, self.base.arg_types, "kernel")
+            ir = build_ir(self.defn, getattr(self.base, "frontend_arg_types", self.base.arg_types), "kernel")
             read_from_arrays(ir, self.scalar_args)
             _renumber(ir)  # stable value numbers: the generated code keys the kernel cache
             self._irs[key] = ir

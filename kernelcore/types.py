@@ -419,6 +419,8 @@ def type_key(t) -> str:
     """A stable string identifying a type (used in hashes and mangled names)."""
     if isinstance(t, ArrayType):
         return f"array<{type_key(t.dtype)},{t.ndim}>"
+    if isinstance(t, IndexedArrayType):
+        return f"indexedarray<{type_key(t.dtype)},{t.ndim}>"
     if is_struct(t):
         return t._ctype
     if isinstance(t, Tuple):
@@ -555,3 +557,27 @@ class ArrayType:
 
     def __repr__(self):
         return f"array(dtype={type_repr(self.dtype)}, ndim={self.ndim})"
+
+
+class IndexedArrayType:
+    """Type of an indexedarray argument (Warp's ``indexedarray``): an array of ``dtype`` with
+    ``ndim`` dimensions read and written through optional per-dimension index arrays.
+    A kernel receives it as the data array plus one int32 index array per dimension (an
+    empty one where a dimension is not indexed); see kernelcore/indexedarray.py."""
+
+    _kind = "indexedarray"
+
+    def __init__(self, dtype=float32, ndim=1):
+        self.dtype = type_from_annotation(dtype)
+        self.ndim = int(ndim)
+        if not 1 <= self.ndim <= MAX_DIMS:
+            raise ValueError(f"indexedarrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
+
+    def __eq__(self, o):
+        return isinstance(o, IndexedArrayType) and o.dtype is self.dtype and o.ndim == self.ndim
+
+    def __hash__(self):
+        return hash(("indexedarray", type_key(self.dtype), self.ndim))
+
+    def __repr__(self):
+        return f"indexedarray(dtype={type_repr(self.dtype)}, ndim={self.ndim})"

@@ -64,6 +64,20 @@ template <typename T> KC_FUNC int32 wrap_array_index(const array_t<T>& a, int32 
     return (i < 0 && i >= -a.shape[d]) ? i + a.shape[d] : i;
 }
 template <typename T> KC_FUNC void adj_wrap_array_index(const array_t<T>&, int32, int32, array_t<T>&, int32&, int32&, int32) {}
+// kc.indexedarray (kernelcore/indexedarray.py): dimension d of `data` is read through the int32
+// array `idx`, or directly when `idx` is empty (data == null: that dimension is not indexed).
+// Its length along d; and the data index of the view's index i along d (negative i counts from
+// the end of the view, as for arrays; the data index it gives is wrapped and checked as any).
+template <typename T> KC_FUNC int32 indexed_shape(const array_t<int32>& idx, const array_t<T>& data, int32 d) {
+    return idx.data ? idx.shape[0] : data.shape[d];
+}
+template <typename T> KC_FUNC int32 indexed_index(const array_t<int32>& idx, const array_t<T>& data, int32 d, int32 i) {
+    if (!idx.data) return i;
+    if (i < 0 && i >= -idx.shape[0]) i += idx.shape[0];
+    return idx[i];
+}
+template <typename T> KC_FUNC void adj_indexed_shape(const array_t<int32>&, const array_t<T>&, int32, array_t<int32>&, array_t<T>&, int32&, int32) {}
+template <typename T> KC_FUNC void adj_indexed_index(const array_t<int32>&, const array_t<T>&, int32, int32, array_t<int32>&, array_t<T>&, int32&, int32&, int32) {}
 // Index into a vector/matrix row of length n (the frontend emits it for non-constant indices).
 KC_FUNC int32 wrap_index(int32 i, int32 n) { return i < 0 ? i + n : i; }
 KC_FUNC void adj_wrap_index(int32, int32, int32&, int32&, int32) {}
@@ -71,7 +85,7 @@ KC_FUNC void adj_wrap_index(int32, int32, int32&, int32&, int32) {}
 // ---- debug-mode checks: the first failure is recorded for Python to raise ------------------
 // Mirrored by launch.py (error_state_ctypes). kind: what failed (KC_ERR_*); thread: the
 // flat launch index of the thread that failed.
-enum { KC_ERR_BOUNDS = 0, KC_ERR_COMPONENT = 1, KC_ERR_DIV_ZERO = 2 };
+enum { KC_ERR_BOUNDS = 0, KC_ERR_COMPONENT = 1, KC_ERR_DIV_ZERO = 2, KC_ERR_ASSERT = 3, KC_ERR_INDEXED = 4 };
 struct error_state_t {
     int32 flag;
     int32 line;
@@ -129,6 +143,26 @@ template <typename T> KC_FUNC bool divisor_check(T b, int32 line) {
     if (claim_error()) { g_error.line = line; g_error.kind = KC_ERR_DIV_ZERO; g_error.thread = debug_thread(); g_error.nidx = 0; g_error.ndim = 0; }
     return false;
 }
+// The index i of an indexedarray view along dimension d: -n <= i < n for the view's length n
+// there (the data index it maps to is bounds-checked by the access that follows).
+template <typename T> KC_FUNC bool indexed_check(const array_t<int32>& idx, const array_t<T>& data, int32 d, int32 i, int32 line) {
+    if (!idx.data) return true;  // not indexed: the data access's own check covers i
+    int32 n = idx.shape[0];
+    if (i >= -n && i < n) return true;
+    if (claim_error()) {
+        g_error.line = line; g_error.kind = KC_ERR_INDEXED; g_error.thread = debug_thread();
+        g_error.nidx = 1; g_error.ndim = 2; g_error.index[0] = i; g_error.shape[0] = n; g_error.shape[1] = d;
+    }
+    return false;
+}
+// An `assert` statement (debug mode only; release builds emit nothing): index[0] carries the
+// statement's id, which Python maps back to its file, line, text and message (errors.py).
+KC_FUNC bool assert_check(bool cond, int32 id, int32 line) {
+    if (cond) return true;
+    if (claim_error()) { g_error.line = line; g_error.kind = KC_ERR_ASSERT; g_error.thread = debug_thread(); g_error.nidx = 1; g_error.ndim = 0; g_error.index[0] = id; }
+    return false;
+}
+KC_FUNC void adj_assert_check(bool, int32, int32, bool&, int32&, int32&) {}
 template <int N, typename T> KC_FUNC bool divisor_check(const vec_t<N, T>& b, int32 line) {
     KC_FOR(i, N) if (!divisor_check(b.c[i], line)) return false;
     return true;

@@ -550,26 +550,129 @@ def test_nested_tapes_ping_pong_with_break_backward_twice():
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * grad, rtol=1e-13, atol=1e-13)
 
 
-# ---- Warp 1.19 writes svd3 with output arguments: wp.svd3(A, U, sigma, V)
+# ---- Warp 1.19 also writes the decompositions with output arguments: wp.svd3(A, U, sigma, V),
+# wp.eig3(A, Q, d), wp.qr3(A, Q, R) assign existing locals; here inside a dynamic loop with break
+# (the outputs are loop-carried) and differentiated
 
-@pytest.mark.xfail(strict=True, reason="kc.svd3 only has the tuple form U, sigma, V = kc.svd3(A); Warp 1.19's "
-                   "out-parameter form svd3(A, U, sigma, V) (also qr3(A, Q, R), eig3(A, Q, d)) is a compile "
-                   "error 'no overload of svd3 accepts (mat33d, mat33d, vec3d, mat33d)'")
-def test_svd3_warp_out_parameter_form():
-    @kc.kernel
-    def svd_out_params(out: F64):
-        m = kc.mat33d(kc.float64(2.0), kc.float64(0.1), kc.float64(0.0), kc.float64(0.0), kc.float64(1.0),
-                      kc.float64(0.2), kc.float64(0.3), kc.float64(0.0), kc.float64(3.0))
-        U = kc.mat33d()
-        sig = kc.vec3d()
-        V = kc.mat33d()
-        kc.svd3(m, U, sig, V)
-        out[0] = sig[0]
+M64 = kc.array(dtype=kc.mat33d)
 
-    out = kc.zeros(1, dtype=kc.float64)
-    kc.launch(svd_out_params, 1, inputs=[out])
-    m = np.array([[2.0, 0.1, 0.0], [0.0, 1.0, 0.2], [0.3, 0.0, 3.0]])
-    assert out.numpy()[0] == pytest.approx(np.linalg.svd(m)[1][0], rel=1e-12)
+
+@kc.kernel
+def decompositions_out_arguments(A: M64, n: int, out: F64):
+    i = kc.tid()
+    U = kc.mat33d()
+    sig = kc.vec3d()
+    V = kc.mat33d()
+    Q = kc.mat33d()
+    d = kc.vec3d()
+    R = kc.mat33d()
+    acc = kc.float64(0.0)
+    for k in range(n):
+        B = A[i] * (kc.float64(1.0) + kc.float64(0.1) * kc.float64(k))
+        kc.svd3(B, U, sig, V)
+        kc.eig3(B + kc.transpose(B), Q, d)
+        kc.qr3(B, Q, R)
+        dmin = kc.min(kc.min(d[0], d[1]), d[2])   # (Warp's eig3 leaves d unsorted)
+        acc = acc + sig[0] + 0.5 * sig[2] + 0.25 * dmin + 0.125 * R[1, 1]
+        if acc > 40.0:
+            break
+    # the last values written by the calls stay in the locals after the loop
+    out[i] = acc + U[0, 0] * V[1, 1] + d[2] + Q[0, 1] * R[0, 2]
+
+
+def _out_arg_reference(A, n):
+    acc = 0.0
+    for k in range(n):
+        B = A * (1.0 + 0.1 * k)
+        s = np.linalg.svd(B, compute_uv=False)
+        s = np.array([s[0], s[1], s[2] * np.sign(np.linalg.det(B))])
+        dmin = np.linalg.eigvalsh(B + B.T).min()
+        r = np.linalg.qr(B)[1]
+        acc += s[0] + 0.5 * s[2] + 0.25 * dmin + 0.125 * abs(r[1, 1])
+        if acc > 40.0:
+            break
+    return acc
+
+
+def _well_conditioned(m):
+    rng = np.random.default_rng(14)
+    return np.stack([np.diag([3.0, 2.0, 1.0]) + 0.3 * rng.standard_normal((3, 3)) for _ in range(m)])
+
+
+def test_decompositions_with_out_arguments_values_and_gradients():
+    A0 = _well_conditioned(3)
+    for n in (4, 0):
+        A = kc.array(A0, dtype=kc.mat33d, requires_grad=True)
+        out = kc.zeros(3, dtype=kc.float64, requires_grad=True)
+        kc.launch(decompositions_out_arguments, 3, inputs=[A, n], outputs=[out])
+        # same values as the tuple form (whose accumulated part is checked against numpy)
+        np.testing.assert_allclose(out.numpy(), _tuple_form_values(A0, n), rtol=1e-13, atol=1e-13)
+        r = kc.autograd.gradcheck(decompositions_out_arguments, dim=3, inputs=[A, n], outputs=[out], eps=1e-6,
+                                  atol=1e-6, rtol=1e-5, raise_exception=False, show_summary=False)
+        assert r, r.summary()
+
+
+@kc.kernel
+def decompositions_tuple_form(A: M64, n: int, out: F64, accs: F64):
+    i = kc.tid()
+    U = kc.mat33d()
+    sig = kc.vec3d()
+    V = kc.mat33d()
+    Q = kc.mat33d()
+    d = kc.vec3d()
+    R = kc.mat33d()
+    acc = kc.float64(0.0)
+    for k in range(n):
+        B = A[i] * (kc.float64(1.0) + kc.float64(0.1) * kc.float64(k))
+        U, sig, V = kc.svd3(B)
+        Q, d = kc.eig3(B + kc.transpose(B))
+        Q, R = kc.qr3(B)
+        dmin = kc.min(kc.min(d[0], d[1]), d[2])   # (Warp's eig3 leaves d unsorted)
+        acc = acc + sig[0] + 0.5 * sig[2] + 0.25 * dmin + 0.125 * R[1, 1]
+        if acc > 40.0:
+            break
+    out[i] = acc + U[0, 0] * V[1, 1] + d[2] + Q[0, 1] * R[0, 2]
+    accs[i] = acc
+
+
+def _tuple_form_values(A0, n):
+    out, accs = kc.zeros(len(A0), dtype=kc.float64), kc.zeros(len(A0), dtype=kc.float64)
+    kc.launch(decompositions_tuple_form, len(A0), inputs=[kc.array(A0, dtype=kc.mat33d), n], outputs=[out, accs])
+    np.testing.assert_allclose(accs.numpy(), [_out_arg_reference(A0[i], n) for i in range(len(A0))], rtol=1e-10)
+    return out.numpy()
+
+
+def test_decompositions_with_out_arguments_same_as_warp():
+    """Warp 1.19 runs the same out-argument program (float32: its svd3 is float32-accurate)."""
+    wp = pytest.importorskip("warp", reason="warp-lang is the oracle")
+    from _warp_lang14 import warp_decompositions_out_arguments
+
+    A0 = _well_conditioned(3)
+    out, accs = kc.zeros(3, dtype=kc.float64), kc.zeros(3, dtype=kc.float64)
+    kc.launch(decompositions_tuple_form, 3, inputs=[kc.array(A0, dtype=kc.mat33d), 4], outputs=[out, accs])
+    w_acc = warp_decompositions_out_arguments(wp, A0, 4)
+    np.testing.assert_allclose(accs.numpy(), w_acc, rtol=1e-5)
+
+
+def test_out_argument_errors_name_the_output(tmp_path):
+    def build(src_body):
+        ns = {"kc": kc, "M64": M64, "F64": F64}
+        src = "@kc.kernel\ndef bad(A: M64, out: F64):\n    i = kc.tid()\n" + src_body
+        path = str(tmp_path / f"out_args_{len(list(tmp_path.iterdir()))}.py")
+        with open(path, "w") as f:
+            f.write(src)
+        exec(compile(src, path, "exec"), ns)
+        return ns["bad"]
+
+    k = build("    U = kc.mat33d()\n    V = kc.mat33d()\n    s = kc.vec3()\n    kc.svd3(A[i], U, s, V)\n    out[i] = s[0]\n")
+    with pytest.raises(kc.KernelCompileError, match=r"output 'sigma' \('s'\) is a vec3; for this A it must be a vec3d"):
+        kc.launch(k, 1, inputs=[kc.zeros(1, dtype=kc.mat33d), kc.zeros(1, dtype=kc.float64)])
+    k = build("    Q = kc.mat33d()\n    kc.qr3(A[i], Q, R)\n    out[i] = Q[0, 0]\n")
+    with pytest.raises(kc.KernelCompileError, match=r"output 'R' must be a local variable defined before the call"):
+        kc.launch(k, 1, inputs=[kc.zeros(1, dtype=kc.mat33d), kc.zeros(1, dtype=kc.float64)])
+    k = build("    Q = kc.mat33d()\n    d = kc.vec3d()\n    x = kc.eig3(A[i], Q, d)\n    out[i] = d[0]\n")
+    with pytest.raises(kc.KernelCompileError, match=r"gives no value"):
+        kc.launch(k, 1, inputs=[kc.zeros(1, dtype=kc.mat33d), kc.zeros(1, dtype=kc.float64)])
 
 
 # ---- a loop counter bound before the loop keeps its last value after it (Python; Warp 1.19 gives
@@ -612,9 +715,6 @@ def test_loop_counter_keeps_its_last_value_after_the_loop(n):
     _check(counter_after_loop, ref_counter_after_loop, n=n)
 
 
-@pytest.mark.xfail(strict=True, reason="an unrolled inner loop whose counter name is carried by an enclosing "
-                   "dynamic loop fails to compile: \"'j' changes type inside the loop (int32 -> int literal)\" "
-                   "(the unrolled counter is a weak int literal; Python and Warp accept it)")
 def test_unrolled_inner_counter_reuses_a_carried_name():
     @kc.kernel
     def reuse(x: F64, n: int, out: F64):
@@ -634,6 +734,46 @@ def test_unrolled_inner_counter_reuses_a_carried_name():
         return s + j
 
     _check(reuse, ref)
+    _check(reuse, ref, n=0)     # the outer loop runs 0 times: j keeps its value from before
+
+
+@kc.kernel
+def reuse_carried_counter_with_break(x: F64, n: int, out: F64):
+    i = kc.tid()
+    j = int(0)
+    s = kc.float64(0.0)
+    for k in range(n):
+        for j in range(3):              # unrolled; leaves j at the iteration that broke
+            s = s + x[(i + j + k) % 8] * x[(i + k) % 8]
+            if x[(i + j + k) % 8] < -0.5:
+                break
+    out[i] = s + kc.float64(j)
+
+
+def ref_reuse_carried_counter_with_break(x, i, n):
+    j, s = 0, 0.0
+    for k in range(n):
+        for j in range(3):
+            s = s + x[(i + j + k) % 8] * x[(i + k) % 8]
+            if x[(i + j + k) % 8] < -0.5:
+                break
+    return s + j
+
+
+@pytest.mark.parametrize("n", [6, 0])
+def test_unrolled_inner_counter_with_break_reuses_a_carried_name(n):
+    _check(reuse_carried_counter_with_break, ref_reuse_carried_counter_with_break, n=n)
+
+
+def test_unrolled_inner_counter_reuse_same_as_warp():
+    wp = pytest.importorskip("warp", reason="warp-lang is the oracle")
+    from _warp_lang14 import warp_reuse_carried_counter
+
+    x0 = _x0()
+    for n in (6, 0):
+        out = kc.zeros(N_THREADS, dtype=kc.float64)
+        kc.launch(reuse_carried_counter_with_break, N_THREADS, inputs=[kc.array(x0, dtype=kc.float64), n], outputs=[out])
+        np.testing.assert_allclose(out.numpy(), warp_reuse_carried_counter(wp, x0, n, N_THREADS), rtol=1e-14)
 
 
 # ---- side effects (atomics in @kc.func calls) happen only on the evaluated side of and/or/ternaries,
