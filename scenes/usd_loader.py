@@ -6,7 +6,8 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
 * ``PhysicsScene`` (UsdPhysics.Scene, at most one): ``physics:gravityDirection`` and
   ``physics:gravityMagnitude`` (defaults: minus the stage up axis, 9.81 m/s^2);
   ``float kc:timeStep`` — frame time step [s] (default 1/60); ``int kc:substeps``
-  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default) or ``"dem"``;
+  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default), ``"dem"`` or ``"mpm"``
+  (continuum particles, ``kc:mpm:*`` settings: see :mod:`scenes.usd_mpm`);
   ``int kc:frames`` — default frame count of a run (100); ``float kc:particleDamping``
   — linear drag [1/s].
 * ``Points``: a particle set.  Positions from ``points`` (or generated with
@@ -67,9 +68,9 @@ import numpy as np
 
 import sim
 
-from . import schema
+from . import schema, usd_mpm
 
-SOLVERS = ("semi_implicit", "dem")
+SOLVERS = ("semi_implicit", "dem", "mpm")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -135,6 +136,7 @@ class Scene:
         self.group_colors = {}
         self.shape_paths = []
         self.toi = False
+        self.mpm = None  # usd_mpm.MPMSettings of a kc:solver = "mpm" scene
         self.items = []
         self.notes = []
         self.warnings = []
@@ -156,6 +158,11 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
+        if self.solver == "mpm":
+            try:
+                return self.mpm.make_solver(model)
+            except ValueError as e:
+                raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
         return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
@@ -661,6 +668,9 @@ class _Reader:
                                          f"{schema.suggest(solver, SOLVERS)}")
                 sc.solver = solver
             sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
+            if sc.solver == "mpm":
+                sc.mpm = usd_mpm.read_scene_settings(self, prim)
+                sc.items.append((str(prim.GetPath()), sc.mpm.describe()))
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -682,6 +692,7 @@ class _Reader:
         path = str(prim.GetPath())
         pts = self.attr(prim, "points", kind="vec3s")
         dims = self.attr(prim, "kc:grid:dims", kind="int3")
+        spacing = None
         M = self.world(prim)
         if dims is not None:
             if np.any(dims < 1):
@@ -740,6 +751,9 @@ class _Reader:
             bad = int(np.argmax(radius <= 0))
             scale = 2.0 if name_r == "widths" else 1.0
             raise self.err(prim, f"{name_r} must be > 0, got {scale * radius[bad] / self.mpu:g} (point {bad})")
+        volume = 0.0
+        if self.scene.solver == "mpm":  # continuum particles: a material model and a volume each
+            mpm_material, volume = usd_mpm.read_continuum(self, prim, n, spacing, radius)
         mass = self.attr(prim, "kc:mass")
         density = self.attr(prim, "kc:density")
         if mass is not None and density is not None:
@@ -747,7 +761,7 @@ class _Reader:
         if density is not None:
             if np.ndim(density) or density < 0:
                 raise self.err(prim, f"kc:density must be a number >= 0, got {density}")
-            mass = density * 4.0 / 3.0 * math.pi * radius ** 3
+            mass = density * (volume if self.scene.solver == "mpm" else 4.0 / 3.0 * math.pi * radius ** 3)
         elif mass is None:
             raise self.err(prim, "particle mass missing (author 'kc:mass' [kg] or 'kc:density' [kg/m^3])")
         mass = self._per_point(prim, "kc:mass", mass, n)
@@ -762,9 +776,9 @@ class _Reader:
             mass[fixed] = 0.0
             vel = vel.copy()
             vel[fixed] = 0.0
-        mat = self.material(prim)
+        mat = mpm_material if self.scene.solver == "mpm" else self.material(prim)
         start = b.particle_count
-        rng = b.add_particles(world, vel, mass, radius, material=mat)
+        rng = b.add_particles(world, vel, mass, radius, material=mat, volume=volume)
         first_spring = b.spring_count
         springs = self.read_springs(prim, start, n, dims)
         self.scene.particle_groups.append((path, rng))
