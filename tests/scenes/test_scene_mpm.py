@@ -130,3 +130,13 @@ def test_schema_lists_every_mpm_parameter_the_reader_reads():
         assert f"kc:mpm:{usd_name}" in schema.KC_ATTRIBUTES["Points"]
     assert schema.check_kc_attribute("kc:mpm:dx", "Points").startswith("attribute 'kc:mpm:dx' does not apply")
     assert "did you mean 'kc:mpm:frictionAngle'" in schema.check_kc_attribute("kc:mpm:frictionAngel", "Points")
+
+
+def test_two_dimensional_mpm_scene(tmp_path):
+    text = SCENE.format(substeps=10).replace('float kc:mpm:cfl = 0.4', 'float kc:mpm:cfl = 0.4\n    int kc:mpm:dim = 2')
+    scene = scenes.load(_write(tmp_path, text))
+    solver = scene.make_solver(scene.finalize())
+    assert solver.dim == 2 and len(solver.grid_shape) == 2
+    bad = text.replace("int kc:mpm:dim = 2", "int kc:mpm:dim = 4")
+    with pytest.raises(SceneError, match=r"prim /ps: kc:mpm:dim must be 2 or 3, got 4"):
+        scenes.load(_write(tmp_path, bad, "bad.usda"))
