@@ -29,6 +29,8 @@ KC_ATTRIBUTES = {
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL
               + POINTS_MPM,
     "collider": MATERIAL,
+    # a Cube prim with kc:mpm:material in a kc:solver = "mpm" scene: filled with particles
+    "mpm Cube": ("kc:mpm:spacing", "kc:density", "kc:velocity") + tuple(a for a in POINTS_MPM if a != "kc:mpm:volume"),
 }
 
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})

@@ -507,6 +507,10 @@ class _Reader:
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
             self.read_points(prim)
+        elif t == "Cube" and self.scene.solver == "mpm" and prim.GetAttribute("kc:mpm:material").HasAuthoredValue():
+            self.kinds[path] = "mpm Cube"  # a block of continuum material (scenes/usd_mpm.py)
+            self.check_kc_names(prim, "mpm Cube")
+            usd_mpm.read_cube_block(self, prim)
         elif t in COLLIDER_TYPES:
             has_api = prim.HasAPI(UsdPhysics.CollisionAPI)
             enabled = has_api and self.attr(prim, "physics:collisionEnabled", True, kind="bool")
@@ -576,7 +580,7 @@ class _Reader:
             if name in used:
                 continue
             if name.startswith("kc:"):
-                check_kind = kind if kind in ("PhysicsScene", "Points", "collider") else ""
+                check_kind = kind if kind in ("PhysicsScene", "Points", "collider", "mpm Cube") else ""
                 problem = schema.check_kc_attribute(name, check_kind)
                 if problem and check_kind == "" and name in schema.KC_ATTRIBUTES["collider"] and kind == "visual":
                     self.warn(prim, f"attribute '{name}' has no effect: the prim has no PhysicsCollisionAPI")

@@ -23,6 +23,10 @@ On ``Points`` of such a scene (every Points prim is MPM material there):
 * ``float kc:mpm:volume`` — volume of each particle [stage units^3]; default
   ``kc:grid:spacing^3`` for a generated grid, else ``(2 radius)^3``.  ``kc:density`` then
   gives mass = density * volume.
+
+A ``Cube`` prim with ``kc:mpm:material`` (and no PhysicsCollisionAPI) in such a scene is a
+block of material: filled with particles ``kc:mpm:spacing`` apart (default dx / 2), with
+``kc:density``, ``kc:velocity`` and the material attributes above (:func:`read_cube_block`).
 """
 from __future__ import annotations
 
@@ -140,3 +144,62 @@ def check_time_step(scene, solver, substeps):
     return (f"{scene.path}: the time step {dt:.4g} s (kc:timeStep {scene.frame_dt:.4g} s / {substeps} substeps) "
             f"exceeds the MPM stability limit {max_dt:.4g} s (kc:mpm:cfl * kc:mpm:dx / wave speed "
             f"{solver.wave_speed:.4g} m/s); use kc:substeps (or --substeps) >= {need}")
+
+
+def read_cube_block(reader, prim):
+    """Fill a ``Cube`` prim carrying ``kc:mpm:material`` with MPM particles (an MPM scene only).
+
+    ``float kc:mpm:spacing`` [stage units] (default half of ``kc:mpm:dx``): particles sit at
+    the centres of cells of about that size filling the cube (rotation and scale of its
+    transform included; in 2-D one layer at the cube's z); each has the cell's volume, a
+    radius of half the spacing and mass ``kc:density`` [kg/m^3] * volume; ``vector3f
+    kc:velocity`` is their initial velocity.  The material attributes are those of Points.
+    """
+    if prim.HasAPI(reader.UsdPhysics.CollisionAPI):
+        raise reader.err(prim, "a Cube with kc:mpm:material is MPM material, not a collider: remove "
+                               "PhysicsCollisionAPI (or kc:mpm:material)")
+    mpm = reader.scene.mpm
+    size = reader.attr(prim, "size", 2.0)
+    if np.ndim(size) or not size > 0:
+        raise reader.err(prim, f"size must be > 0, got {size}")
+    t, q, s = reader.decompose(prim)
+    extent = float(size) * np.abs(s) * reader.mpu
+    spacing = reader.attr(prim, "kc:mpm:spacing")
+    if spacing is None:
+        spacing = 0.5 * mpm.dx
+    elif np.ndim(spacing) or not spacing > 0:
+        shown = spacing.tolist() if np.ndim(spacing) else f"{spacing:g}"
+        raise reader.err(prim, f"kc:mpm:spacing must be a number > 0, got {shown}")
+    else:
+        spacing = float(spacing) * reader.mpu
+    counts = np.maximum(np.round(extent / spacing).astype(np.int64), 1)
+    if mpm.dim == 2:
+        counts[2] = 1
+    reader.plan_particles(prim, int(np.prod(counts)), f"a Cube of {counts.tolist()} particles")
+    axes = [((np.arange(c) + 0.5) / c - 0.5) * e for c, e in zip(counts, extent)]
+    if mpm.dim == 2:
+        axes[2] = np.zeros(1)
+    k, j, i = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
+    local = np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1)
+    from sim.builder import quat_to_matrix
+
+    world = local @ quat_to_matrix(q).T + t
+    n = len(world)
+    cell = extent / counts
+    volume = float(np.prod(cell[:2]) * (spacing if mpm.dim == 2 else cell[2]))
+    radius = np.full(n, 0.5 * spacing)
+    mat, _ = read_continuum(reader, prim, n, None, radius)
+    density = reader.attr(prim, "kc:density")
+    if density is None or np.ndim(density) or not density > 0:
+        raise reader.err(prim, f"kc:density must be a number > 0 for an MPM Cube, got {density}")
+    vel = reader.attr(prim, "kc:velocity", np.zeros(3), kind="vec3") * reader.mpu
+    b = reader.scene.builder
+    rng = b.add_particles(world, np.tile(vel, (n, 1)), float(density) * volume, radius, material=mat,
+                          volume=volume)
+    path = str(prim.GetPath())
+    reader.scene.particle_groups.append((path, rng))
+    color = reader.display_color(prim)
+    if color is not None:
+        reader.scene.group_colors[path] = color
+    reader.scene.items.append((path, f"Cube of MPM material: {n} particles ({counts.tolist()}), spacing "
+                                     f"{spacing:g} m, mass {float(density) * volume * n:g} kg"))

@@ -140,3 +140,46 @@ def test_two_dimensional_mpm_scene(tmp_path):
     bad = text.replace("int kc:mpm:dim = 2", "int kc:mpm:dim = 4")
     with pytest.raises(SceneError, match=r"prim /ps: kc:mpm:dim must be 2 or 3, got 4"):
         scenes.load(_write(tmp_path, bad, "bad.usda"))
+
+
+CUBE = '''
+def PhysicsScene "ps"
+{
+    token kc:solver = "mpm"
+    float kc:mpm:dx = 0.05
+    point3f kc:mpm:lower = (0, 0, 0)
+    point3f kc:mpm:upper = (1, 1, 1)
+}
+def Cube "block" (%s)
+{
+    double size = 0.2
+    double3 xformOp:translate = (0.5, 0.4, 0.3)
+    float3 xformOp:rotateXYZ = (0, 0, 45)
+    float3 xformOp:scale = (1, 0.5, 1)
+    uniform token[] xformOpOrder = ["xformOp:translate", "xformOp:rotateXYZ", "xformOp:scale"]
+    float kc:density = 800
+    vector3f kc:velocity = (1, 0, 0)
+    token kc:mpm:material = "snow"
+}
+'''
+
+
+def test_a_cube_prim_with_an_mpm_material_is_filled_with_particles(tmp_path):
+    scene = scenes.load(_write(tmp_path, CUBE % ""))
+    b = scene.builder
+    q = np.asarray(b.particle_q)
+    # default spacing dx / 2 = 0.025: 8 x 4 x 8 cells of the 0.2 x 0.1 x 0.2 box
+    assert len(q) == 8 * 4 * 8 and scene.particle_groups[0][0] == "/block"
+    np.testing.assert_allclose(q.mean(axis=0), [0.5, 0.4, 0.3], atol=1e-9)
+    local = q - [0.5, 0.4, 0.3]
+    c = math.sqrt(0.5)
+    along = local @ np.array([[c, c, 0], [-c, c, 0], [0, 0, 1]]).T  # back into the cube's frame
+    np.testing.assert_allclose(np.abs(along).max(axis=0), [0.0875, 0.0375, 0.0875], atol=1e-9)
+    np.testing.assert_allclose(sum(b.particle_mass), 800 * 0.2 * 0.1 * 0.2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(b.particle_qd), np.tile([1.0, 0, 0], (len(q), 1)))
+    assert b.material_continuum[b.particle_material[0]]["model"] == "snow"
+
+
+def test_an_mpm_cube_cannot_also_be_a_collider(tmp_path):
+    with pytest.raises(SceneError, match="prim /block: a Cube with kc:mpm:material is MPM material, not a collider"):
+        scenes.load(_write(tmp_path, CUBE % 'prepend apiSchemas = ["PhysicsCollisionAPI"]'))
