@@ -16,6 +16,7 @@ import numpy as np
 
 from .progress import progress_bar
 from .render_adapter import ModelRenderer
+from .usd_mpm import check_time_step
 
 
 class SimulationError(RuntimeError):
@@ -190,6 +191,9 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
     try:
         model = scene.finalize(device=device)
         solver = scene.make_solver(model)
+        too_large = check_time_step(scene, solver, substeps)  # MPM's CFL guard, before any frame
+        if too_large:
+            raise RunSetupError(too_large)
         s0, s1 = model.state(), model.state()
         outputs = []
         if usd is not None:

@@ -13,16 +13,26 @@ import difflib
 MATERIAL = ("kc:material:ke", "kc:material:restitution", "kc:material:mu", "kc:material:cohesion",
             "kc:material:cohesionDistance")
 
+# MPM settings (read by scenes/usd_mpm.py in kc:solver = "mpm" scenes)
+SCENE_MPM = ("kc:mpm:dx", "kc:mpm:lower", "kc:mpm:upper", "kc:mpm:dim", "kc:mpm:boundary", "kc:mpm:friction",
+             "kc:mpm:cfl")
+POINTS_MPM = ("kc:mpm:material", "kc:mpm:volume", "kc:mpm:youngsModulus", "kc:mpm:poissonRatio",
+              "kc:mpm:hardening", "kc:mpm:criticalCompression", "kc:mpm:criticalStretch", "kc:mpm:frictionAngle",
+              "kc:mpm:viscosity")
+
 #: prim kind -> the kc: attributes it accepts
 KC_ATTRIBUTES = {
     "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping",
                      "kc:toi", "kc:fluid:smoothingLength", "kc:fluid:lower", "kc:fluid:upper", "kc:fluid:restDensity",
-                     "kc:fluid:iterations", "kc:fluid:xsph", "kc:fluid:vorticity"),
+                     "kc:fluid:iterations", "kc:fluid:xsph", "kc:fluid:vorticity") + SCENE_MPM,
     "Points": ("kc:grid:dims", "kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed",
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
-               "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL,
+               "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL
+              + POINTS_MPM,
     "collider": MATERIAL,
     "robot": ("kc:robot", "kc:robot:floating"),
+    # a Cube prim with kc:mpm:material in a kc:solver = "mpm" scene: filled with particles
+    "mpm Cube": ("kc:mpm:spacing", "kc:density", "kc:velocity") + tuple(a for a in POINTS_MPM if a != "kc:mpm:volume"),
 }
 
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})

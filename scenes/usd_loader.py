@@ -6,7 +6,8 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
 * ``PhysicsScene`` (UsdPhysics.Scene, at most one): ``physics:gravityDirection`` and
   ``physics:gravityMagnitude`` (defaults: minus the stage up axis, 9.81 m/s^2);
   ``float kc:timeStep`` — frame time step [s] (default 1/60); ``int kc:substeps``
-  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default), ``"dem"`` or ``"pbf"``;
+  (default 10); ``token kc:solver`` — ``"semi_implicit"`` (default), ``"dem"``, ``"pbf"``,
+  ``"featherstone"`` or ``"mpm"`` (continuum particles, ``kc:mpm:*`` settings: see :mod:`scenes.usd_mpm`);
   ``int kc:frames`` — default frame count of a run (100); ``float kc:particleDamping``
   — linear drag [1/s].
 * ``Points``: a particle set.  Positions from ``points`` (or generated with
@@ -82,10 +83,10 @@ import numpy as np
 
 import sim
 
-from . import schema
+from . import schema, usd_mpm
 from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
-SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone")
+SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -152,6 +153,7 @@ class Scene:
         self.shape_paths = []
         self.toi = False
         self.fluid = {}     # SolverPBF keywords (kc:solver = "pbf")
+        self.mpm = None  # usd_mpm.MPMSettings of a kc:solver = "mpm" scene
         self.items = []
         self.notes = []
         self.warnings = []
@@ -180,6 +182,11 @@ class Scene:
                 raise SceneError(self.path, f"kc:fluid settings: {e}") from None
         if self.solver == "featherstone":  # robots (scenes/robot_loader.py)
             return sim.SolverFeatherstone(model)
+        if self.solver == "mpm":
+            try:
+                return self.mpm.make_solver(model)
+            except ValueError as e:
+                raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
         return sim.SolverSemiImplicit(model, toi=self.toi)
 
     def describe(self) -> str:
@@ -536,6 +543,10 @@ class _Reader(UsdJointReader, UsdRobotReader):
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
             self.read_points(prim)
+        elif t == "Cube" and self.scene.solver == "mpm" and prim.GetAttribute("kc:mpm:material").HasAuthoredValue():
+            self.kinds[path] = "mpm Cube"  # a block of continuum material (scenes/usd_mpm.py)
+            self.check_kc_names(prim, "mpm Cube")
+            usd_mpm.read_cube_block(self, prim)
         elif t in COLLIDER_TYPES:
             has_api = prim.HasAPI(UsdPhysics.CollisionAPI)
             enabled = has_api and self.attr(prim, "physics:collisionEnabled", True, kind="bool")
@@ -609,7 +620,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
             if name in used:
                 continue
             if name.startswith("kc:"):
-                check_kind = kind if kind in ("PhysicsScene", "Points", "collider") else ""
+                check_kind = kind if kind in ("PhysicsScene", "Points", "collider", "mpm Cube") else ""
                 problem = schema.check_kc_attribute(name, check_kind)
                 if problem and check_kind == "" and name in schema.KC_ATTRIBUTES["collider"] and kind == "visual":
                     self.warn(prim, f"attribute '{name}' has no effect: the prim has no PhysicsCollisionAPI")
@@ -705,6 +716,9 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 sc.solver = solver
             sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
             self.read_fluid(prim, sc)
+            if sc.solver == "mpm":
+                sc.mpm = usd_mpm.read_scene_settings(self, prim)
+                sc.items.append((str(prim.GetPath()), sc.mpm.describe()))
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -753,6 +767,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
         path = str(prim.GetPath())
         pts = self.attr(prim, "points", kind="vec3s")
         dims = self.attr(prim, "kc:grid:dims", kind="int3")
+        spacing = None
         M = self.world(prim)
         if dims is not None:
             if np.any(dims < 1):
@@ -811,6 +826,9 @@ class _Reader(UsdJointReader, UsdRobotReader):
             bad = int(np.argmax(radius <= 0))
             scale = 2.0 if name_r == "widths" else 1.0
             raise self.err(prim, f"{name_r} must be > 0, got {scale * radius[bad] / self.mpu:g} (point {bad})")
+        volume = 0.0
+        if self.scene.solver == "mpm":  # continuum particles: a material model and a volume each
+            mpm_material, volume = usd_mpm.read_continuum(self, prim, n, spacing, radius)
         mass = self.attr(prim, "kc:mass")
         density = self.attr(prim, "kc:density")
         if mass is not None and density is not None:
@@ -818,7 +836,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
         if density is not None:
             if np.ndim(density) or density < 0:
                 raise self.err(prim, f"kc:density must be a number >= 0, got {density}")
-            mass = density * 4.0 / 3.0 * math.pi * radius ** 3
+            mass = density * (volume if self.scene.solver == "mpm" else 4.0 / 3.0 * math.pi * radius ** 3)
         elif mass is None:
             raise self.err(prim, "particle mass missing (author 'kc:mass' [kg] or 'kc:density' [kg/m^3])")
         mass = self._per_point(prim, "kc:mass", mass, n)
@@ -833,9 +851,9 @@ class _Reader(UsdJointReader, UsdRobotReader):
             mass[fixed] = 0.0
             vel = vel.copy()
             vel[fixed] = 0.0
-        mat = self.material(prim)
+        mat = mpm_material if self.scene.solver == "mpm" else self.material(prim)
         start = b.particle_count
-        rng = b.add_particles(world, vel, mass, radius, material=mat)
+        rng = b.add_particles(world, vel, mass, radius, material=mat, volume=volume)
         first_spring = b.spring_count
         springs = self.read_springs(prim, start, n, dims)
         self.scene.particle_groups.append((path, rng))

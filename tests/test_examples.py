@@ -17,6 +17,7 @@ SMALL_ARGS = {
     "integrate_particles": lambda tmp: ["--count", "64", "--steps", "5"],
     "mass_spring_triangle": lambda tmp: ["--iters", "3", "--steps", "50", "--out", str(tmp / "loss.png")],
     "mpm_diffmpm": lambda tmp: ["--iterations", "2", "--steps", "60", "--out", str(tmp / "loss.png")],
+    "mpm_column_collapse": lambda tmp: ["--small"],
     "render_demo": lambda tmp: ["--frames", "3", "--out-dir", str(tmp / "render"), "--width", "96", "--height", "64", "--balls", "2"],
     "robot_batch": lambda tmp: ["--count", "2", "--steps", "20", "--out", str(tmp / "torso.npz")],
     "sim_ball_target": lambda tmp: ["--iterations", "2", "--duration", "0.2", "--out-dir", str(tmp / "ball")],
