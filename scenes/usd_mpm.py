@@ -138,7 +138,7 @@ def check_time_step(scene, solver, substeps):
     """A message when ``scene.frame_dt / substeps`` exceeds ``solver.max_dt``, else None."""
     max_dt = getattr(solver, "max_dt", None)
     dt = scene.frame_dt / substeps
-    if max_dt is None or dt <= max_dt:
+    if not isinstance(max_dt, float) or dt <= max_dt:  # only SolverMPM has a fixed limit (SolverPBF's is a method of the state)
         return None
     need = math.ceil(scene.frame_dt / max_dt * (1 + 1e-9))
     return (f"{scene.path}: the time step {dt:.4g} s (kc:timeStep {scene.frame_dt:.4g} s / {substeps} substeps) "
