@@ -98,6 +98,8 @@ class Walker:
         """Simulate with the kc params array (3, 8); returns the loss array (records on the active tape)."""
         self.states[0].joint_q.assign(self.q0)
         self.states[0].joint_qd.zero_()
+        s0 = self.states[0]
+        sim.eval_fk(self.model, s0.joint_q, s0.joint_qd, s0)   # body poses of the start (the USD's first frame)
         self.loss_array.zero_()
         for k in range(self.steps):
             c = self.controls[k]
