@@ -13,8 +13,9 @@ Controller (open loop): the target of joint j at time t is
 24 parameters (c, a, b for 8 joints), written into a fresh Control every step by a kernel.
 The first guess is a trot-like pattern (diagonal hips in anti-phase, knees bent); it
 shuffles but barely moves the torso.  The loss is smooth: the negative mean forward
-position of the torso over the last quarter of the rollout plus a small penalty on sideways
-drift, L = -mean(x) + 0.5 mean(y^2).  Its gradient with respect to the 24 parameters comes
+position of the torso over the last quarter of the rollout plus penalties on sideways drift
+and on tilting, L = mean(-x + 0.5 y^2 + 0.5 (1 - cos tilt)) (without the tilt term the
+best gaits lunge and roll over soon after the horizon).  Its gradient with respect to the 24 parameters comes
 from the Tape (every step writes a new State and Control).  The parameters are improved by
 Adam with the gradient norm clipped (contacts make single gradients noisy); the best
 iterate is kept.
@@ -38,6 +39,7 @@ import sim
 MJCF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "quadruped.xml")
 LEGS = ("fl", "fr", "hl", "hr")
 JOINTS = tuple(f"{leg}_hip" for leg in LEGS) + tuple(f"{leg}_knee" for leg in LEGS)
+TILT_WEIGHT = 0.5  # [m] loss per unit of 1 - cos(torso tilt): keeps the learnt gait upright
 START_HEIGHT = 0.30  # [m] torso height at the start (the legs touch the floor with bent knees)
 
 
@@ -62,10 +64,13 @@ def gait_targets(params: kc.array(dtype=float, ndim=2), dofs: kc.array(dtype=int
 
 @kc.kernel
 def torso_cost(joint_q: kc.array(dtype=float), weight: float, loss: kc.array(dtype=float)):
-    """loss[0] += weight (-x + 0.5 y^2) of the torso (free joint coordinates 0, 1) [m]."""
+    """loss[0] += weight (-x + 0.5 y^2 + tilt) of the torso; x, y [m] are free joint coordinates 0, 1 and
+    tilt = 2 (qx^2 + qy^2) = 1 - (torso z axis . world z) from its quaternion (coordinates 3..6)."""
     x = joint_q[0]
     y = joint_q[1]
-    loss[0] += weight * (0.5 * y * y - x)
+    qx = joint_q[3]
+    qy = joint_q[4]
+    loss[0] += weight * (0.5 * y * y - x + TILT_WEIGHT * 2.0 * (qx * qx + qy * qy))
 
 
 class Walker:
@@ -169,7 +174,7 @@ def plot_losses(losses, path):
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(np.arange(len(losses)), losses, marker="o", markersize=3)
     ax.set_xlabel("iteration")
-    ax.set_ylabel("loss: -mean torso x + 0.5 mean y^2 [m]")
+    ax.set_ylabel("loss: mean(-x + 0.5 y^2 + 0.5 tilt) [m]")
     ax.set_title("quadruped from MJCF: open-loop gait")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
