@@ -20,6 +20,8 @@ SMALL_ARGS = {
     "mpm_column_collapse": lambda tmp: ["--small"],
     "render_demo": lambda tmp: ["--frames", "3", "--out-dir", str(tmp / "render"), "--width", "96", "--height", "64", "--balls", "2"],
     "robot_batch": lambda tmp: ["--count", "2", "--steps", "20", "--out", str(tmp / "torso.npz")],
+    "robot_cartpole": lambda tmp: ["--iterations", "2", "--duration", "0.2", "--out-dir", str(tmp / "cartpole")],
+    "robot_walker": lambda tmp: ["--iterations", "2", "--steps", "40", "--out-dir", str(tmp / "walker")],
     "sim_ball_target": lambda tmp: ["--iterations", "2", "--duration", "0.2", "--out-dir", str(tmp / "ball")],
     "smoke_optimize": lambda tmp: ["--res", "12", "--steps", "4", "--iterations", "2", "--out-dir", str(tmp / "smoke")],
     "sim_dem": lambda tmp: ["--count", "500", "--steps", "5"],
