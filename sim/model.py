@@ -178,6 +178,8 @@ class Model:
         self.shape_count = 0
         self.body_count = 0
         self.material_count = 0
+        self.tri_count = 0
+        self.edge_count = 0
         self.gravity = kc.vec3(0.0, -9.81, 0.0)
         self.ground = False
         self.ground_normal = kc.vec3(0.0, 1.0, 0.0)

@@ -14,6 +14,7 @@ from ..collide_bodies import body_static_pairs, eval_body_static_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
+from ..cloth_forces import eval_cloth_forces
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from .checks import check_step_arguments
 
@@ -87,6 +88,7 @@ class SolverSemiImplicit:
         zero_body_forces(wrenches)
         eval_control_forces(model, control, forces)
         eval_springs(model, state_in, forces)
+        eval_cloth_forces(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
         eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
