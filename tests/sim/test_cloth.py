@@ -149,7 +149,9 @@ def test_gradients_through_ground_contact_match_finite_differences():
 
     def build():
         b = sim.ModelBuilder(particle_damping=0.0)
-        b.set_material(0, ke=2e3, restitution=0.3, mu=0.5)
+        # frictionless: a friction law switching between its sticking and sliding branches puts kinks in the
+        # loss that a finite difference of any useful size straddles somewhere among 9 particles x 60 steps
+        b.set_material(0, ke=2e3, restitution=0.3, mu=0.0)
         b.set_ground_plane()
         b.add_cloth_grid((0, 0.08, 0), (0.2, 0.1, 0.05, 0.97), (0.3, -1.0, 0.1), 2, 2, 0.1, 0.1, 0.01,
                          tri_ke=30.0, tri_ka=10.0, tri_kd=0.1, edge_ke=0.01, edge_kd=0.001, particle_radius=0.01)
