@@ -7,7 +7,7 @@ geometry package is imported only when a scene needs a mesh or a hash grid.
 """
 from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .solvers import SolverDEM, SolverMPM, SolverSemiImplicit
+from .solvers import SolverDEM, SolverMPM, SolverSemiImplicit, SolverXPBD
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM",
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM", "SolverXPBD",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH", "SHAPE_CAPSULE"]
