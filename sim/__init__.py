@@ -9,5 +9,14 @@ from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from .solvers import SolverDEM, SolverMPM, SolverSemiImplicit, SolverXPBD
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM", "SolverXPBD",
+__all__ = ["ModelBuilder", "Model", "State", "Control", "SolverSemiImplicit", "SolverDEM", "SolverMPM", "SolverXPBD", "ClothSelfContact",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_PLANE", "SHAPE_MESH", "SHAPE_CAPSULE"]
+
+
+def __getattr__(name):
+    # ClothSelfContact imports geometry (its BVH builtins): only when asked for
+    if name == "ClothSelfContact":
+        from .cloth_self_contact import ClothSelfContact
+
+        return ClothSelfContact
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -43,13 +43,19 @@ class SolverSemiImplicit:
     ``ke`` or ``dt`` (DiffTaichi's bouncing-ball problem), which matters for optimising
     throws and impacts.
 
+    self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``
+        with its defaults; or a ``sim.ClothSelfContact``): vertex-triangle and edge-edge
+        repulsion with a thickness and a step bound so that cloth never passes through
+        itself (see sim/cloth_self_contact.py).  Not combined with ``toi=True``.
+
     Stability: the time step should resolve the stiffest contact or spring,
     ``dt < 0.2 * sqrt(m / ke)`` is a safe rule of thumb.
     """
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
-                 brute_force_contacts: bool = False, toi: bool = False):
+                 brute_force_contacts: bool = False, toi: bool = False, self_contact=None):
         self.model = model
+        self.self_contact = _cloth_self_contact(model, self_contact, toi)
         self.toi = bool(toi)
         self.particle_contacts = bool(particle_contacts)
         self.brute_force_contacts = bool(brute_force_contacts)
@@ -89,12 +95,17 @@ class SolverSemiImplicit:
         eval_control_forces(model, control, forces)
         eval_springs(model, state_in, forces)
         eval_cloth_forces(model, state_in, forces)
+        if self.self_contact is not None:
+            self.self_contact.prepare(model, state_in)
+            self.self_contact.eval(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
         eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
-        if self.toi:
+        if self.self_contact is not None:
+            self.self_contact.integrate(model, state_in, forces, state_out, dt)
+        elif self.toi:
             integrate_particles_toi(model, state_in, forces, state_out, dt)
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
@@ -116,6 +127,17 @@ class SolverSemiImplicit:
             eval_particle_contacts_brute(model, state, forces, dt)
         else:
             eval_particle_contacts(model, state, forces, dt, self.particle_grid)
+
+
+def _cloth_self_contact(model, self_contact, toi):
+    if self_contact is None or self_contact is False:
+        return None
+    if toi:
+        raise ValueError("SolverSemiImplicit: self_contact and toi=True cannot be combined yet "
+                         "(the self-contact step bound has its own integrator)")
+    from ..cloth_self_contact import ClothSelfContact
+
+    return ClothSelfContact(model) if self_contact is True else self_contact
 
 
 class SolverDEM(SolverSemiImplicit):

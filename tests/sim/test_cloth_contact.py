@@ -1,0 +1,151 @@
+"""Cloth contact: on a sphere, on itself (no edge ever crosses a triangle), gradients through self-contact."""
+import numpy as np
+import pytest
+
+import kernelcore as kc
+import sim
+from sim.solvers.xpbd import mesh_edges
+
+
+def edge_triangle_crossings(q, tris, edges):
+    """Number of (edge, triangle) pairs without a common vertex where the segment meets the triangle (float64)."""
+    q = q.astype(np.float64)
+    A, B, C = (q[tris[:, k]][None] for k in range(3))
+    P = q[edges[:, 0]][:, None]
+    D = (q[edges[:, 1]] - q[edges[:, 0]])[:, None]
+    e1, e2 = B - A, C - A
+    h = np.cross(D, e2)
+    det = (e1 * h).sum(-1)
+    ok = np.abs(det) > 1e-18
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    s = P - A
+    u = (s * h).sum(-1) * inv
+    qv = np.cross(s, e1)
+    v = (D * qv).sum(-1) * inv
+    t = (e2 * qv).sum(-1) * inv
+    hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0) & (t <= 1)
+    share = (tris[None, :, :, None] == edges[:, None, None, :]).any(-1).any(-1)
+    return int((hit & ~share).sum())
+
+
+def test_crossing_counter_sees_a_crossing():
+    q = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, -1], [0.2, 0.2, 1]], float)
+    assert edge_triangle_crossings(q, np.array([[0, 1, 2]]), np.array([[3, 4]])) == 1
+    q[4, 2] = -0.5
+    assert edge_triangle_crossings(q, np.array([[0, 1, 2]]), np.array([[3, 4]])) == 0
+
+
+def flap_model(omega=15.0, nx=16, ny=4, h=0.02):
+    """A strip on the ground whose right half is flung over its left half (rigid rotation about the middle)."""
+    b = sim.ModelBuilder(particle_damping=0.5)
+    b.set_material(0, ke=1e3, restitution=0.0, mu=0.3)
+    b.set_ground_plane()
+    r = b.add_cloth_grid((0, 0.005, 0), (-np.sqrt(0.5), 0, 0, np.sqrt(0.5)), (0, 0, 0), nx, ny, h, h, 0.001,
+                         tri_ke=50.0, tri_ka=50.0, tri_kd=0.05, edge_ke=1e-4, particle_radius=0.005)
+    mid = nx * h / 2
+    for i in r:
+        x = b.particle_q[i]
+        if x[0] > mid:
+            b.particle_qd[i] = (-omega * (x[1] - 0.005), omega * (x[0] - mid), 0.0)
+    return b.finalize()
+
+
+@pytest.mark.parametrize("self_contact", [True, False])
+def test_folded_drop_never_crosses_itself(self_contact):
+    m = flap_model()
+    tris = m.tri_indices.numpy()
+    edges = mesh_edges(tris)
+    sc = sim.ClothSelfContact(m, thickness=0.006, ke=200.0, kd=0.05) if self_contact else None
+    solver = sim.SolverSemiImplicit(m, self_contact=sc)
+    s0, s1 = m.state(), m.state()
+    worst = 0
+    for k in range(250):
+        solver.step(m, s0, s1, None, 2e-3)
+        s0, s1 = s1, s0
+        if k % 5 == 4:
+            worst = max(worst, edge_triangle_crossings(s0.particle_q.numpy(), tris, edges))
+    q = s0.particle_q.numpy()
+    if self_contact:
+        assert np.all(np.isfinite(q))
+        assert worst == 0
+        assert q[:, 0].max() < 0.25              # it did fold (the strip was 0.32 m long)
+        assert q[:, 1].max() > 0.008             # two layers, one on the other
+    else:
+        assert worst > 0                         # the counter would catch it: without self-contact it crosses
+
+
+def test_cloth_dropped_on_a_sphere_stays_outside_and_finite():
+    R, thickness = 0.1, 0.005
+    b = sim.ModelBuilder(particle_damping=0.2)
+    b.set_material(0, ke=300.0, restitution=0.0, mu=0.3)
+    b.add_shape_sphere((0.0, 0.0, 0.0), R)
+    b.set_ground_plane(offset=-0.12)
+    b.add_cloth_grid((-0.15, 0.13, 0.15), (-np.sqrt(0.5), 0, 0, np.sqrt(0.5)), (0, -0.5, 0), 10, 10, 0.03, 0.03,
+                     0.001, tri_ke=50.0, tri_ka=50.0, tri_kd=0.05, edge_ke=1e-4, particle_radius=thickness)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m, self_contact=sim.ClothSelfContact(m, thickness=thickness, ke=200.0, kd=0.05))
+    s0, s1 = m.state(), m.state()
+    deepest = np.inf
+    for _ in range(200):
+        solver.step(m, s0, s1, None, 2e-3)
+        s0, s1 = s1, s0
+        q = s0.particle_q.numpy()
+        assert np.all(np.isfinite(q))
+        deepest = min(deepest, (np.linalg.norm(q, axis=1) - R).min())
+    assert deepest > -thickness
+    top = np.linalg.norm(q[:, [0, 2]], axis=1) < 0.03
+    assert q[top, 1].min() > R                  # the middle rests on top of the sphere
+    assert q[:, 1].min() < 0.0                  # and the rest drapes down its sides
+
+
+@kc.kernel
+def weighted_position_loss(q: kc.array(dtype=kc.vec3), w: kc.array(dtype=kc.vec3), loss: kc.array(dtype=float)):
+    p = kc.tid()
+    kc.atomic_add(loss, 0, kc.dot(q[p], w[p]))
+
+
+def test_gradient_through_self_contact_matches_finite_differences():
+    m0 = flap_model(omega=12.0, nx=8, ny=1, h=0.03)
+    b_q0 = m0.particle_q.numpy()
+    v0 = m0.particle_qd.numpy().copy()
+    steps, dt = 80, 2e-3
+    m = flap_model(omega=12.0, nx=8, ny=1, h=0.03)
+    m.requires_grad = True
+    sc = sim.ClothSelfContact(m, thickness=0.01, ke=100.0, kd=0.02)
+    solver = sim.SolverSemiImplicit(m, self_contact=sc)
+    rng = np.random.default_rng(5)
+    w = kc.array(rng.normal(size=(m.particle_count, 3)).astype(np.float32), dtype=kc.vec3)
+
+    def forward(v, tape=None):
+        states = [m.state(requires_grad=True) for _ in range(steps + 1)]
+        states[0].particle_qd.assign(kc.array(v.astype(np.float32), dtype=kc.vec3))
+        loss = kc.zeros(1, dtype=float, requires_grad=True)
+
+        def go():
+            for k in range(steps):
+                solver.step(m, states[k], states[k + 1], None, dt)
+            kc.launch(weighted_position_loss, dim=m.particle_count, inputs=[states[-1].particle_q, w, loss])
+        if tape is None:
+            go()
+        else:
+            with tape:
+                go()
+        return states
+
+    tape = kc.Tape()
+    states = forward(v0, tape)
+    q = states[-1].particle_q.numpy()
+    assert q[:, 0].max() < b_q0[:, 0].max() - 0.05        # folded over within the run
+    loss = tape.launches[-1].params[-1] if False else None  # noqa: F841 (kept simple below)
+    tape.backward(grads={states[-1].particle_q: w})
+    g = states[0].particle_qd.grad.numpy().astype(np.float64)
+    tape.zero()
+
+    def host(v):
+        return float((forward(v)[-1].particle_q.numpy().astype(np.float64) * w.numpy()).sum())
+
+    d = np.zeros_like(v0)
+    d[:, :2] = rng.normal(size=(len(v0), 2))
+    eps = 1e-3
+    fd = (host(v0 + eps * d) - host(v0 - eps * d)) / (2 * eps)
+    assert fd == pytest.approx((g * d).sum(), rel=0.05, abs=1e-3)
