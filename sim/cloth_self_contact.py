@@ -19,7 +19,7 @@ vertex's displacement in the step to ``0.4 d_i``.  Two elements then approach by
 ``0.8 d < d`` in a step: their distance never reaches zero, so nothing crosses, whatever
 the speed or the step (a conservative time-of-impact bound, as in VBD-style cloth
 solvers).  A clamped vertex loses the clamped part of its velocity (an inelastic touch).
-The clamp is differentiable (the bound is treated as a constant of the step).
+The clamp is differentiable, the bound included (it is a distance between elements).
 """
 from __future__ import annotations
 
@@ -154,9 +154,43 @@ def edge_edge_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), qd: kc.arr
                 kc.atomic_add(f, j1, -fc * u)
 
 
+@kc.func
+def claim_winner(target: int, kind: int, x: int, y: int, claim: kc.array(dtype=int),
+                 winner: kc.array(dtype=int, ndim=2)):
+    """Record pair (kind, x, y) as the one that set ``target``'s bound (the first of equal ones wins)."""
+    if kc.atomic_cas(claim, target, 0, 1) == 0:
+        winner[target, 0] = kind
+        winner[target, 1] = x
+        winner[target, 2] = y
+
+
+@kc.func
+def vt_distance(i: int, t: int, q: kc.array(dtype=kc.vec3), tris: kc.array(dtype=int, ndim=2)) -> float:
+    """Distance [m] from vertex i to triangle t."""
+    x = q[i]
+    a = tris[t, 0]
+    b = tris[t, 1]
+    c = tris[t, 2]
+    w = triangle_closest_weights(x, q[a], q[b], q[c])
+    return kc.length(x - (q[a] * w[0] + q[b] * w[1] + q[c] * w[2]))
+
+
+@kc.func
+def ee_distance(e: int, o: int, q: kc.array(dtype=kc.vec3), edges: kc.array(dtype=int, ndim=2)) -> float:
+    """Distance [m] between mesh edges e and o."""
+    p1 = q[edges[e, 0]]
+    d1 = q[edges[e, 1]] - p1
+    p2 = q[edges[o, 0]]
+    d2 = q[edges[o, 1]] - p2
+    st = segment_params(p1, d1, p2, d2)
+    return kc.length((p1 + d1 * st[0]) - (p2 + d2 * st[1]))
+
+
 @kc.kernel
 def step_bound_vt_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), tris: kc.array(dtype=int, ndim=2),
-                         radius: float, bound: kc.array(dtype=float)):
+                         radius: float, claim_pass: int, bound: kc.array(dtype=float), claim: kc.array(dtype=int),
+                         winner: kc.array(dtype=int, ndim=2)):
+    """Pass 0: bound = min distance over vertex-triangle pairs; pass 1: note which pair it was."""
     i = kc.tid()
     x = q[i]
     pad = kc.vec3(radius, radius, radius)
@@ -167,39 +201,70 @@ def step_bound_vt_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), tris: k
         b = tris[t, 1]
         c = tris[t, 2]
         if a != i and b != i and c != i:
-            w = triangle_closest_weights(x, q[a], q[b], q[c])
-            dist = kc.length(x - (q[a] * w[0] + q[b] * w[1] + q[c] * w[2]))
+            dist = vt_distance(i, t, q, tris)
             if dist < radius:
-                kc.atomic_min(bound, i, dist)
-                kc.atomic_min(bound, a, dist)
-                kc.atomic_min(bound, b, dist)
-                kc.atomic_min(bound, c, dist)
+                if claim_pass == 0:
+                    kc.atomic_min(bound, i, dist)
+                    kc.atomic_min(bound, a, dist)
+                    kc.atomic_min(bound, b, dist)
+                    kc.atomic_min(bound, c, dist)
+                else:
+                    if dist == bound[i]:
+                        claim_winner(i, 1, i, t, claim, winner)
+                    if dist == bound[a]:
+                        claim_winner(a, 1, i, t, claim, winner)
+                    if dist == bound[b]:
+                        claim_winner(b, 1, i, t, claim, winner)
+                    if dist == bound[c]:
+                        claim_winner(c, 1, i, t, claim, winner)
 
 
 @kc.kernel
 def step_bound_ee_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), edges: kc.array(dtype=int, ndim=2),
-                         radius: float, bound: kc.array(dtype=float)):
+                         radius: float, claim_pass: int, bound: kc.array(dtype=float), claim: kc.array(dtype=int),
+                         winner: kc.array(dtype=int, ndim=2)):
+    """As step_bound_vt_kernel for edge-edge pairs."""
     e = kc.tid()
     i0 = edges[e, 0]
     i1 = edges[e, 1]
-    p1 = q[i0]
-    d1 = q[i1] - p1
     pad = kc.vec3(radius, radius, radius)
-    query = kc.bvh_query_aabb(edge_bvh, kc.min(p1, q[i1]) - pad, kc.max(p1, q[i1]) + pad)
+    query = kc.bvh_query_aabb(edge_bvh, kc.min(q[i0], q[i1]) - pad, kc.max(q[i0], q[i1]) + pad)
     o = int(0)
     while kc.bvh_query_next(query, o):
         j0 = edges[o, 0]
         j1 = edges[o, 1]
         if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
-            p2 = q[j0]
-            d2 = q[j1] - p2
-            st = segment_params(p1, d1, p2, d2)
-            dist = kc.length((p1 + d1 * st[0]) - (p2 + d2 * st[1]))
+            dist = ee_distance(e, o, q, edges)
             if dist < radius:
-                kc.atomic_min(bound, i0, dist)
-                kc.atomic_min(bound, i1, dist)
-                kc.atomic_min(bound, j0, dist)
-                kc.atomic_min(bound, j1, dist)
+                if claim_pass == 0:
+                    kc.atomic_min(bound, i0, dist)
+                    kc.atomic_min(bound, i1, dist)
+                    kc.atomic_min(bound, j0, dist)
+                    kc.atomic_min(bound, j1, dist)
+                else:
+                    if dist == bound[i0]:
+                        claim_winner(i0, 2, e, o, claim, winner)
+                    if dist == bound[i1]:
+                        claim_winner(i1, 2, e, o, claim, winner)
+                    if dist == bound[j0]:
+                        claim_winner(j0, 2, e, o, claim, winner)
+                    if dist == bound[j1]:
+                        claim_winner(j1, 2, e, o, claim, winner)
+
+
+@kc.kernel
+def bound_from_winner_kernel(q: kc.array(dtype=kc.vec3), tris: kc.array(dtype=int, ndim=2),
+                             edges: kc.array(dtype=int, ndim=2), winner: kc.array(dtype=int, ndim=2),
+                             radius: float, bound: kc.array(dtype=float)):
+    """The bound as a differentiable function of the positions: the distance of the pair that set it."""
+    i = kc.tid()
+    kind = winner[i, 0]
+    d = radius
+    if kind == 1:
+        d = vt_distance(winner[i, 1], winner[i, 2], q, tris)
+    elif kind == 2:
+        d = ee_distance(winner[i, 1], winner[i, 2], q, edges)
+    bound[i] = d
 
 
 @kc.kernel
@@ -258,7 +323,8 @@ class ClothSelfContact:
         self.tri_uppers = kc.zeros(model.tri_count, dtype=kc.vec3, device=dev)
         self.edge_lowers = kc.zeros(len(edges), dtype=kc.vec3, device=dev)
         self.edge_uppers = kc.zeros(len(edges), dtype=kc.vec3, device=dev)
-        self.bound = kc.zeros(model.particle_count, dtype=float, device=dev)
+        self._min_distance = kc.zeros(model.particle_count, dtype=float, device=dev)
+        self._claim = kc.zeros(model.particle_count, dtype=kc.int32, device=dev)
         self._fill_bounds(model, model.particle_q)
         self.tri_bvh = geometry.Bvh(self.tri_lowers, self.tri_uppers, device=dev)
         self.edge_bvh = geometry.Bvh(self.edge_lowers, self.edge_uppers, device=dev)
@@ -270,22 +336,46 @@ class ClothSelfContact:
         kc.launch(element_bounds_kernel, dim=self.edges.shape[0], inputs=[q, self.edges, 2, pad],
                   outputs=[self.edge_lowers, self.edge_uppers], device=model.device, record_tape=False)
 
-    def prepare(self, model, state):
-        """Refit the trees to ``state.particle_q`` and measure each vertex's step bound (no Tape record)."""
-        q = state.particle_q
-        self._fill_bounds(model, q)
+    def refit(self, model, state):
+        """Refit both trees to the element boxes of ``state.particle_q`` (not recorded on a Tape)."""
+        self._fill_bounds(model, state.particle_q)
         self.tri_bvh.refit()
         self.edge_bvh.refit()
-        self.bound.fill_(self.search_radius)
-        kc.launch(step_bound_vt_kernel, dim=model.particle_count,
-                  inputs=[self.tri_bvh.id, q, model.tri_indices, self.search_radius], outputs=[self.bound],
-                  device=model.device, record_tape=False)
-        kc.launch(step_bound_ee_kernel, dim=self.edges.shape[0],
-                  inputs=[self.edge_bvh.id, q, self.edges, self.search_radius], outputs=[self.bound],
-                  device=model.device, record_tape=False)
+
+    def step_bound(self, model, state_in, state_out):
+        """Each vertex's distance [m] to the nearest element it may hit, measured at ``state_in``.
+
+        The nearest pair is found off the Tape (atomic minimum, then a pass that notes which
+        pair gave it); a recorded launch then evaluates that pair's distance, so the bound
+        is differentiable in the positions and a Tape keeps one per step: both live in
+        ``state_out`` (``cloth_step_bound`` float (n,), ``cloth_step_winner`` int (n, 3)),
+        allocated on the first step that writes that state.
+        """
+        n = model.particle_count
+        bound = getattr(state_out, "cloth_step_bound", None)
+        if bound is None:
+            bound = kc.zeros(n, dtype=float, device=model.device, requires_grad=state_out.particle_q.requires_grad)
+            state_out.cloth_step_bound = bound
+            state_out.cloth_step_winner = kc.zeros((n, 3), dtype=kc.int32, device=model.device)
+        winner = state_out.cloth_step_winner
+        q = state_in.particle_q
+        self._min_distance.fill_(self.search_radius)
+        self._claim.zero_()
+        winner.zero_()
+        for claim_pass in (0, 1):
+            args = [self.search_radius, claim_pass]
+            outs = [self._min_distance, self._claim, winner]
+            kc.launch(step_bound_vt_kernel, dim=n, inputs=[self.tri_bvh.id, q, model.tri_indices, *args],
+                      outputs=outs, device=model.device, record_tape=False)
+            kc.launch(step_bound_ee_kernel, dim=self.edges.shape[0], inputs=[self.edge_bvh.id, q, self.edges, *args],
+                      outputs=outs, device=model.device, record_tape=False)
+        kc.launch(bound_from_winner_kernel, dim=n,
+                  inputs=[q, model.tri_indices, self.edges, winner, self.search_radius], outputs=[bound],
+                  device=model.device)
+        return bound
 
     def eval(self, model, state, forces):
-        """Add self-contact forces [N] of ``state`` to ``forces``; call after :meth:`prepare` on the same state."""
+        """Add self-contact forces [N] of ``state`` to ``forces``; call after :meth:`refit` on the same state."""
         inputs = [state.particle_q, state.particle_qd]
         kc.launch(vertex_triangle_kernel, dim=model.particle_count,
                   inputs=[self.tri_bvh.id, *inputs, model.tri_indices, self.thickness, self.ke, self.kd],
@@ -296,11 +386,12 @@ class ClothSelfContact:
 
     def integrate(self, model, state_in, forces, state_out, dt):
         """Semi-implicit Euler with each vertex's displacement limited to 0.4 of its step bound."""
+        bound = self.step_bound(model, state_in, state_out)
         kc.launch(integrate_bounded_kernel, dim=model.particle_count,
                   inputs=[state_in.particle_q, state_in.particle_qd, forces, model.particle_inv_mass, model.gravity,
-                          model.particle_damping, float(dt), self.bound, STEP_FRACTION],
+                          model.particle_damping, float(dt), bound, STEP_FRACTION],
                   outputs=[state_out.particle_q, state_out.particle_qd], device=model.device)
         tapes = get_runtime().tape_stack
         if tapes:
             # runs before this step's adjoints in the reverse pass: the trees and bounds they read
-            tapes[-1].record_func(lambda: self.prepare(model, state_in), [])
+            tapes[-1].record_func(lambda: self.refit(model, state_in), [])

@@ -96,7 +96,7 @@ class SolverSemiImplicit:
         eval_springs(model, state_in, forces)
         eval_cloth_forces(model, state_in, forces)
         if self.self_contact is not None:
-            self.self_contact.prepare(model, state_in)
+            self.self_contact.refit(model, state_in)
             self.self_contact.eval(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
