@@ -164,6 +164,14 @@ class Model:
         mesh_shapes: int (number of mesh shapes,) — indices of the mesh shapes.
         mesh_shape_indices: the same as a Python list.
 
+    Cloth (``T = tri_count`` triangles, ``E = edge_count`` bending edges; sim/builder/cloth.py):
+        tri_indices: int (T, 3); tri_poses: mat22 (T,) — inverse rest edge matrix in the
+            triangle's plane [1/m]; tri_areas: float (T,) [m^2]; tri_materials: float (T, 5) —
+            (ke mu [N/m], ka lambda [N/m], kd [N s/m], drag, lift [kg/m^3]).
+        edge_indices: int (E, 4) — opposite vertices o0, o1, then the shared edge e0, e1;
+        edge_rest_angle: float (E,) [rad]; edge_bending_properties: float (E, 2) —
+            (ke [N m/rad^2], kd [N m s/rad^2]).
+
     Scene settings:
         gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);
         ground_offset: float [m] — the ground is ``{x : dot(ground_normal, x) = ground_offset}``;
