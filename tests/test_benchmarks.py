@@ -112,3 +112,14 @@ def test_rigid_benchmark_newton_simulates_the_same_pile(tmp_path):
                       "--out", str(out)])
     r = json.loads(out.read_text())["results"]["9"]
     assert r["speedup_kc_vs_newton"] > 0 and r["newton"]["steps_per_second"] > 0
+
+
+def test_cloth_benchmark_reports_steps_per_second(tmp_path):
+    import bench_cloth
+
+    out = tmp_path / "cloth.json"
+    bench_cloth.main(["--sizes", "4", "--steps", "2", "--settle", "1", "--repeats", "1", "--xpbd-iterations", "2",
+                      "--no-newton", "--out", str(out)])
+    r = json.loads(out.read_text())["results"]["4"]
+    for name in ("kc_semi", "kc_semi_self", "kc_xpbd"):
+        assert r[name]["steps_per_second"] > 0 and r[name]["finite"]

@@ -158,3 +158,30 @@ def test_gradient_through_self_contact_matches_finite_differences(kd):
     eps = 1e-3
     fd = (host(v0 + eps * d) - host(v0 - eps * d)) / (2 * eps)
     assert fd == pytest.approx((g * d).sum(), rel=0.03, abs=1e-3)
+
+
+def test_cloth_lands_on_a_static_mesh_and_on_a_rigid_body():
+    # the cloth's particles use the existing particle contacts: a static triangle mesh and a box on a body
+    b = sim.ModelBuilder(particle_damping=0.5)
+    b.set_material(0, ke=300.0, restitution=0.0, mu=0.5)
+    b.set_ground_plane()
+    b.add_shape_mesh([(-1, 0.1, -1), (1, 0.1, -1), (1, 0.1, 1), (-1, 0.1, 1)], [0, 2, 1, 0, 3, 2])
+    body = b.add_body(xform=kc.transform(kc.vec3(0.0, 0.25, 0.0), kc.quat(0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box(half_extents=(0.05, 0.05, 0.05), body=body, density=50.0)
+    s = np.sqrt(0.5)
+    b.add_cloth_grid((-0.2, 0.35, 0.2), (-s, 0, 0, s), (0, 0, 0), 8, 8, 0.05, 0.05, 0.002, tri_ke=50.0, tri_ka=50.0,
+                     tri_kd=0.05, edge_ke=1e-4, particle_radius=0.005)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m)
+    s0, s1 = m.state(), m.state()
+    pushed = 0.0
+    for _ in range(300):
+        solver.step(m, s0, s1, None, 1e-3)
+        s0, s1 = s1, s0
+        pushed = min(pushed, float(s0.body_f.numpy()[0][1]))
+    q = s0.particle_q.numpy()
+    assert np.all(np.isfinite(q))
+    assert q[:, 1].min() > 0.1 - 0.005          # held by the mesh (not through it to the ground at 0)
+    assert pushed < 0.0                          # the cloth pressed down on the body's box
+    near = np.linalg.norm(q[:, [0, 2]] - s0.body_q.numpy()[0][[0, 2]], axis=1) < 0.03
+    assert q[near, 1].min() > s0.body_q.numpy()[0][1] + 0.05 - 0.005   # and lies on top of it
