@@ -295,7 +295,7 @@ class ClothSelfContact:
         thickness: distance [m] below which elements repel (the cloth's collision thickness).
         ke: repulsion stiffness [N/m]; kd: damping of the approach speed [N s/m].
         search_radius: distance [m] beyond which elements are not looked at for the step
-            bound (default ``thickness`` plus the longest rest edge); a vertex never moves
+            bound (default ``thickness`` plus half the longest rest edge); a vertex never moves
             more than ``0.4 * search_radius`` in a step, so make it larger for fast cloth.
     """
 
@@ -315,7 +315,7 @@ class ClothSelfContact:
         edges = mesh_edges(tris)
         q = model.particle_q.numpy()
         longest = float(np.linalg.norm(q[edges[:, 0]] - q[edges[:, 1]], axis=1).max())
-        self.search_radius = float(search_radius) if search_radius is not None else self.thickness + longest
+        self.search_radius = float(search_radius) if search_radius is not None else self.thickness + 0.5 * longest
         if not self.search_radius >= self.thickness:
             raise ValueError(f"ClothSelfContact: search_radius must be >= thickness, got {search_radius!r}")
         self.edges = kc.array(edges.astype(np.int32), dtype=kc.int32, device=dev)
@@ -330,7 +330,7 @@ class ClothSelfContact:
         self.edge_bvh = geometry.Bvh(self.edge_lowers, self.edge_uppers, device=dev)
 
     def _fill_bounds(self, model, q):
-        pad = self.search_radius
+        pad = 0.0   # tight element boxes: every query box carries its own search distance
         kc.launch(element_bounds_kernel, dim=model.tri_count, inputs=[q, model.tri_indices, 3, pad],
                   outputs=[self.tri_lowers, self.tri_uppers], device=model.device, record_tape=False)
         kc.launch(element_bounds_kernel, dim=self.edges.shape[0], inputs=[q, self.edges, 2, pad],
@@ -362,13 +362,18 @@ class ClothSelfContact:
         self._min_distance.fill_(self.search_radius)
         self._claim.zero_()
         winner.zero_()
-        for claim_pass in (0, 1):
+        # without a Tape nobody asks for the bound's gradient: the minimum itself will do
+        taping = bool(get_runtime().tape_stack)
+        for claim_pass in ((0, 1) if taping else (0,)):
             args = [self.search_radius, claim_pass]
             outs = [self._min_distance, self._claim, winner]
             kc.launch(step_bound_vt_kernel, dim=n, inputs=[self.tri_bvh.id, q, model.tri_indices, *args],
                       outputs=outs, device=model.device, record_tape=False)
             kc.launch(step_bound_ee_kernel, dim=self.edges.shape[0], inputs=[self.edge_bvh.id, q, self.edges, *args],
                       outputs=outs, device=model.device, record_tape=False)
+        if not taping:
+            kc.copy(bound, self._min_distance)
+            return bound
         kc.launch(bound_from_winner_kernel, dim=n,
                   inputs=[q, model.tri_indices, self.edges, winner, self.search_radius], outputs=[bound],
                   device=model.device)
