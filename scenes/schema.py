@@ -16,11 +16,13 @@ MATERIAL = ("kc:material:ke", "kc:material:restitution", "kc:material:mu", "kc:m
 #: prim kind -> the kc: attributes it accepts
 KC_ATTRIBUTES = {
     "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping",
-                     "kc:toi"),
+                     "kc:toi", "kc:cloth:selfContact"),
     "Points": ("kc:grid:dims", "kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed",
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL,
     "collider": MATERIAL,
+    "Cloth": ("kc:cloth", "kc:cloth:density", "kc:cloth:triKe", "kc:cloth:triKa", "kc:cloth:triKd", "kc:cloth:edgeKe",
+              "kc:cloth:edgeKd", "kc:radius", "kc:velocity", "kc:fixedIndices") + MATERIAL,
 }
 
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})

@@ -40,6 +40,11 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   gives ``physics:dynamicFriction`` (Coulomb ``mu``) and ``physics:restitution``;
   ``kc:material:*`` on the prim override them.
 * ``bool kc:toi`` on the PhysicsScene: time-of-impact contacts (``SolverSemiImplicit(toi=True)``).
+* Cloth: a ``Mesh`` with ``bool kc:cloth = true`` (docs/cloth.md): ``float kc:cloth:density``
+  [kg/m^2], ``kc:cloth:triKe``, ``kc:cloth:triKa`` [N/m], ``kc:cloth:triKd``, ``kc:cloth:edgeKe``,
+  ``kc:cloth:edgeKd``, ``kc:radius`` [m], ``kc:velocity``, ``kc:fixedIndices``, ``kc:material:*``;
+  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on;
+  ``kc:solver = "xpbd"`` picks SolverXPBD.
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -69,7 +74,7 @@ import sim
 
 from . import schema
 
-SOLVERS = ("semi_implicit", "dem")
+SOLVERS = ("semi_implicit", "dem", "xpbd")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -135,6 +140,8 @@ class Scene:
         self.group_colors = {}
         self.shape_paths = []
         self.toi = False
+        self.cloth_groups = {}            # prim path -> (particle range, triangles (m, 3) local to the range)
+        self.cloth_self_contact = 0.0     # thickness [m] of cloth self-contact (0: off)
         self.items = []
         self.notes = []
         self.warnings = []
@@ -156,7 +163,10 @@ class Scene:
         """The solver named by the scene for ``model``."""
         if self.solver == "dem":
             return sim.SolverDEM(model)
-        return sim.SolverSemiImplicit(model, toi=self.toi)
+        if self.solver == "xpbd":
+            return sim.SolverXPBD(model)
+        contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
+        return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)
 
     def describe(self) -> str:
         b = self.builder
@@ -496,7 +506,12 @@ class _Reader:
                     raise self.err(prim, "PhysicsRigidBodyAPI on a Points prim is not supported (particles are "
                                          "simulated one by one; put the body's colliders under an Xform)")
                 self.read_rigid_body(prim)
-        if t == "Points":
+        if t == "Mesh" and prim.GetAttribute("kc:cloth").HasAuthoredValue() and \
+                self.attr(prim, "kc:cloth", False, kind="bool"):
+            self.kinds[path] = "Cloth"
+            self.check_kc_names(prim, "Cloth")
+            self.read_cloth(prim)
+        elif t == "Points":
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
             self.read_points(prim)
@@ -661,6 +676,10 @@ class _Reader:
                                          f"{schema.suggest(solver, SOLVERS)}")
                 sc.solver = solver
             sc.toi = bool(self.attr(prim, "kc:toi", False, kind="bool"))
+            thickness = self.attr(prim, "kc:cloth:selfContact", 0.0)
+            if np.ndim(thickness) or not (np.isfinite(thickness) and thickness >= 0):
+                raise self.err(prim, f"kc:cloth:selfContact must be a thickness >= 0 [m], got {thickness}")
+            sc.cloth_self_contact = float(thickness)
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -923,11 +942,18 @@ class _Reader:
     def read_mesh(self, prim):
         if self.body_prim_of(prim) is not None:
             raise self.err(prim, "Mesh colliders on rigid bodies are not supported (static only)")
+        world, tris = self.mesh_triangles(prim, "collision Mesh")
+        b = self.scene.builder
+        s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName())
+        self.add_collider(prim, s, f"Mesh collider: {len(world)} vertices, {len(tris)} triangles")
+
+    def mesh_triangles(self, prim, what):
+        """(world points (n, 3) [m], triangles [(i, j, k)]) of a Mesh prim (faces fan-triangulated)."""
         pts = self.attr(prim, "points", kind="vec3s")
         counts = self.attr(prim, "faceVertexCounts", kind="ints")
         indices = self.attr(prim, "faceVertexIndices", kind="ints")
         if pts is None or counts is None or indices is None or len(pts) == 0 or len(counts) == 0:
-            raise self.err(prim, "collision Mesh needs points, faceVertexCounts and faceVertexIndices")
+            raise self.err(prim, f"{what} needs points, faceVertexCounts and faceVertexIndices")
         if np.any(counts < 3) or counts.sum() != len(indices):
             raise self.err(prim, f"faceVertexCounts (sum {counts.sum()}, each >= 3) do not match "
                                  f"{len(indices)} faceVertexIndices")
@@ -948,9 +974,44 @@ class _Reader:
         world = (np.hstack([pts, np.ones((len(pts), 1))]) @ M)[:, :3] * self.mpu
         if np.linalg.det(M[:3, :3]) < 0:  # mirrored transform flips the winding
             tris = [(a, c, b_) for a, b_, c in tris]
+        return world, tris
+
+    def read_cloth(self, prim):
+        """A Mesh with ``bool kc:cloth = true``: its vertices become cloth particles, its faces triangles."""
+        path = str(prim.GetPath())
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "cloth cannot be part of a rigid body (attach it with kc:fixedIndices instead)")
+        world, tris = self.mesh_triangles(prim, "cloth Mesh")
         b = self.scene.builder
-        s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName())
-        self.add_collider(prim, s, f"Mesh collider: {len(pts)} vertices, {len(tris)} triangles")
+        params = {}
+        for name, arg, default in (("kc:cloth:density", "density", 0.2), ("kc:cloth:triKe", "tri_ke", 100.0),
+                                   ("kc:cloth:triKa", "tri_ka", 100.0), ("kc:cloth:triKd", "tri_kd", 1.0),
+                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0)):
+            v = self.attr(prim, name, default)
+            if np.ndim(v) or not np.isfinite(v):
+                raise self.err(prim, f"{name} must be a single finite number, got {v}")
+            params[arg] = float(v)
+        radius = self.attr(prim, "kc:radius", 0.005)
+        vel = self.attr(prim, "kc:velocity", np.zeros(3), kind="vec3")
+        start = b.particle_count
+        try:
+            rng = b.add_cloth_mesh(world, np.asarray(tris, np.int64), vel=vel, particle_radius=float(radius),
+                                   material=self.material(prim), **params)
+        except ValueError as e:
+            raise self.err(prim, str(e)) from None
+        fixed = self.attr(prim, "kc:fixedIndices", kind="ints")
+        if fixed is not None and len(fixed):
+            if fixed.min() < 0 or fixed.max() >= len(world):
+                raise self.err(prim, f"kc:fixedIndices must lie in [0, {len(world)}), got [{fixed.min()}, {fixed.max()}]")
+            for i in fixed:
+                b.particle_mass[start + int(i)] = 0.0
+                b.particle_qd[start + int(i)] = (0.0, 0.0, 0.0)
+        self.scene.particle_groups.append((path, rng))
+        self.scene.cloth_groups[path] = (rng, np.asarray(tris, np.int32))
+        color = self.display_color(prim)
+        if color is not None:
+            self.scene.group_colors[path] = color
+        self.scene.items.append((path, f"cloth: {len(world)} particles, {len(tris)} triangles"))
 
     def read_cube(self, prim):
         size = self.attr(prim, "size", 2.0)
