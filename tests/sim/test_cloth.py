@@ -227,3 +227,36 @@ def test_bad_cloth_input_is_named(call, match):
         b.add_particle(p)
     with pytest.raises(ValueError, match=match):
         call(b)
+
+
+def test_air_drag_gives_the_terminal_velocity_and_lift_its_direction():
+    # a horizontal sheet falling flat: drag tri_drag A v^2 balances m g at v_t = sqrt(m g / (tri_drag A));
+    # area-lumped masses get the same share of the weight as of the drag, so the sheet stays flat
+    drag, n, h, density = 0.5, 4, 0.1, 0.05
+    v, tris = grid_mesh(n, n, h)
+    s = np.sqrt(0.5)
+    b = sim.ModelBuilder()
+    b.add_cloth_mesh(v, tris, rot=(-s, 0, 0, s), density=density, tri_ke=2.0, tri_ka=2.0, tri_kd=0.001,
+                     tri_drag=drag, edge_ke=0.0)
+    m = b.finalize()
+    st = run(m, sim.SolverSemiImplicit(m), 3000, 1e-3)
+    vy = st.particle_qd.numpy()[:, 1]
+    v_t = np.sqrt(density * 9.81 / drag)
+    assert np.ptp(vy) < 1e-3 * v_t
+    assert -vy.mean() == pytest.approx(v_t, rel=0.01)
+    mass = 0.002
+    # lift on a sheet at 45 degrees to a horizontal wind: tri_lift A |v|^2 c sqrt(1 - c^2), across the wind
+    lift, speed = 0.3, 2.0
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    ang = np.pi / 8   # a rotation by 45 degrees about z: the normal (0, 0, 1) of the grid stays across the wind
+    b.add_cloth_grid((0, 0, 0), (0, np.sin(ang), 0, np.cos(ang)), (speed, 0, 0), 2, 2, h, h, mass, tri_ke=0.0,
+                     tri_ka=0.0, tri_kd=0.0, tri_lift=lift, edge_ke=0.0)
+    m = b.finalize()
+    s0, s1 = m.state(), m.state()
+    sim.SolverSemiImplicit(m).step(m, s0, s1, None, 1e-3)
+    f = s1.particle_f.numpy().astype(np.float64).sum(0)
+    q = m.particle_q.numpy().astype(np.float64)
+    nrm = np.cross(q[1] - q[0], q[n // 2 + 1] - q[0])
+    nrm /= np.linalg.norm(nrm)
+    c = nrm @ np.array([1.0, 0, 0])
+    np.testing.assert_allclose(f, -lift * (2 * h) ** 2 * speed ** 2 * c * (nrm - c * np.array([1.0, 0, 0])), atol=1e-6)
