@@ -46,6 +46,8 @@ RADIUS = 0.01         # particle radius, m
 SPHERE = ((0.0, 0.4, 0.0), 0.4)
 HEIGHT = 0.82         # cloth height, m: touches the sphere within the settle steps
 DT_SEMI = 5e-4
+CONTACT_KE = 100.0    # N/m
+CONTACT_MU = 0.3
 DT_XPBD = 1.0 / 300.0
 
 
@@ -61,7 +63,7 @@ class KcCloth:
         import sim
 
         b = sim.ModelBuilder()
-        b.set_material(0, ke=100.0, restitution=0.0, mu=0.3)
+        b.set_material(0, ke=CONTACT_KE, restitution=0.0, mu=CONTACT_MU)
         b.set_ground_plane()
         b.add_shape_sphere(SPHERE[0], SPHERE[1])
         b.add_cloth_grid(**cloth_args(n))
@@ -95,6 +97,11 @@ class NewtonCloth:
         a["pos"], a["rot"], a["vel"] = wp.vec3(*a["pos"]), wp.quat(*a["rot"]), wp.vec3(*a["vel"])
         b.add_cloth_grid(**a)
         self.model = m = b.finalize(device="cpu")
+        # the same contact law as kernelcore's material (ke 100 N/m, critically damped for one particle,
+        # mu 0.3); Newton's defaults (ke 1e3, kd 10) are unstable for these light particles at this step
+        m.soft_contact_ke = CONTACT_KE
+        m.soft_contact_kd = 2.0 * math.sqrt(CONTACT_KE * a["mass"])
+        m.soft_contact_mu = CONTACT_MU
         if solver == "xpbd":
             self.solver, self.dt = newton.solvers.SolverXPBD(m, iterations=iterations), DT_XPBD
         else:   # "semi": with Newton's particle-triangle self-contact (its default); "semi_notri": without
