@@ -40,8 +40,10 @@ class ModelRenderer:
     """
 
     def __init__(self, renderer, model, particle_groups=None, ground_size: float = 10.0, shape_names=None,
-                 spring_groups=None, colors=None):
+                 spring_groups=None, colors=None, cloth_groups=None):
         self.renderer = renderer
+        # particle groups that are cloth: {group name: (range, triangles (m, 3) local to the range)}
+        self.cloth_groups = dict(cloth_groups or {})
         self.model = model
         n = model.particle_count
         self.ground_size = float(ground_size)
@@ -126,6 +128,9 @@ class ModelRenderer:
             qd = state.particle_qd.numpy()
             for name, rng, key in self.groups:
                 sl = slice(rng.start, rng.stop)
+                if key in self.cloth_groups:   # cloth: a time-sampled mesh of constant topology
+                    r.render_mesh(name, q[sl], self.cloth_groups[key][1], colors=self.group_color(key, rng))
+                    continue
                 r.render_points(name, q[sl], self._radius[sl], colors=self.group_color(key, rng), velocities=qd[sl])
         for name, rng in self.spring_groups:
             r.render_line_list(name, q, self._springs[rng.start:rng.stop], color=SPRING_COLOR)

@@ -56,6 +56,11 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
   ``PhysicsArticulationRootAPI`` (see scenes/usd_joints.py); a scene with joints is stepped
   by ``SolverFeatherstone`` unless ``kc:solver`` says otherwise (``"featherstone"`` can be
   named too).
+* Cloth: a ``Mesh`` with ``bool kc:cloth = true`` (docs/cloth.md): ``float kc:cloth:density``
+  [kg/m^2], ``kc:cloth:triKe``, ``kc:cloth:triKa`` [N/m], ``kc:cloth:triKd``, ``kc:cloth:edgeKe``,
+  ``kc:cloth:edgeKd``, ``kc:radius`` [m], ``kc:velocity``, ``kc:fixedIndices``, ``kc:material:*``;
+  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on;
+  ``kc:solver = "xpbd"`` picks SolverXPBD.
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -86,7 +91,7 @@ import sim
 from . import schema, usd_mpm
 from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
-SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm")
+SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -154,6 +159,8 @@ class Scene:
         self.toi = False
         self.fluid = {}     # SolverPBF keywords (kc:solver = "pbf")
         self.mpm = None  # usd_mpm.MPMSettings of a kc:solver = "mpm" scene
+        self.cloth_groups = {}            # prim path -> (particle range, triangles (m, 3) local to the range)
+        self.cloth_self_contact = 0.0     # thickness [m] of cloth self-contact (0: off)
         self.items = []
         self.notes = []
         self.warnings = []
@@ -187,7 +194,10 @@ class Scene:
                 return self.mpm.make_solver(model)
             except ValueError as e:
                 raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
-        return sim.SolverSemiImplicit(model, toi=self.toi)
+        if self.solver == "xpbd":
+            return sim.SolverXPBD(model)
+        contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
+        return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)
 
     def describe(self) -> str:
         b = self.builder
@@ -539,6 +549,11 @@ class _Reader(UsdJointReader, UsdRobotReader):
             if t not in ("Xform", ""):
                 raise self.err(prim, f"kc:robot belongs on an Xform prim, not a {t}")
             self.read_robot(prim)
+        elif t == "Mesh" and prim.GetAttribute("kc:cloth").HasAuthoredValue() and \
+                self.attr(prim, "kc:cloth", False, kind="bool"):
+            self.kinds[path] = "Cloth"
+            self.check_kc_names(prim, "Cloth")
+            self.read_cloth(prim)
         elif t == "Points":
             self.kinds[path] = "Points"
             self.check_kc_names(prim, "Points")
@@ -719,6 +734,10 @@ class _Reader(UsdJointReader, UsdRobotReader):
             if sc.solver == "mpm":
                 sc.mpm = usd_mpm.read_scene_settings(self, prim)
                 sc.items.append((str(prim.GetPath()), sc.mpm.describe()))
+            thickness = self.attr(prim, "kc:cloth:selfContact", 0.0)
+            if np.ndim(thickness) or not (np.isfinite(thickness) and thickness >= 0):
+                raise self.err(prim, f"kc:cloth:selfContact must be a thickness >= 0 [m], got {thickness}")
+            sc.cloth_self_contact = float(thickness)
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
@@ -1010,27 +1029,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
         self.scene.items.append((str(prim.GetPath()), desc))
 
     def read_mesh(self, prim):
-        pts = self.attr(prim, "points", kind="vec3s")
-        counts = self.attr(prim, "faceVertexCounts", kind="ints")
-        indices = self.attr(prim, "faceVertexIndices", kind="ints")
-        if pts is None or counts is None or indices is None or len(pts) == 0 or len(counts) == 0:
-            raise self.err(prim, "collision Mesh needs points, faceVertexCounts and faceVertexIndices")
-        if np.any(counts < 3) or counts.sum() != len(indices):
-            raise self.err(prim, f"faceVertexCounts (sum {counts.sum()}, each >= 3) do not match "
-                                 f"{len(indices)} faceVertexIndices")
-        if indices.min() < 0 or indices.max() >= len(pts):
-            raise self.err(prim, f"faceVertexIndices must lie in [0, {len(pts)})")
-        holes = self.attr(prim, "holeIndices", kind="ints")
-        if holes is not None and len(holes):
-            self.warn(prim, f"holeIndices ({len(holes)} faces) are not supported; the holes collide like faces")
-        orient = self.attr(prim, "orientation", "rightHanded", kind="token")
-        tris = []
-        k = 0
-        for c in counts:  # fan triangulation
-            face = indices[k:k + c]
-            for m in range(1, c - 1):
-                tris.append((face[0], face[m], face[m + 1]) if orient != "leftHanded" else (face[0], face[m + 1], face[m]))
-            k += c
+        pts, tris = self.mesh_faces(prim, "collision Mesh")
         approx = "none"
         if prim.HasAPI(self.UsdPhysics.MeshCollisionAPI):
             approx = self.attr(prim, "physics:approximation", "none", kind="token")
@@ -1051,14 +1050,87 @@ class _Reader(UsdJointReader, UsdRobotReader):
             what = "convex hull" if convex else f"{len(tris)} triangles"
             self.add_collider(prim, s, f"Mesh collider (body {body}): {len(pts)} vertices, {what}")
             return
-        M = self.world(prim)
-        world = (np.hstack([pts, np.ones((len(pts), 1))]) @ M)[:, :3] * self.mpu
-        if np.linalg.det(M[:3, :3]) < 0:  # mirrored transform flips the winding
-            tris = [(a, c, b_) for a, b_, c in tris]
+        world, tris = self.mesh_to_world(prim, pts, tris)
         s = b.add_shape_mesh(world, np.asarray(tris, np.int32), material=self.material(prim), name=prim.GetName(),
                              is_convex=True if convex else None)
         what = "convex hull" if convex else f"{len(tris)} triangles"
         self.add_collider(prim, s, f"Mesh collider: {len(pts)} vertices, {what}")
+
+    def mesh_faces(self, prim, what):
+        """(points (n, 3) in the prim's own frame [stage units], triangles [(i, j, k)]) of a Mesh prim
+        (faces fan-triangulated, winding from ``orientation``)."""
+        pts = self.attr(prim, "points", kind="vec3s")
+        counts = self.attr(prim, "faceVertexCounts", kind="ints")
+        indices = self.attr(prim, "faceVertexIndices", kind="ints")
+        if pts is None or counts is None or indices is None or len(pts) == 0 or len(counts) == 0:
+            raise self.err(prim, f"{what} needs points, faceVertexCounts and faceVertexIndices")
+        if np.any(counts < 3) or counts.sum() != len(indices):
+            raise self.err(prim, f"faceVertexCounts (sum {counts.sum()}, each >= 3) do not match "
+                                 f"{len(indices)} faceVertexIndices")
+        if indices.min() < 0 or indices.max() >= len(pts):
+            raise self.err(prim, f"faceVertexIndices must lie in [0, {len(pts)})")
+        holes = self.attr(prim, "holeIndices", kind="ints")
+        if holes is not None and len(holes):
+            self.warn(prim, f"holeIndices ({len(holes)} faces) are not supported; the holes collide like faces")
+        orient = self.attr(prim, "orientation", "rightHanded", kind="token")
+        tris = []
+        k = 0
+        for c in counts:  # fan triangulation
+            face = indices[k:k + c]
+            for m in range(1, c - 1):
+                tris.append((face[0], face[m], face[m + 1]) if orient != "leftHanded" else (face[0], face[m + 1], face[m]))
+            k += c
+        return pts, tris
+
+    def mesh_to_world(self, prim, pts, tris):
+        """(world points (n, 3) [m], triangles) of a Mesh prim's own points; a mirroring transform flips the winding."""
+        M = self.world(prim)
+        world = (np.hstack([pts, np.ones((len(pts), 1))]) @ M)[:, :3] * self.mpu
+        if np.linalg.det(M[:3, :3]) < 0:  # mirrored transform flips the winding
+            tris = [(a, c, b_) for a, b_, c in tris]
+        return world, tris
+
+    def mesh_triangles(self, prim, what):
+        """(world points (n, 3) [m], triangles [(i, j, k)]) of a Mesh prim (faces fan-triangulated)."""
+        pts, tris = self.mesh_faces(prim, what)
+        return self.mesh_to_world(prim, pts, tris)
+
+    def read_cloth(self, prim):
+        """A Mesh with ``bool kc:cloth = true``: its vertices become cloth particles, its faces triangles."""
+        path = str(prim.GetPath())
+        if self.body_prim_of(prim) is not None:
+            raise self.err(prim, "cloth cannot be part of a rigid body (attach it with kc:fixedIndices instead)")
+        world, tris = self.mesh_triangles(prim, "cloth Mesh")
+        b = self.scene.builder
+        params = {}
+        for name, arg, default in (("kc:cloth:density", "density", 0.2), ("kc:cloth:triKe", "tri_ke", 100.0),
+                                   ("kc:cloth:triKa", "tri_ka", 100.0), ("kc:cloth:triKd", "tri_kd", 1.0),
+                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0)):
+            v = self.attr(prim, name, default)
+            if np.ndim(v) or not np.isfinite(v):
+                raise self.err(prim, f"{name} must be a single finite number, got {v}")
+            params[arg] = float(v)
+        radius = self.attr(prim, "kc:radius", 0.005)
+        vel = self.attr(prim, "kc:velocity", np.zeros(3), kind="vec3")
+        start = b.particle_count
+        try:
+            rng = b.add_cloth_mesh(world, np.asarray(tris, np.int64), vel=vel, particle_radius=float(radius),
+                                   material=self.material(prim), **params)
+        except ValueError as e:
+            raise self.err(prim, str(e)) from None
+        fixed = self.attr(prim, "kc:fixedIndices", kind="ints")
+        if fixed is not None and len(fixed):
+            if fixed.min() < 0 or fixed.max() >= len(world):
+                raise self.err(prim, f"kc:fixedIndices must lie in [0, {len(world)}), got [{fixed.min()}, {fixed.max()}]")
+            for i in fixed:
+                b.particle_mass[start + int(i)] = 0.0
+                b.particle_qd[start + int(i)] = (0.0, 0.0, 0.0)
+        self.scene.particle_groups.append((path, rng))
+        self.scene.cloth_groups[path] = (rng, np.asarray(tris, np.int32))
+        color = self.display_color(prim)
+        if color is not None:
+            self.scene.group_colors[path] = color
+        self.scene.items.append((path, f"cloth: {len(world)} particles, {len(tris)} triangles"))
 
     def read_cube(self, prim):
         size = self.attr(prim, "size", 2.0)

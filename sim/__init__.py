@@ -8,7 +8,7 @@ geometry package is imported only when a scene needs a mesh or a hash grid.
 from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from .solvers import SolverDEM, SolverFeatherstone, SolverMPM, SolverPBF, SolverSemiImplicit
-from .solvers import SolverGridFluid
+from .solvers import SolverGridFluid, SolverXPBD
 from .articulation import eval_fk, eval_ik
 from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE)
 from .importers import ModelFileError, ModelImportWarning, parse_mjcf, parse_urdf
@@ -22,7 +22,18 @@ __all__ = [
     "SolverPBF",
     "SolverFeatherstone",
     "SolverGridFluid",
+    "SolverXPBD",
+    "ClothSelfContact",
     "eval_fk", "eval_ik",
     "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6",
     "parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning",
 ]
+
+
+def __getattr__(name):
+    # ClothSelfContact imports geometry (its BVH builtins): only when asked for
+    if name == "ClothSelfContact":
+        from .cloth_self_contact import ClothSelfContact
+
+        return ClothSelfContact
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -204,6 +204,14 @@ class Model:
         num_worlds: number of environments made by add_builder / begin_world.
         joint_name: list of J names.
 
+    Cloth (``T = tri_count`` triangles, ``E = edge_count`` bending edges; sim/builder/cloth.py):
+        tri_indices: int (T, 3); tri_poses: mat22 (T,) — inverse rest edge matrix in the
+            triangle's plane [1/m]; tri_areas: float (T,) [m^2]; tri_materials: float (T, 5) —
+            (ke mu [N/m], ka lambda [N/m], kd [N s/m], drag, lift [kg/m^3]).
+        edge_indices: int (E, 4) — opposite vertices o0, o1, then the shared edge e0, e1;
+        edge_rest_angle: float (E,) [rad]; edge_bending_properties: float (E, 2) —
+            (ke [N m/rad^2], kd [N m s/rad^2]).
+
     Scene settings:
         gravity: kc.vec3 [m/s^2]; ground: bool; ground_normal: kc.vec3 (unit);
         ground_offset: float [m] — the ground is ``{x : dot(ground_normal, x) = ground_offset}``;
@@ -223,6 +231,8 @@ class Model:
         self.joint_dof_count = 0
         self.articulation_count = 0
         self.num_worlds = 0
+        self.tri_count = 0
+        self.edge_count = 0
         self.gravity = kc.vec3(0.0, -9.81, 0.0)
         self.ground = False
         self.ground_normal = kc.vec3(0.0, 1.0, 0.0)

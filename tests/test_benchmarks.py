@@ -138,3 +138,14 @@ def test_smoke_benchmark_reports_ratios(tmp_path):
     for name in ("2d", "3d"):
         r = d["cases"][name]
         assert r["numpy_over_kernelcore"] > 0 and r["kernelcore_relative_divergence"] < 1e-5
+
+
+def test_cloth_benchmark_reports_steps_per_second(tmp_path):
+    import bench_cloth
+
+    out = tmp_path / "cloth.json"
+    bench_cloth.main(["--sizes", "4", "--steps", "2", "--settle", "1", "--repeats", "1", "--xpbd-iterations", "2",
+                      "--no-newton", "--out", str(out)])
+    r = json.loads(out.read_text())["results"]["4"]
+    for name in ("kc_semi", "kc_semi_self", "kc_xpbd"):
+        assert r[name]["steps_per_second"] > 0 and r[name]["finite"]

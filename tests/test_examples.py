@@ -12,6 +12,8 @@ EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 SMALL_ARGS = {
     "fluid_dam_break": lambda tmp: ["--nx", "8", "--ny", "4", "--nz", "3", "--spacing", "0.02", "--frames", "3",
                                     "--out", str(tmp / "dam.usda")],
+    "cloth_drape": lambda tmp: ["--size", "6", "--seconds", "0.05", "--out", str(tmp / "drape.usda")],
+    "cloth_throw": lambda tmp: ["--iterations", "2", "--size", "3", "--duration", "0.1", "--out", str(tmp / "throw.png")],
     "geometry_mesh_queries": lambda tmp: ["--res", "24", "--particles", "500"],
     "geometry_neighbours": lambda tmp: ["--count", "2000", "--frames", "2"],
     "integrate_particles": lambda tmp: ["--count", "64", "--steps", "5"],

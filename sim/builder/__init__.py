@@ -13,6 +13,7 @@ import kernelcore as kc
 from ..model import Model
 from .joints import JointBuilder
 from .replicate import ReplicateBuilder
+from .cloth import ClothBuilder
 from .bodies import BodyBuilder, combine_mass_properties, mesh_mass_properties, shape_mass_properties
 from .materials import MaterialBuilder, damping_ratio_from_restitution, restitution_of_damping_ratio
 from .particles import ParticleBuilder
@@ -23,8 +24,8 @@ __all__ = ["ModelBuilder", "damping_ratio_from_restitution", "restitution_of_dam
            "shape_mass_properties", "combine_mass_properties", "mesh_mass_properties"]
 
 
-class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder, JointBuilder,
-                   ReplicateBuilder):
+class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder, ShapeBuilder, ClothBuilder,
+                   JointBuilder, ReplicateBuilder):
     """Build a :class:`sim.Model` step by step.
 
     Args:
@@ -46,6 +47,7 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
         self._init_springs()
         self._init_bodies()
         self._init_shapes()
+        self._init_cloth()
 
     def finalize(self, device="cpu", requires_grad: bool = False) -> Model:
         """Copy everything into kc arrays on ``device``; float arrays get gradients with ``requires_grad``."""
@@ -58,5 +60,6 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
         self._finalize_springs(m, dev, requires_grad)
         self._finalize_shapes(m, dev, requires_grad)
         self._finalize_bodies(m, dev, requires_grad)
+        self._finalize_cloth(m, dev, requires_grad)
         self._finalize_joints(m, dev, requires_grad)
         return m

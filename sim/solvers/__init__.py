@@ -4,6 +4,7 @@ from .grid_fluid import SolverGridFluid
 from .mpm import SolverMPM
 from .pbf import SolverPBF
 from .semi_implicit import SolverDEM, SolverSemiImplicit
+from .xpbd import SolverXPBD
 
 __all__ = [
     "SolverSemiImplicit",
@@ -12,4 +13,5 @@ __all__ = [
     "SolverPBF",
     "SolverFeatherstone",
     "SolverGridFluid",
+    "SolverXPBD",
 ]

@@ -18,6 +18,7 @@ from ..contacts import state_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
+from ..cloth_forces import eval_cloth_forces
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
 from .checks import check_step_arguments
@@ -52,13 +53,19 @@ class SolverSemiImplicit:
     ``ke`` or ``dt`` (DiffTaichi's bouncing-ball problem), which matters for optimising
     throws and impacts.
 
+    self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``
+        with its defaults; or a ``sim.ClothSelfContact``): vertex-triangle and edge-edge
+        repulsion with a thickness and a step bound so that cloth never passes through
+        itself (see sim/cloth_self_contact.py).  Not combined with ``toi=True``.
+
     Stability: the time step should resolve the stiffest contact or spring,
     ``dt < 0.2 * sqrt(m / ke)`` is a safe rule of thumb.
     """
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
-                 brute_force_contacts: bool = False, toi: bool = False):
+                 brute_force_contacts: bool = False, toi: bool = False, self_contact=None):
         self.model = model
+        self.self_contact = _cloth_self_contact(model, self_contact, toi)
         self.toi = bool(toi)
         self.particle_contacts = bool(particle_contacts)
         self.brute_force_contacts = bool(brute_force_contacts)
@@ -107,6 +114,10 @@ class SolverSemiImplicit:
         zero_body_forces(wrenches)
         eval_control_forces(model, control, forces)
         eval_springs(model, state_in, forces)
+        eval_cloth_forces(model, state_in, forces)
+        if self.self_contact is not None:
+            self.self_contact.refit(model, state_in)
+            self.self_contact.eval(model, state_in, forces)
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
         eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
@@ -114,7 +125,9 @@ class SolverSemiImplicit:
             eval_particle_body_mesh_contacts(model, state_in, forces, wrenches, dt)
         if self._mesh_contacts is not None:
             self._mesh_contacts(model, state_in, forces, dt)
-        if self.toi:
+        if self.self_contact is not None:
+            self.self_contact.integrate(model, state_in, forces, state_out, dt)
+        elif self.toi:
             integrate_particles_toi(model, state_in, forces, state_out, dt, wrenches)
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
@@ -157,6 +170,17 @@ def _warn_if_joints(model, solver_name):
         if np.any(model.joint_type.numpy() != JOINT_FREE):
             warnings.warn(f"{solver_name}: the model has joints, which this solver does not enforce (its bodies move "
                           f"freely); use sim.SolverFeatherstone for articulations", stacklevel=3)
+
+
+def _cloth_self_contact(model, self_contact, toi):
+    if self_contact is None or self_contact is False:
+        return None
+    if toi:
+        raise ValueError("SolverSemiImplicit: self_contact and toi=True cannot be combined yet "
+                         "(the self-contact step bound has its own integrator)")
+    from ..cloth_self_contact import ClothSelfContact
+
+    return ClothSelfContact(model) if self_contact is True else self_contact
 
 
 class SolverDEM(SolverSemiImplicit):
