@@ -152,11 +152,16 @@ def gradcheck(kernel, dim, inputs, outputs, eps=1e-4, atol=1e-3, rtol=1e-2, rais
 
 def gradcheck_tape(tape, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True, input_output_mask=None,
                    max_inputs_per_var=-1, max_outputs_per_var=-1, show_summary=True) -> bool:
-    """Gradcheck every launch recorded on a tape, each on copies of its arrays."""
+    """Gradcheck every launch recorded on a tape, each on copies of its arrays (the launches of
+    every step of a ``kc.checkpointed`` loop included, recomputed from its initial state)."""
     from .tape import _Launch
 
     ok = True
     for e in tape.launches:
+        if getattr(e, "expand", None) is not None:  # a kc.checkpointed loop: check the launches of its steps
+            ok = gradcheck_tape(e.expand(), eps, atol, rtol, False, input_output_mask, max_inputs_per_var,
+                                max_outputs_per_var, show_summary) and ok
+            continue
         if not isinstance(e, _Launch):
             continue
         params = [clone(p, requires_grad=False) if isinstance(p, array) else p for p in e.params]
