@@ -203,7 +203,10 @@ class _Loop:
                     nxt = end if i + 1 == stop else self.make_state()
                     self.step(i, cur, nxt)  # rewrites `end` with the values it already holds
                     cur = nxt
-            inner._run_adjoints()  # end's .grad holds its adjoint: the loss's, or the next segment's
+            try:
+                inner._run_adjoints()  # end's .grad holds its adjoint: the loss's, or the next segment's
+            except FloatingPointError as e:  # verify_nan: say which steps the inner tape held
+                raise type(e)(f"{e} [inside kc.checkpointed, recomputed steps {start}..{stop - 1} of {n}]") from None
             del inner
 
     def expand(self):

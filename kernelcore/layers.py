@@ -22,7 +22,7 @@ LAYERS = [
     ("emit", ["emit_cpp", "emit_cuda", "adjoint_reads"]),
     ("build", ["cache", "toolchain", "nvrtc", "module"]),
     ("kernel", ["kernel", "kernel_generic"]),
-    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call"]),
+    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "verify_nan"]),
     ("tape", ["tape", "autograd", "checkpoint"]),
     ("package", ["", "builtins.docgen"]),  # "": kernelcore/__init__.py, which imports everything
 ]

@@ -141,7 +141,7 @@ class Tape:
         from .adjoint_check import check_backward
         from .launch import launch
 
-        for e in reversed(self.launches):
+        for pos, e in reversed(list(enumerate(self.launches))):
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
                     continue  # declared non-differentiable (e.g. building an acceleration structure)
@@ -150,9 +150,13 @@ class Tape:
                     # the arguments were packed at record time: call the adjoint directly
                     entry, bounds, packed, _ = e.native
                     entry(ctypes.addressof(bounds), ctypes.addressof(packed))
-                    continue
-                launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False,
-                       stream=e.stream)
+                else:
+                    launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False,
+                           stream=e.stream)
+                if config.verify_nan:
+                    from .verify_nan import check_adjoint
+
+                    check_adjoint(e.kernel, e.params, pos)
             elif isinstance(e, _Func):
                 e.backward()
         self._gradients_stale = True
