@@ -3,7 +3,8 @@
 ``jacobian`` evaluates one Jacobian row per adjoint launch (the output adjoint selects
 one scalar component); ``jacobian_fd`` perturbs one input component at a time with
 central differences.  ``gradcheck`` compares them per (input, output) pair and reports
-the largest absolute and relative error.
+the largest absolute and relative error.  ``gradient_norms`` and ``clip_grad_norm``
+(grad_health.py) watch and bound gradients over long rollouts.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from . import types as T
 from .array import ArrayType, array, clone, zeros_like
 from .launch import launch
+from .grad_health import clip_grad_norm, gradient_norms  # noqa: F401  (kc.autograd.clip_grad_norm, ...)
 
 
 def _is_float_array(a):

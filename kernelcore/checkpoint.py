@@ -85,7 +85,7 @@ class _NoRecording:
         stack.extend(self.saved)
 
 
-def checkpointed(step, state, num_steps: int, make_state=None, segment: int | None = None):
+def checkpointed(step, state, num_steps: int, make_state=None, segment: int | None = None, on_state_grad=None):
     """Run ``step(i, state_in, state_out)`` for i = 0 .. num_steps-1 from ``state``; return the
     final state (a new one, from ``make_state()``).
 
@@ -107,6 +107,10 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
             (``model.state`` for sim); optional for arrays and containers of arrays.
         segment: steps per segment, 1 <= segment (larger than N means N); default
             ceil(sqrt(N)).  Segments need not divide N: the last one is shorter.
+        on_state_grad: optional ``on_state_grad(i, state)``, called during ``backward()`` once
+            the gradient of state i (the input of step i; i = N: the final state) is complete,
+            i = N first, down to 0 (kc.autograd.gradient_norms uses it).  The state and its
+            ``.grad`` arrays may be reused after it returns: copy what you keep.
     """
     n = int(num_steps)
     if n < 1 or n != num_steps:
@@ -148,7 +152,7 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
             if a.grad is None:
                 raise ValueError("kc.checkpointed: make_state() returned arrays without requires_grad=True; the "
                                  "gradient cannot flow through the loop")
-    loop = _Loop(step, n, k, make_state, checkpoints, final)
+    loop = _Loop(step, n, k, make_state, checkpoints, final, on_state_grad)
     arrays = state_arrays(state) + state_arrays(final) + outside
     for tape in _enclosing_tapes():
         tape.record_func(loop.backward, arrays)
@@ -184,8 +188,9 @@ def _outside_arrays(step, state_in, state_out):
 class _Loop:
     """The recorded loop: its checkpoints and how to recompute and reverse each segment."""
 
-    def __init__(self, step, n, k, make_state, checkpoints, final):
+    def __init__(self, step, n, k, make_state, checkpoints, final, on_state_grad=None):
         self.step, self.n, self.k, self.make_state = step, n, k, make_state
+        self.on_state_grad = on_state_grad
         self.checkpoints, self.final = checkpoints, final
 
     def backward(self):
@@ -197,17 +202,24 @@ class _Loop:
                 for a in state_arrays(cur):  # its gradient is accumulated by this segment alone
                     a.grad.zero_()
             end = self.checkpoints[s + 1] if s + 1 < len(self.checkpoints) else self.final
-            inner = Tape()
-            with _NoRecording(only=inner):
-                for i in range(start, stop):
-                    nxt = end if i + 1 == stop else self.make_state()
+            tapes, states = [], [cur]  # one tape per step: on_state_grad sees each state's gradient
+            for i in range(start, stop):    # before the previous step's stores consume it
+                nxt = end if i + 1 == stop else self.make_state()
+                tapes.append(Tape())
+                with _NoRecording(only=tapes[-1]):
                     self.step(i, cur, nxt)  # rewrites `end` with the values it already holds
-                    cur = nxt
-            try:
-                inner._run_adjoints()  # end's .grad holds its adjoint: the loss's, or the next segment's
-            except FloatingPointError as e:  # verify_nan: say which steps the inner tape held
-                raise type(e)(f"{e} [inside kc.checkpointed, recomputed steps {start}..{stop - 1} of {n}]") from None
-            del inner
+                cur = nxt
+                states.append(nxt)
+            if self.on_state_grad is not None and stop == n:
+                self.on_state_grad(n, end)
+            for i in reversed(range(start, stop)):
+                try:
+                    tapes[i - start]._run_adjoints()  # end's .grad holds its adjoint: the loss's or the next segment's
+                except FloatingPointError as e:  # verify_nan: say which step the inner tape held
+                    raise type(e)(f"{e} [inside kc.checkpointed, recomputed step {i} of {n}]") from None
+                if self.on_state_grad is not None:
+                    self.on_state_grad(i, states[i - start])
+            del tapes, states
 
     def expand(self):
         """The whole loop recorded step by step on a new Tape (N states: for checks on small N)."""
