@@ -14,7 +14,8 @@ is bitwise the same as without checkpointing when the forward is deterministic (
 thread count on the CPU).
 
 Memory: ceil(N / segment) checkpoints + 2 work states during the forward; during the
-backward, the checkpoints plus the ``segment + 1`` states of the segment being recomputed.
+backward, the checkpoints plus ``segment - 1`` work states for the segment being
+recomputed (allocated once and reused by every segment).
 With segment = sqrt(N) that is about 2 sqrt(N) states.  Time: every step runs twice forward
 (once in the forward, once when its segment is recomputed), plus once backward.
 """
@@ -195,6 +196,7 @@ class _Loop:
 
     def backward(self):
         n, k = self.n, self.k
+        pool = []  # the work states inside a segment, reused by every segment (allocation is slow)
         for s in reversed(range(len(self.checkpoints))):
             start, stop = s * k, min(n, (s + 1) * k)
             cur = self.checkpoints[s]
@@ -204,7 +206,16 @@ class _Loop:
             end = self.checkpoints[s + 1] if s + 1 < len(self.checkpoints) else self.final
             tapes, states = [], [cur]  # one tape per step: on_state_grad sees each state's gradient
             for i in range(start, stop):    # before the previous step's stores consume it
-                nxt = end if i + 1 == stop else self.make_state()
+                if i + 1 == stop:
+                    nxt = end
+                else:
+                    j = i - start
+                    if j == len(pool):
+                        pool.append(self.make_state())
+                    else:
+                        for a in state_arrays(pool[j]):  # left over from the later segment
+                            a.grad.zero_()
+                    nxt = pool[j]
                 tapes.append(Tape())
                 with _NoRecording(only=tapes[-1]):
                     self.step(i, cur, nxt)  # rewrites `end` with the values it already holds
