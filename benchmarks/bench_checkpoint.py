@@ -29,6 +29,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import numpy as np  # noqa: E402
+
+import kernelcore as kc  # noqa: E402
+import sim  # noqa: E402
+
 
 def _rss_bytes():
     with open("/proc/self/statm") as f:
@@ -36,11 +41,6 @@ def _rss_bytes():
 
 
 def run_one(num_steps: int, mode: str) -> dict:
-    import numpy as np
-
-    import kernelcore as kc
-    import sim
-
     @kc.kernel
     def sum_x(q: kc.array(dtype=kc.vec3), loss: kc.array(dtype=float)):
         i = kc.tid()
@@ -92,25 +92,38 @@ def run_one(num_steps: int, mode: str) -> dict:
                 threads=kc.get_num_threads() if hasattr(kc, "get_num_threads") else None)
 
 
-def gradient_explosion(num_steps=100_000, dt=1e-3) -> dict:
-    import numpy as np
+@kc.kernel
+def _advance32(x: kc.array(dtype=kc.float32), v: kc.array(dtype=kc.float32), a: kc.array(dtype=kc.float32),
+               dt: kc.float32, x_out: kc.array(dtype=kc.float32), v_out: kc.array(dtype=kc.float32)):
+    vn = v[0] + a[0]
+    v_out[0] = vn
+    x_out[0] = x[0] + dt * vn
 
-    import kernelcore as kc
 
-    @kc.kernel
-    def advance(x: kc.array(dtype=float), v: kc.array(dtype=float), a: kc.array(dtype=float), dt: float,
-                x_out: kc.array(dtype=float), v_out: kc.array(dtype=float)):
-        vn = v[0] + a[0]
-        v_out[0] = vn
-        x_out[0] = x[0] + dt * vn
+@kc.kernel
+def _take32(x: kc.array(dtype=kc.float32), loss: kc.array(dtype=kc.float32)):
+    loss[0] = x[0]
 
-    @kc.kernel
-    def take(x: kc.array(dtype=float), loss: kc.array(dtype=float)):
-        loss[0] = x[0]
 
-    a = kc.array(np.array([1.0], np.float32), dtype=float, requires_grad=True)
-    s0 = (kc.zeros(1, dtype=float, requires_grad=True), kc.zeros(1, dtype=float, requires_grad=True))
-    loss = kc.zeros(1, dtype=float, requires_grad=True)
+@kc.kernel
+def _advance64(x: kc.array(dtype=kc.float64), v: kc.array(dtype=kc.float64), a: kc.array(dtype=kc.float64),
+               dt: kc.float64, x_out: kc.array(dtype=kc.float64), v_out: kc.array(dtype=kc.float64)):
+    vn = v[0] + a[0]
+    v_out[0] = vn
+    x_out[0] = x[0] + dt * vn
+
+
+@kc.kernel
+def _take64(x: kc.array(dtype=kc.float64), loss: kc.array(dtype=kc.float64)):
+    loss[0] = x[0]
+
+
+def gradient_explosion(num_steps=100_000, dt=1e-3, dtype=kc.float32) -> dict:
+    """DiffTaichi's gradient_explosion (no damping): d x / d a after num_steps - 1 advances."""
+    advance, take = (_advance64, _take64) if dtype is kc.float64 else (_advance32, _take32)
+    a = kc.array(np.array([1.0]), dtype=dtype, requires_grad=True)
+    s0 = (kc.zeros(1, dtype=dtype, requires_grad=True), kc.zeros(1, dtype=dtype, requires_grad=True))
+    loss = kc.zeros(1, dtype=dtype, requires_grad=True)
     t0 = time.perf_counter()
     tape = kc.Tape()
     with tape:
@@ -119,8 +132,8 @@ def gradient_explosion(num_steps=100_000, dt=1e-3) -> dict:
         kc.launch(take, 1, inputs=[out[0]], outputs=[loss])
     tape.backward(loss)
     n = num_steps - 1
-    return dict(num_steps=num_steps, grad=float(a.grad.numpy()[0]), expected=dt * n * (n + 1) / 2,
-                seconds=time.perf_counter() - t0)
+    return dict(num_steps=num_steps, dtype=str(np.dtype(a.numpy().dtype)), grad=float(a.grad.numpy()[0]),
+                expected=dt * n * (n + 1) / 2, seconds=time.perf_counter() - t0)
 
 
 def main():
@@ -151,10 +164,11 @@ def main():
             print(f"N={n:>7} {mode:<12} forward {r['forward_s']:8.2f} s  backward {r['backward_s']:8.2f} s  "
                   f"peak RSS growth {r['peak_rss_growth_mb']:9.1f} MB  |grad f_ext| {r['grad_f_ext']:.9g}")
     if args.explosion:
-        r = gradient_explosion()
-        rows.append(r)
-        print(f"gradient_explosion num_steps={r['num_steps']}: d x/d a = {r['grad']:.1f} "
-              f"(closed form {r['expected']:.1f}) in {r['seconds']:.1f} s")
+        for dtype in (kc.float32, kc.float64):
+            r = gradient_explosion(dtype=dtype)
+            rows.append(r)
+            print(f"gradient_explosion num_steps={r['num_steps']} {r['dtype']}: d x/d a = {r['grad']:.3f} "
+                  f"(closed form {r['expected']:.3f}) in {r['seconds']:.1f} s")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)
