@@ -140,10 +140,13 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
                 if work[slot] is None:
                     work[slot] = make_state()
                 nxt = work[slot]
-            if recording and i == 0:
-                outside = _outside_arrays(step, cur, nxt)  # runs step 0, recorded to find the arrays it reads
-            else:
-                step(i, cur, nxt)
+            try:
+                if recording and i == 0:
+                    outside = _outside_arrays(step, cur, nxt)  # runs step 0, recorded to find the arrays it reads
+                else:
+                    step(i, cur, nxt)
+            except FloatingPointError as e:  # verify_nan: say which step
+                raise type(e)(f"{e} [inside kc.checkpointed, step {i} of {n}]") from None
             cur = nxt
     if not recording:
         return final

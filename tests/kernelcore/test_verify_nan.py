@@ -88,3 +88,16 @@ def test_environment_variable_turns_it_on():
     env = dict(os.environ, KERNELCORE_VERIFY_NAN="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_forward_inside_checkpointed_loop_names_step(verify_nan):
+    x = kc.array(np.array([1.0, 2.0], np.float32), dtype=float)
+    y = kc.zeros(2, dtype=kc.vec3)
+
+    def step(i, s, t):
+        kc.launch(_scale, 2, inputs=[s], outputs=[t])
+        if i == 3:
+            kc.launch(_log_it, 2, inputs=[kc.array(np.array([1.0, -1.0], np.float32), dtype=float)], outputs=[y])
+
+    with pytest.raises(NonFiniteError, match=r"_log_it.*index 1.*inside kc.checkpointed, step 3 of 5"):
+        kc.checkpointed(step, x, 5)
