@@ -136,15 +136,16 @@ def gradient_explosion(num_steps=100_000, dt=1e-3, dtype=kc.float32) -> dict:
                 expected=dt * n * (n + 1) / 2, seconds=time.perf_counter() - t0)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", default="1000,10000,100000")
     ap.add_argument("--skip-plain-above", type=int, default=10**9,
                     help="do not run the plain tape above this many steps (memory)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument("--explosion", action="store_true", help="also run gradient_explosion at num_steps = 1e5")
+    ap.add_argument("--explosion", action="store_true", help="also run gradient_explosion")
+    ap.add_argument("--explosion-steps", type=int, default=100_000, help="its num_steps (DiffTaichi: 1e5)")
     ap.add_argument("--out")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.one:
         n, mode = args.one.split(":")
         print(json.dumps(run_one(int(n), mode)))
@@ -165,7 +166,7 @@ def main():
                   f"peak RSS growth {r['peak_rss_growth_mb']:9.1f} MB  |grad f_ext| {r['grad_f_ext']:.9g}")
     if args.explosion:
         for dtype in (kc.float32, kc.float64):
-            r = gradient_explosion(dtype=dtype)
+            r = gradient_explosion(args.explosion_steps, dtype=dtype)
             rows.append(r)
             print(f"gradient_explosion num_steps={r['num_steps']} {r['dtype']}: d x/d a = {r['grad']:.3f} "
                   f"(closed form {r['expected']:.3f}) in {r['seconds']:.1f} s")

@@ -85,14 +85,14 @@ def peak_of_one_iteration(m, solver, ctrl, steps, target, checkpoint):
         tracemalloc.stop()
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--target", type=float, default=0.3, help="mean x position to reach [m]")
     ap.add_argument("--compare", action="store_true", help="measure one plain-Tape iteration too")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     m = build()
     solver = sim.SolverSemiImplicit(m)
     ctrl = m.control(requires_grad=True)

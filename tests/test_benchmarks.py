@@ -112,3 +112,16 @@ def test_rigid_benchmark_newton_simulates_the_same_pile(tmp_path):
                       "--out", str(out)])
     r = json.loads(out.read_text())["results"]["9"]
     assert r["speedup_kc_vs_newton"] > 0 and r["newton"]["steps_per_second"] > 0
+
+
+def test_checkpoint_benchmark_tiny(tmp_path):
+    import bench_checkpoint
+
+    out = tmp_path / "ckpt.json"
+    bench_checkpoint.main(["--steps", "30", "--explosion", "--explosion-steps", "200", "--out", str(out)])
+    rows = json.loads(out.read_text())
+    plain, ckpt = [r for r in rows if r.get("mode")]
+    assert plain["grad_f_ext"] == ckpt["grad_f_ext"] and plain["loss"] == ckpt["loss"]
+    for r in rows:
+        if "dtype" in r:  # gradient_explosion: dt n (n + 1) / 2
+            np.testing.assert_allclose(r["grad"], r["expected"], rtol=1e-5 if r["dtype"] == "float64" else 1e-3)
