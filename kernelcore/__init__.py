@@ -25,6 +25,7 @@ from .kernel_api import tid, printf, identity, constant, static  # noqa: F401
 from .autodiff_api import adjoint  # noqa: F401
 from .launch import launch  # noqa: F401
 from .tape import Tape  # noqa: F401
+from .checkpoint import checkpointed  # noqa: F401
 from .cache import clear_kernel_cache  # noqa: F401
 from . import autograd  # noqa: F401
 from .errors import KernelCompileError, NativeBuildError, KernelRuntimeError  # noqa: F401

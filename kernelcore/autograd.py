@@ -3,7 +3,8 @@
 ``jacobian`` evaluates one Jacobian row per adjoint launch (the output adjoint selects
 one scalar component); ``jacobian_fd`` perturbs one input component at a time with
 central differences.  ``gradcheck`` compares them per (input, output) pair and reports
-the largest absolute and relative error.
+the largest absolute and relative error.  ``gradient_norms`` and ``clip_grad_norm``
+(grad_health.py) watch and bound gradients over long rollouts.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from . import types as T
 from .array import ArrayType, array, clone, zeros_like
 from .launch import launch
+from .grad_health import clip_grad_norm, gradient_norms  # noqa: F401  (kc.autograd.clip_grad_norm, ...)
 
 
 def _is_float_array(a):
@@ -152,11 +154,16 @@ def gradcheck(kernel, dim, inputs, outputs, eps=1e-4, atol=1e-3, rtol=1e-2, rais
 
 def gradcheck_tape(tape, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True, input_output_mask=None,
                    max_inputs_per_var=-1, max_outputs_per_var=-1, show_summary=True) -> bool:
-    """Gradcheck every launch recorded on a tape, each on copies of its arrays."""
+    """Gradcheck every launch recorded on a tape, each on copies of its arrays (the launches of
+    every step of a ``kc.checkpointed`` loop included, recomputed from its initial state)."""
     from .tape import _Launch
 
     ok = True
     for e in tape.launches:
+        if getattr(e, "expand", None) is not None:  # a kc.checkpointed loop: check the launches of its steps
+            ok = gradcheck_tape(e.expand(), eps, atol, rtol, False, input_output_mask, max_inputs_per_var,
+                                max_outputs_per_var, show_summary) and ok
+            continue
         if not isinstance(e, _Launch):
             continue
         params = [clone(p, requires_grad=False) if isinstance(p, array) else p for p in e.params]

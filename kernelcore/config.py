@@ -9,6 +9,9 @@ verbose = False
 max_unroll = 16
 #: per-thread checkpoints kept by the adjoint of each dynamic loop, at least 2 (see docs in adjoint.py)
 loop_checkpoints = 64
+#: check the float arrays every launch writes (and every adjoint on a Tape) for NaN/Inf and raise
+#: verify_nan.NonFiniteError naming the kernel, argument and index; KERNELCORE_VERIFY_NAN=1 sets it
+verify_nan = os.environ.get("KERNELCORE_VERIFY_NAN", "0") not in ("", "0")
 #: warn when an array is written after being read on a Tape (write-after-read)
 verify_autograd_array_access = False
 #: C++ compiler for the CPU backend ("g++" or "clang++"); KERNELCORE_CXX overrides

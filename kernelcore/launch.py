@@ -254,6 +254,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         entry(ctypes.addressof(bounds), ctypes.addressof(packed))
         if config.mode == "debug":
             _check_error_state(kernel, lk.chunk.error_state)
+    if config.verify_nan and not adjoint:
+        from .verify_nan import check_forward
+
+        check_forward(kernel, ir, params)
     if record_tape and not adjoint:
         rt = get_runtime()
         if rt.tape_stack:

@@ -22,8 +22,8 @@ LAYERS = [
     ("emit", ["emit_cpp", "emit_cuda", "adjoint_reads"]),
     ("build", ["cache", "toolchain", "nvrtc", "module"]),
     ("kernel", ["kernel", "kernel_generic"]),
-    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "indexed_launch"]),
-    ("tape", ["tape", "autograd"]),
+    ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "indexed_launch", "verify_nan"]),
+    ("tape", ["tape", "checkpoint", "grad_health", "autograd"]),
     ("package", ["", "builtins.docgen"]),  # "": kernelcore/__init__.py, which imports everything
 ]
 

@@ -109,9 +109,6 @@ class Tape:
     # -- reverse -----------------------------------------------------------------------------
     def backward(self, loss=None, grads=None):
         """Propagate adjoints from ``loss`` (a 1-element float array) or from ``grads={array: adjoint}``."""
-        from .adjoint_check import check_backward
-        from .launch import launch
-
         if not any(isinstance(e, (_Launch, _Func)) for e in self.launches):
             raise RuntimeError("Tape.backward(): the tape is empty — record launches inside 'with tape:' first")
         if loss is None and not grads:
@@ -136,7 +133,15 @@ class Tape:
             if g.shape != a.shape:
                 raise ValueError(f"Tape.backward(grads=...): adjoint shape {g.shape} does not match array shape {a.shape}")
             _raw_copy(a.grad, g)
-        for e in reversed(self.launches):
+        self._run_adjoints()
+
+    def _run_adjoints(self):
+        """Run the adjoints of the recording in reverse, from the gradients the arrays hold now
+        (kernelcore.checkpoint seeds them itself and calls this for each recomputed segment)."""
+        from .adjoint_check import check_backward
+        from .launch import launch
+
+        for pos, e in reversed(list(enumerate(self.launches))):
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
                     continue  # declared non-differentiable (e.g. building an acceleration structure)
@@ -145,9 +150,13 @@ class Tape:
                     # the arguments were packed at record time: call the adjoint directly
                     entry, bounds, packed, _ = e.native
                     entry(ctypes.addressof(bounds), ctypes.addressof(packed))
-                    continue
-                launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False,
-                       stream=e.stream)
+                else:
+                    launch(e.kernel, e.dim, inputs=e.params, device=e.device, adjoint=True, record_tape=False,
+                           stream=e.stream)
+                if config.verify_nan:
+                    from .verify_nan import check_adjoint
+
+                    check_adjoint(e.kernel, e.params, pos)
             elif isinstance(e, _Func):
                 e.backward()
         self._gradients_stale = True

@@ -149,3 +149,16 @@ def test_cloth_benchmark_reports_steps_per_second(tmp_path):
     r = json.loads(out.read_text())["results"]["4"]
     for name in ("kc_semi", "kc_semi_self", "kc_xpbd"):
         assert r[name]["steps_per_second"] > 0 and r[name]["finite"]
+
+
+def test_checkpoint_benchmark_tiny(tmp_path):
+    import bench_checkpoint
+
+    out = tmp_path / "ckpt.json"
+    bench_checkpoint.main(["--steps", "30", "--explosion", "--explosion-steps", "200", "--out", str(out)])
+    rows = json.loads(out.read_text())
+    plain, ckpt = [r for r in rows if r.get("mode")]
+    assert plain["grad_f_ext"] == ckpt["grad_f_ext"] and plain["loss"] == ckpt["loss"]
+    for r in rows:
+        if "dtype" in r:  # gradient_explosion: dt n (n + 1) / 2
+            np.testing.assert_allclose(r["grad"], r["expected"], rtol=1e-5 if r["dtype"] == "float64" else 1e-3)

@@ -17,6 +17,7 @@ SMALL_ARGS = {
     "geometry_mesh_queries": lambda tmp: ["--res", "24", "--particles", "500"],
     "geometry_neighbours": lambda tmp: ["--count", "2000", "--frames", "2"],
     "integrate_particles": lambda tmp: ["--count", "64", "--steps", "5"],
+    "long_horizon": lambda tmp: ["--steps", "40", "--iters", "2", "--compare"],
     "mass_spring_triangle": lambda tmp: ["--iters", "3", "--steps", "50", "--out", str(tmp / "loss.png")],
     "mpm_diffmpm": lambda tmp: ["--iterations", "2", "--steps", "60", "--out", str(tmp / "loss.png")],
     "mpm_column_collapse": lambda tmp: ["--small"],
