@@ -16,11 +16,18 @@ Narrow phase, one thread per (shape, contact point k):
 - two boxes: also an edge-edge contact when the separating-axis test says they meet edge
   to edge (``sim.collide_bodies.box_edge_contact``; once per pair, k = 0, lower index).
 
-The force is the contact law of sim/contact.py on the relative velocity of the two
-surface points, with the sum of both bodies' effective inverse masses along the
-normal; the force goes to one body and its reaction to the other (``atomic_add``).
-The kernel reads only ``state_in``; on a Tape the grid is rebuilt from that state's
-``body_q`` just before the adjoint runs, so the backward pass sees the same pairs.
+Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
+writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
+output state, ``state_out.body_pair_contacts``); thread (shape i, point k) owns the
+``slots_per_thread`` slots from ``(i * MAX_POINTS + k) * slots_per_thread`` and fills them
+in the grid query's order (``shape_a`` is the shape of that thread, the normal points
+from ``shape_b`` to ``shape_a``, the point lies on ``shape_a``'s surface).  The force
+launch then applies the contact law of sim/contact.py on the relative velocity of the
+two surface points, with the sum of both bodies' effective inverse masses along the
+normal; the force goes to body a and its reaction to body b (``atomic_add``).  Both read
+only ``state_in`` and the contact arrays; on a Tape the grid is rebuilt from that
+state's ``body_q`` just before the generation's adjoint runs, so the backward pass sees
+the same pairs.
 """
 from __future__ import annotations
 
@@ -60,21 +67,33 @@ def body_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: kc.arr
     centers[i] = kc.transform_point(body_q[shape_body[s]], shape_pos[s])
 
 
+@kc.func
+def pair_relative_velocity(contact: kc.vec3, tfa: kc.transform, qda: kc.spatial_vector, com_a: kc.vec3,
+                           tfb: kc.transform, qdb: kc.spatial_vector, com_b: kc.vec3) -> kc.vec3:
+    """Velocity [m/s] of body a's material point at ``contact`` relative to body b's."""
+    arm_a = contact - kc.transform_point(tfa, com_a)
+    arm_b = contact - kc.transform_point(tfb, com_b)
+    return (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
+            - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+
+
 @kc.kernel
-def eval_body_pair_contacts_kernel(
+def generate_body_pair_contacts_kernel(
         grid: kc.uint64, shape_ids: kc.array(dtype=int), shape_bound: kc.array(dtype=float), max_bound: float,
         centers: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), shape_swept: kc.array(dtype=int), shape_world: kc.array(dtype=int),
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        shape_swept: kc.array(dtype=int), shape_world: kc.array(dtype=int),
+        cohesion_reach: float, dt: float, slots_per_thread: int,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
     i, k = kc.tid()
+    # this thread's slots: [base, base + slots_per_thread), filled in the grid query's order
+    base = (i * MAX_POINTS + k) * slots_per_thread
+    used = int(0)
     sa = shape_ids[i]
     ka = shape_type[sa]
     ba = shape_body[sa]
@@ -101,7 +120,8 @@ def eval_body_pair_contacts_kernel(
             round_pair = int(0)
             wa = shape_world[sa]
             wb = shape_world[sb]
-            if bb != ba and (wa == wb or wa < 0 or wb < 0):  # environments do not touch each other
+            same_world = wa == wb or wa < 0 or wb < 0  # environments do not touch each other
+            if bb != ba and same_world:
                 if round_a:
                     if kb != BOX:
                         if k == 0:
@@ -115,14 +135,15 @@ def eval_body_pair_contacts_kernel(
             use = round_pair
             if pt[3] >= 0.0:
                 use = 1
+            near = kc.length(centers[j] - pos_a) <= (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach
             # bounding spheres apart (with the margin of the query): nothing to do
-            if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
+            if not near:
                 use = 0
+            tfb = body_q[bb]
+            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+            pos_b = kc.transform_point(tfb, shape_pos[sb])
+            scale_b = shape_scale[sb]
             if use != 0:
-                tfb = body_q[bb]
-                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
-                pos_b = kc.transform_point(tfb, shape_pos[sb])
-                scale_b = shape_scale[sb]
                 n = kc.vec3(0.0, 1.0, 0.0)
                 gap = float(1.0e30)
                 contact = pos_a
@@ -144,52 +165,78 @@ def eval_body_pair_contacts_kernel(
                     n = kc.vec3(nd[0], nd[1], nd[2])
                     gap = nd[3] - pt[3]
                     contact = x - n * pt[3]
-                qda = body_qd[ba]
-                qdb = body_qd[bb]
-                arm_a = contact - kc.transform_point(tfa, body_com[ba])
-                arm_b = contact - kc.transform_point(tfb, body_com[bb])
-                v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
-                         - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+                v_rel = pair_relative_velocity(contact, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb],
+                                               body_com[bb])
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    ra = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
-                    rb = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
-                    rna = kc.cross(arm_a, n)
-                    rnb = kc.cross(arm_b, n)
-                    w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
-                         + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
-                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
-                                            material_damping_ratio, material_mu, material_cohesion,
-                                            material_cohesion_distance, dt)
-                    kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
-                    kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
-            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba:
-                if kc.length(centers[j] - pos_a) <= (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
-                    # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
-                    tfe = body_q[bb]
-                    gap_e, n_e, contact_e, found = box_edge_contact(
-                        pos_a, rot_a, scale_a, kc.transform_point(tfe, shape_pos[sb]),
-                        kc.quat_to_matrix(kc.transform_get_rotation(tfe)) * shape_rot[sb], shape_scale[sb])
-                    if found != 0:
-                        qa = body_qd[ba]
-                        qb = body_qd[bb]
-                        arm_ea = contact_e - kc.transform_point(tfa, body_com[ba])
-                        arm_eb = contact_e - kc.transform_point(tfe, body_com[bb])
-                        v_e = (kc.spatial_top(qa) + kc.cross(kc.spatial_bottom(qa), arm_ea)
-                               - kc.spatial_top(qb) - kc.cross(kc.spatial_bottom(qb), arm_eb))
-                        if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
-                            rae = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
-                            rbe = kc.quat_to_matrix(kc.transform_get_rotation(tfe))
-                            rna_e = kc.cross(arm_ea, n_e)
-                            rnb_e = kc.cross(arm_eb, n_e)
-                            w_e = (body_inv_mass[ba]
-                                   + kc.dot(rna_e, rae * body_inv_inertia[ba] * kc.transpose(rae) * rna_e)
-                                   + body_inv_mass[bb]
-                                   + kc.dot(rnb_e, rbe * body_inv_inertia[bb] * kc.transpose(rbe) * rnb_e))
-                            f_e = mixed_contact_force(n_e, gap_e, v_e, w_e, shape_material[sa], shape_material[sb],
-                                                      material_ke, material_damping_ratio, material_mu,
-                                                      material_cohesion, material_cohesion_distance, dt)
-                            kc.atomic_add(body_f, ba, spatial_wrench(f_e, arm_ea))
-                            kc.atomic_add(body_f, bb, spatial_wrench(-f_e, arm_eb))
+                    if used < slots_per_thread:
+                        slot = base + used
+                        active[slot] = 1
+                        point[slot] = contact
+                        normal[slot] = n
+                        depth[slot] = -gap
+                        shape_a[slot] = sa
+                        shape_b[slot] = sb
+                        kc.atomic_add(count, 0, 1)
+                    else:
+                        kc.atomic_add(overflow, 0, 1)
+                    used = used + 1
+            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near:
+                # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
+                gap_e, n_e, contact_e, found = box_edge_contact(pos_a, rot_a, scale_a, pos_b, rot_b, scale_b)
+                if found != 0:
+                    v_e = pair_relative_velocity(contact_e, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb],
+                                                 body_com[bb])
+                    if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
+                        if used < slots_per_thread:
+                            slot_e = base + used
+                            active[slot_e] = 1
+                            point[slot_e] = contact_e
+                            normal[slot_e] = n_e
+                            depth[slot_e] = -gap_e
+                            shape_a[slot_e] = sa
+                            shape_b[slot_e] = sb
+                            kc.atomic_add(count, 0, 1)
+                        else:
+                            kc.atomic_add(overflow, 0, 1)
+                        used = used + 1
+
+
+@kc.kernel
+def apply_body_pair_contacts_kernel(
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
+        body_inv_inertia: kc.array(dtype=kc.mat33), shape_body: kc.array(dtype=int),
+        shape_material: kc.array(dtype=int),
+        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+        material_cohesion_distance: kc.array(dtype=float), dt: float,
+        body_f: kc.array(dtype=kc.spatial_vector)):
+    slot = kc.tid()
+    if active[slot] != 0:
+        sa = shape_a[slot]
+        sb = shape_b[slot]
+        ba = shape_body[sa]
+        bb = shape_body[sb]
+        tfa = body_q[ba]
+        tfb = body_q[bb]
+        contact = point[slot]
+        n = normal[slot]
+        arm_a = contact - kc.transform_point(tfa, body_com[ba])
+        arm_b = contact - kc.transform_point(tfb, body_com[bb])
+        v_rel = pair_relative_velocity(contact, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb], body_com[bb])
+        ra = kc.quat_to_matrix(kc.transform_get_rotation(tfa))
+        rb = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
+        rna = kc.cross(arm_a, n)
+        rnb = kc.cross(arm_b, n)
+        w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
+             + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
+        f = mixed_contact_force(n, -depth[slot], v_rel, w, shape_material[sa], shape_material[sb], material_ke,
+                                material_damping_ratio, material_mu, material_cohesion,
+                                material_cohesion_distance, dt)
+        kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
+        kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
 
 
 def shape_bounding_radius(kind: int, scale) -> float:
@@ -209,9 +256,15 @@ class BodyPairContacts:
         swept_shapes: shape indices that the time-of-impact solver sweeps against each other
             (spheres alone on their body); pairs of two of them are left out here.
         grid_dim: hash grid cells per axis (None: from the shape count).
+        slots_per_thread: contact slots of each (shape, contact point) thread, i.e. the most
+            shapes one box corner, capsule end or sphere may touch in a step (a box's first
+            thread also holds its edge-edge contacts); more raises a RuntimeError.
     """
 
-    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None):
+    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None, slots_per_thread: int = 12):
+        if int(slots_per_thread) < 1:
+            raise ValueError(f"BodyPairContacts(slots_per_thread={slots_per_thread}): must be at least 1")
+        self.slots_per_thread = int(slots_per_thread)
         shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
         scale = model.shape_scale.numpy() if model.shape_count else np.zeros((0, 3), np.float32)
@@ -242,19 +295,59 @@ class BodyPairContacts:
                   device=model.device, record_tape=False)
         self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
 
-    def eval(self, model, state, wrenches, dt: float):
-        """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,))."""
+    def capacity(self) -> int:
+        """Contact slots a step needs: ``slots_per_thread`` for each (shape, contact point) thread."""
+        return self.count * MAX_POINTS * self.slots_per_thread if self.active else 0
+
+    def generate(self, model, state, contacts, dt: float):
+        """Contact generation: fill ``contacts`` (sim.contacts.Contacts of :meth:`capacity` slots) with
+        ``state``'s body-body contacts; raises when a thread found more than ``slots_per_thread``."""
+        contacts.active.zero_()
+        contacts.count.zero_()
+        contacts.overflow.zero_()
         if not self.active:
             return
         self._rebuild(model, state.body_q)
-        kc.launch(eval_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
+        kc.launch(generate_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
                   inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
-                          state.body_qd, model.body_com, model.body_inv_mass, model.body_inv_inertia,
-                          model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                          model.shape_material, self.shape_swept, model.shape_world, *material_inputs(model),
-                          model.material_max_cohesion_distance, float(dt)],
-                  outputs=[wrenches], device=model.device)
+                          state.body_qd, model.body_com, model.shape_type, model.shape_body, model.shape_pos,
+                          model.shape_rot, model.shape_scale, self.shape_swept, model.shape_world,
+                          model.material_max_cohesion_distance, float(dt), self.slots_per_thread],
+                  outputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                           contacts.shape_b, contacts.count, contacts.overflow], device=model.device)
+        # the generation's adjoint queries the grid again: rebuild it from this state first
         self.record_rebuild(model, state.body_q)
+        dropped = int(contacts.overflow.numpy()[0])
+        if dropped:
+            raise RuntimeError(
+                f"body-body contacts: {dropped} contacts did not fit in slots_per_thread={self.slots_per_thread} "
+                f"(one shape's contact point touches that many shapes); pass a larger "
+                f"body_pair_slots to the solver")
+
+    def apply(self, model, state, contacts, wrenches, dt: float):
+        """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
+        if not self.active or contacts.capacity == 0:
+            return
+        kc.launch(apply_body_pair_contacts_kernel, dim=contacts.capacity,
+                  inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                          contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                          model.body_inv_inertia, model.shape_body, model.shape_material, *material_inputs(model),
+                          float(dt)],
+                  outputs=[wrenches], device=model.device)
+
+    def eval(self, model, state, wrenches, dt: float, contacts=None):
+        """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,)).
+
+        ``contacts``: the sim.contacts.Contacts to generate into (the solver passes
+        ``state_out.body_pair_contacts``); None: a temporary one."""
+        from .contacts import Contacts
+
+        if not self.active:
+            return
+        if contacts is None:
+            contacts = Contacts(self.capacity(), model.device, model.requires_grad)
+        self.generate(model, state, contacts, dt)
+        self.apply(model, state, contacts, wrenches, dt)
 
     def record_rebuild(self, model, body_q):
         """On an active Tape, rebuild the grid from ``body_q`` just before the adjoint of the last

@@ -17,6 +17,11 @@ Fields (``C = capacity`` slots):
         about to start).
     shape_a: int (C,) — the body shape; shape_b: int (C,) — the other shape (-1: the ground).
     count: int (1,) — number of active slots.
+    overflow: int (1,) — contacts found that had no free slot (body-body contacts,
+        sim/collide_body_pairs.py, raise when it is not 0).
+
+The solver keeps body-static contacts in ``state_out.contacts`` and body-body contacts in
+``state_out.body_pair_contacts`` (there ``shape_a`` and ``shape_b`` are both body shapes).
 
 ``contacts.numpy()`` gives the active contacts as numpy arrays (a dict with the same
 names), for inspection; it reads back to the host, so call it outside the step loop's
@@ -42,6 +47,7 @@ class Contacts:
         self.shape_a = kc.zeros(n, dtype=kc.int32, device=device)
         self.shape_b = kc.zeros(n, dtype=kc.int32, device=device)
         self.count = kc.zeros(1, dtype=kc.int32, device=device)
+        self.overflow = kc.zeros(1, dtype=kc.int32, device=device)
 
     def numpy(self) -> dict:
         """The active contacts: {"count", "point" (n, 3), "normal" (n, 3), "depth" (n,), "shape_a", "shape_b"}."""
@@ -54,10 +60,11 @@ class Contacts:
                 "shape_b": self.shape_b.numpy()[:self.capacity][on]}
 
 
-def state_contacts(state, capacity: int, device, requires_grad: bool) -> Contacts:
-    """``state.contacts``, made (once per state) when missing or of another capacity."""
-    c = getattr(state, "contacts", None)
+def state_contacts(state, capacity: int, device, requires_grad: bool, name: str = "contacts") -> Contacts:
+    """``state.<name>`` (``contacts``: body-static, ``body_pair_contacts``: body-body), made (once per
+    state) when missing or of another capacity."""
+    c = getattr(state, name, None)
     if c is None or c.capacity != capacity:
         c = Contacts(capacity, device, requires_grad)
-        state.contacts = c
+        setattr(state, name, c)
     return c

@@ -45,7 +45,8 @@ class SolverSemiImplicit:
             meshes, particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
-    sim/contacts.py) holds the body-static contacts the step found.
+    sim/contacts.py) holds the body-static contacts the step found, and
+    ``solver.body_pair_contacts`` (``state_out.body_pair_contacts``) the body-body ones.
 
     Which to pick: penalty contacts (the default) give resting contact, rolling and
     stacking through a stiffness ``ke`` that the step must resolve; with ``toi=True`` fast
@@ -99,6 +100,8 @@ class SolverSemiImplicit:
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
+        #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)
+        self.body_pair_contacts = None
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -138,7 +141,10 @@ class SolverSemiImplicit:
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts)
             self.contacts = contacts
             if self.body_pairs is not None:
-                self.body_pairs.eval(model, state_in, wrenches, dt)
+                pair_contacts = state_contacts(state_out, self.body_pairs.capacity(), model.device,
+                                               model.requires_grad, name="body_pair_contacts")
+                self.body_pairs.eval(model, state_in, wrenches, dt, pair_contacts)
+                self.body_pair_contacts = pair_contacts
             if self.body_mesh_contacts is not None:
                 self.body_mesh_contacts.eval(model, state_in, wrenches, dt)
             if self.toi:

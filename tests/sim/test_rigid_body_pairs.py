@@ -224,3 +224,152 @@ def test_swept_sphere_still_hits_a_body_it_does_not_sweep():
         s0, s1 = s1, s0
     qd = s0.body_qd.numpy()
     assert qd[dumbbell, 0] > 0.3 and s0.body_q.numpy()[ball, 0] < 0.35  # pushed, not passed through
+
+
+def _quat_rot(q):
+    x, y, z, w = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _box_distance(x, pos, rot, h):
+    """numpy twin of box_closest in world: (outward normal, signed distance)."""
+    p = rot.T @ (x - pos)
+    d = np.abs(p) - h
+    if d.max() > 0:
+        diff = p - np.clip(p, -h, h)
+        dist = np.linalg.norm(diff)
+        return rot @ (diff / dist), dist
+    a = int(np.argmax(d))  # first of the largest, as the kernel's >= tests pick
+    n = np.zeros(3)
+    n[a] = 1.0 if p[a] >= 0 else -1.0
+    return rot @ n, d.max()
+
+
+def _brute_force_pair_contacts(m, state):
+    """Every body-body contact of spheres and boxes by all pairs in numpy, except box-box edge contacts:
+    {(shape_a, shape_b): [(point, normal, depth), ...]}."""
+    q = state.body_q.numpy().astype(np.float64)
+    body, kind = m.shape_body.numpy(), m.shape_type.numpy()
+    spos, srot, scale = (m.shape_pos.numpy().astype(np.float64), m.shape_rot.numpy().astype(np.float64),
+                         m.shape_scale.numpy().astype(np.float64))
+    pos, rot = [], []
+    for s in range(m.shape_count):
+        r = _quat_rot(q[body[s], 3:])
+        pos.append(q[body[s], :3] + r @ spos[s])
+        rot.append(r @ srot[s])
+    out = {}
+    for a in range(m.shape_count):
+        for b in range(m.shape_count):
+            if a == b:
+                continue
+            found = []
+            if kind[a] == sim.SHAPE_SPHERE and kind[b] == sim.SHAPE_SPHERE and a < b:
+                sep = pos[a] - pos[b]
+                n = sep / np.linalg.norm(sep)
+                gap = np.linalg.norm(sep) - scale[a, 0] - scale[b, 0]
+                if gap < 0:
+                    found.append((pos[a] - n * scale[a, 0], n, -gap))
+            elif kind[a] == sim.SHAPE_SPHERE and kind[b] == sim.SHAPE_BOX:
+                n, d = _box_distance(pos[a], pos[b], rot[b], scale[b])
+                if d - scale[a, 0] < 0:
+                    found.append((pos[a] - n * scale[a, 0], n, scale[a, 0] - d))
+            elif kind[a] == sim.SHAPE_BOX and kind[b] == sim.SHAPE_BOX:
+                for c in range(8):
+                    corner = pos[a] + rot[a] @ (scale[a] * [2 * (c % 2) - 1, 2 * (c // 2 % 2) - 1, 2 * (c // 4) - 1])
+                    n, d = _box_distance(corner, pos[b], rot[b], scale[b])
+                    if d < 0:
+                        found.append((corner, n, -d))
+            if found:
+                out[(a, b)] = found
+    return out
+
+
+def test_generated_body_pair_contacts_match_brute_force():
+    rng = np.random.default_rng(7)
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    for i in range(40):
+        q = rng.normal(size=4)
+        body = b.add_body(kc.transform(kc.vec3(*rng.uniform(0, 0.7, 3)), kc.quat(*(q / np.linalg.norm(q)))))
+        if i % 2:
+            b.add_shape_sphere(radius=rng.uniform(0.05, 0.1), body=body)
+        else:
+            b.add_shape_box(half_extents=rng.uniform(0.03, 0.09, 3), body=body)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m)
+    s0, s1 = m.state(), m.state()  # at rest: a contact is generated exactly where the shapes overlap
+    solver.step(m, s0, s1, None, 1e-4)
+    c = solver.body_pair_contacts
+    assert c is s1.body_pair_contacts
+    got = c.numpy()
+    kind = m.shape_type.numpy()
+    expect = _brute_force_pair_contacts(m, s0)
+    n_expect = sum(len(v) for v in expect.values())
+    assert n_expect > 20
+    edge = 0
+    matched = 0
+    for i in range(got["count"]):
+        a, bb = int(got["shape_a"][i]), int(got["shape_b"][i])
+        cands = expect.get((a, bb), [])
+        dist = [np.linalg.norm(p - got["point"][i]) for p, _, _ in cands]
+        if not cands or min(dist) > 1e-4:
+            assert kind[a] == sim.SHAPE_BOX and kind[bb] == sim.SHAPE_BOX, (a, bb)  # an edge-edge contact
+            edge += 1
+            continue
+        p, n, d = cands[int(np.argmin(dist))]
+        np.testing.assert_allclose(got["normal"][i], n, atol=1e-4)
+        np.testing.assert_allclose(got["depth"][i], d, atol=1e-5)
+        matched += 1
+    assert matched == n_expect  # every brute-force contact was generated, once
+    assert got["count"] == matched + edge == int(c.active.numpy().sum())
+
+
+def test_too_many_body_pair_contacts_for_the_slots_raise():
+    from sim.collide_body_pairs import BodyPairContacts
+
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    for x in (0.0, 0.05, -0.05, 0.0):  # the first sphere's one point touches three others
+        body = b.add_body(kc.transform(kc.vec3(x, 0.05 if x == 0.0 and b.body_count else 0, 0),
+                                       kc.quat(0, 0, 0, 1)))
+        b.add_shape_sphere(radius=0.04, body=body)
+    m = b.finalize()
+    w = kc.zeros(m.body_count, dtype=kc.spatial_vector)
+    with pytest.raises(RuntimeError, match="slots_per_thread=2"):
+        BodyPairContacts(m, slots_per_thread=2).eval(m, m.state(), w, 1e-3)
+    BodyPairContacts(m, slots_per_thread=3).eval(m, m.state(), w, 1e-3)
+
+
+def test_gradient_through_box_box_body_contact_matches_finite_differences():
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    b.set_material(0, ke=2e4, restitution=0.6, mu=0.3)
+    hammer = b.add_body(kc.transform(kc.vec3(-0.35, 0.04, 0.03), kc.quat(0.1, 0.2, 0.0, 0.97468)), vel=(2.0, 0, 0))
+    b.add_shape_box(half_extents=(0.06, 0.05, 0.04), body=hammer)
+    box = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, np.sin(0.2), np.cos(0.2))))
+    b.add_shape_box(half_extents=(0.1, 0.1, 0.1), body=box)
+    m = b.finalize(requires_grad=True)
+    solver = sim.SolverSemiImplicit(m)
+    steps, dt = 200, 1e-3
+    states = [m.state() for _ in range(steps + 1)]
+    w = np.zeros((2, 7), np.float32)
+    w[0, :3] = (1.0, 0.5, 0.3)
+    w[1, :6] = (0.4, -0.6, 0.2, 0.3, 0.1, 0.5)
+    seen = []
+
+    def run(v0):
+        states[0].body_qd.numpy()[hammer, :3] = v0
+        for k in range(steps):
+            solver.step(m, states[k], states[k + 1], None, dt)
+            seen.append(int(solver.body_pair_contacts.count.numpy()[0]))
+        return float((states[-1].body_q.numpy().astype(np.float64) * w).sum())
+
+    v0 = np.array([2.0, 0.0, 0.0])
+    tape = kc.Tape()
+    with tape:
+        run(v0)
+    tape.backward(grads={states[-1].body_q: w})
+    grad = states[0].body_qd.grad.numpy()[hammer, :3].astype(np.float64)
+    assert max(seen) > 0 and np.linalg.norm(states[-1].body_qd.numpy()[box, 3:]) > 0.1  # they hit
+    eps = 1e-3
+    fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
+    np.testing.assert_allclose(grad, fd, rtol=0.03, atol=3e-3)
