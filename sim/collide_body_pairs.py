@@ -135,15 +135,16 @@ def generate_body_pair_contacts_kernel(
             use = round_pair
             if pt[3] >= 0.0:
                 use = 1
-            near = kc.length(centers[j] - pos_a) <= (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach
+            near = int(1)
             # bounding spheres apart (with the margin of the query): nothing to do
-            if not near:
+            if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
                 use = 0
-            tfb = body_q[bb]
-            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
-            pos_b = kc.transform_point(tfb, shape_pos[sb])
-            scale_b = shape_scale[sb]
+                near = 0
             if use != 0:
+                tfb = body_q[bb]
+                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+                pos_b = kc.transform_point(tfb, shape_pos[sb])
+                scale_b = shape_scale[sb]
                 n = kc.vec3(0.0, 1.0, 0.0)
                 gap = float(1.0e30)
                 contact = pos_a
@@ -180,11 +181,14 @@ def generate_body_pair_contacts_kernel(
                     else:
                         kc.atomic_add(overflow, 0, 1)
                     used = used + 1
-            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near:
+            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near != 0:
                 # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
-                gap_e, n_e, contact_e, found = box_edge_contact(pos_a, rot_a, scale_a, pos_b, rot_b, scale_b)
+                tfe = body_q[bb]
+                gap_e, n_e, contact_e, found = box_edge_contact(
+                    pos_a, rot_a, scale_a, kc.transform_point(tfe, shape_pos[sb]),
+                    kc.quat_to_matrix(kc.transform_get_rotation(tfe)) * shape_rot[sb], shape_scale[sb])
                 if found != 0:
-                    v_e = pair_relative_velocity(contact_e, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb],
+                    v_e = pair_relative_velocity(contact_e, tfa, body_qd[ba], body_com[ba], tfe, body_qd[bb],
                                                  body_com[bb])
                     if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
                         if used < slots_per_thread:
@@ -326,8 +330,8 @@ class BodyPairContacts:
 
     def apply(self, model, state, contacts, wrenches, dt: float):
         """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
-        if not self.active or contacts.capacity == 0:
-            return
+        if not self.active or contacts.capacity == 0 or contacts.count.numpy()[0] == 0:
+            return  # nothing touches (count was read back by generate's overflow check anyway)
         kc.launch(apply_body_pair_contacts_kernel, dim=contacts.capacity,
                   inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
                           contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
