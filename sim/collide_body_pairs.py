@@ -326,7 +326,7 @@ class BodyPairContacts:
             raise RuntimeError(
                 f"body-body contacts: {dropped} contacts did not fit in slots_per_thread={self.slots_per_thread} "
                 f"(one shape's contact point touches that many shapes); pass a larger "
-                f"body_pair_slots to the solver")
+                f"body_pair_slots to SolverSemiImplicit")
 
     def apply(self, model, state, contacts, wrenches, dt: float):
         """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""

@@ -54,6 +54,10 @@ class SolverSemiImplicit:
     ``ke`` or ``dt`` (DiffTaichi's bouncing-ball problem), which matters for optimising
     throws and impacts.
 
+    body_pair_slots: contact slots per (body shape, contact point) for body-body contacts,
+        i.e. the most other shapes one contact point may touch in a step (default 12); a
+        step that finds more raises an error naming this argument.
+
     self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``
         with its defaults; or a ``sim.ClothSelfContact``): vertex-triangle and edge-edge
         repulsion with a thickness and a step bound so that cloth never passes through
@@ -64,7 +68,8 @@ class SolverSemiImplicit:
     """
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
-                 brute_force_contacts: bool = False, toi: bool = False, self_contact=None):
+                 brute_force_contacts: bool = False, toi: bool = False, self_contact=None,
+                 body_pair_slots: int = 12):
         self.model = model
         self.self_contact = _cloth_self_contact(model, self_contact, toi)
         self.toi = bool(toi)
@@ -96,7 +101,7 @@ class SolverSemiImplicit:
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
-                self.body_pairs = BodyPairContacts(model, swept_shapes=swept)
+                self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots)
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None

@@ -338,6 +338,11 @@ def test_too_many_body_pair_contacts_for_the_slots_raise():
     with pytest.raises(RuntimeError, match="slots_per_thread=2"):
         BodyPairContacts(m, slots_per_thread=2).eval(m, m.state(), w, 1e-3)
     BodyPairContacts(m, slots_per_thread=3).eval(m, m.state(), w, 1e-3)
+    # through the solver: the argument the error names is the solver's
+    s0, s1 = m.state(), m.state()
+    with pytest.raises(RuntimeError, match="body_pair_slots to SolverSemiImplicit"):
+        sim.SolverSemiImplicit(m, body_pair_slots=2).step(m, s0, s1, None, 1e-3)
+    sim.SolverSemiImplicit(m, body_pair_slots=3).step(m, s0, s1, None, 1e-3)
 
 
 def test_gradient_through_box_box_body_contact_matches_finite_differences():
