@@ -3,8 +3,12 @@
 A state from another model has arrays of other lengths; the kernels would read and write
 past their ends (a segfault, or silently wrong numbers).  Comparing a few integers costs
 well under a microsecond per array, so it is done on every step.
+
+``reports_non_finite`` wraps a solver's step to name the step and State quantity of a NaN/Inf.
 """
 from __future__ import annotations
+
+import functools
 
 
 def check_step_arguments(model, state_in, state_out, control=None):
@@ -30,8 +34,6 @@ def check_step_arguments(model, state_in, state_out, control=None):
 
 
 # --- NaN/Inf reports of a solver step (kc.config.verify_nan or ``solver.verify_nan = True``) -------------------
-
-import functools  # noqa: E402
 
 _CONTROL_INPUTS = ("particle_f_ext", "body_f", "particle_actuation", "joint_f", "joint_target_pos",
                    "joint_target_vel")
