@@ -86,7 +86,8 @@ class _NoRecording:
         stack.extend(self.saved)
 
 
-def checkpointed(step, state, num_steps: int, make_state=None, segment: int | None = None, on_state_grad=None):
+def checkpointed(step, state, num_steps: int, make_state=None, segment: int | None = None, on_state_grad=None,
+                 schedule: str = "sqrt", snapshots: int | None = None):
     """Run ``step(i, state_in, state_out)`` for i = 0 .. num_steps-1 from ``state``; return the
     final state (a new one, from ``make_state()``).
 
@@ -112,6 +113,11 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
             the gradient of state i (the input of step i; i = N: the final state) is complete,
             i = N first, down to 0 (kc.autograd.gradient_norms uses it).  The state and its
             ``.grad`` arrays may be reused after it returns: copy what you keep.
+        schedule: ``"sqrt"`` (segments of ``segment`` steps, above) or ``"revolve"``: the
+            binomial schedule of kernelcore/checkpoint_revolve.py, which keeps at most
+            ``snapshots`` intermediate states (plus 2 to 3 work states) and re-runs steps more
+            often (about r times each for N = C(snapshots + r, r)).
+        snapshots: for ``schedule="revolve"``, an integer >= 0; default ceil(log2 N).
     """
     n = int(num_steps)
     if n < 1 or n != num_steps:
@@ -120,6 +126,17 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
     if k < 1 or (segment is not None and k != segment):
         raise ValueError(f"kc.checkpointed: segment must be an integer >= 1, got {segment!r}")
     k = min(k, n)
+    if schedule not in ("sqrt", "revolve"):
+        raise ValueError(f"kc.checkpointed: schedule must be 'sqrt' or 'revolve', got {schedule!r}")
+    if schedule == "revolve":
+        n_snap = max(0, (n - 1).bit_length()) if snapshots is None else snapshots
+        if not isinstance(n_snap, int) or isinstance(n_snap, bool) or n_snap < 0:
+            raise ValueError(f"kc.checkpointed: snapshots must be an integer >= 0, got {snapshots!r}")
+        if segment is not None:
+            raise ValueError("kc.checkpointed: segment= is for schedule='sqrt'; schedule='revolve' takes snapshots=")
+        k = n  # the forward keeps no checkpoint: the backward's schedule takes its own snapshots
+    elif snapshots is not None:
+        raise ValueError("kc.checkpointed: snapshots= is for schedule='revolve'")
     make_state = make_state or _like(state)
     state_arrays(state)  # checks the layout early
     recording = bool(get_runtime().tape_stack)
@@ -156,12 +173,19 @@ def checkpointed(step, state, num_steps: int, make_state=None, segment: int | No
             if a.grad is None:
                 raise ValueError("kc.checkpointed: make_state() returned arrays without requires_grad=True; the "
                                  "gradient cannot flow through the loop")
-    loop = _Loop(step, n, k, make_state, checkpoints, final, on_state_grad)
+    if schedule == "revolve":
+        from .checkpoint_revolve import RevolveLoop
+
+        loop = RevolveLoop(step, n, n_snap, make_state, state, final, on_state_grad)
+    else:
+        loop = _Loop(step, n, k, make_state, checkpoints, final, on_state_grad)
     arrays = state_arrays(state) + state_arrays(final) + outside
     for tape in _enclosing_tapes():
         tape.record_func(loop.backward, arrays)
         entry = tape.launches[-1]
-        entry.name = f"checkpointed({n} steps, segment {k})"
+        entry.name = (f"checkpointed({n} steps, revolve, {n_snap} snapshots)" if schedule == "revolve"
+                      else f"checkpointed({n} steps, segment {k})")
+        entry.loop = loop
         entry.expand = loop.expand  # for kc.autograd.gradcheck_tape
     return final
 

@@ -23,7 +23,7 @@ LAYERS = [
     ("build", ["cache", "toolchain", "nvrtc", "module"]),
     ("kernel", ["kernel", "kernel_generic"]),
     ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "indexed_launch", "verify_nan"]),
-    ("tape", ["tape", "checkpoint", "grad_health", "autograd"]),
+    ("tape", ["tape", "checkpoint", "checkpoint_revolve", "grad_health", "autograd"]),
     ("package", ["", "builtins.docgen"]),  # "": kernelcore/__init__.py, which imports everything
 ]
 

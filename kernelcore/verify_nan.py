@@ -45,14 +45,37 @@ def _describe(index, comp, value):
     return f"{value} at index {idx}{comp_txt}"
 
 
+#: a stack of lists: while one is open (see ``collecting``), a forward hit is recorded in it instead of
+#: raised, so that a caller (a sim solver's step) can finish and name the quantity it belongs to
+_collectors: list = []
+
+
+class collecting:
+    """``with collecting() as hits:`` forward NaN/Inf hits go into the list ``hits`` (the first one
+    only: later launches are not checked once one is found) instead of raising at once."""
+
+    def __enter__(self):
+        self.hits = []
+        _collectors.append(self.hits)
+        return self.hits
+
+    def __exit__(self, *exc):
+        _collectors.remove(self.hits)
+
+
 def check_forward(kernel, ir, params):
     """Raise NonFiniteError if a float array the kernel writes holds a NaN/Inf."""
+    if _collectors and _collectors[-1]:
+        return  # the first hit of this step is already known; the step's own report follows
     for name, t, p in zip(kernel.arg_names, kernel.arg_types, params):
         if isinstance(t, ArrayType) and name in ir.array_writes:
             hit = _first_bad(p)
             if hit is not None:
-                raise NonFiniteError(f"verify_nan: kernel '{kernel.key}'{_where(kernel)} wrote {_describe(*hit)} "
-                                     f"of argument '{name}'")
+                msg = f"verify_nan: kernel '{kernel.key}'{_where(kernel)} wrote {_describe(*hit)} of argument '{name}'"
+                if _collectors:
+                    _collectors[-1].append(msg)
+                    return
+                raise NonFiniteError(msg)
 
 
 def check_adjoint(kernel, params, position):

@@ -24,7 +24,7 @@ import kernelcore as kc
 from ..articulation import _fk_inputs
 from ..collide_bodies import body_static_pairs, eval_body_static_contacts
 from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
-from .checks import check_step_arguments
+from .checks import check_step_arguments, reports_non_finite
 
 
 class _StepBuffers:
@@ -107,6 +107,7 @@ class SolverFeatherstone:
             state_out.featherstone_buffers = buf
         return buf
 
+    @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         if model is not self.model:

@@ -23,6 +23,7 @@ import kernelcore as kc
 
 from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
 from ..mpm_transfer import BOUNDARY_CODES, grid_to_particle, particle_to_grid, update_grid, zero_grid
+from .checks import reports_non_finite
 
 #: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
 #: bound outwards, and a stencil (3 nodes) always fits.
@@ -197,6 +198,7 @@ class SolverMPM:
             state.mpm_grid = g
         return g
 
+    @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out``; ``control.particle_actuation`` [Pa] may be None."""
         if not (dt > 0 and dt <= self.max_dt):

@@ -64,7 +64,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from .checks import check_step_arguments
+from .checks import check_step_arguments, reports_non_finite
 
 
 class PBFNeighbors:
@@ -256,6 +256,7 @@ class SolverPBF:
                              f"h = {self.h:g} m); take smaller steps (SolverPBF.max_dt(state)) or raise cfl=")
         self._check_inside(state_in.particle_q.numpy(), "state_in's particle", "bounds")
 
+    @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control.particle_f_ext`` [N] may be None)."""
         if model is not self.model:

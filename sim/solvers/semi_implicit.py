@@ -21,7 +21,7 @@ from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
-from .checks import check_step_arguments
+from .checks import check_step_arguments, reports_non_finite
 
 
 class SolverSemiImplicit:
@@ -113,6 +113,7 @@ class SolverSemiImplicit:
 
             self._mesh_contacts = eval_particle_mesh_contacts
 
+    @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)

@@ -12,7 +12,7 @@ from kernelcore.device import get_runtime
 
 from ..xpbd_cloth import (xpbd_predict, xpbd_project_bending, xpbd_project_contacts, xpbd_project_stretch,
                           xpbd_velocities)
-from .checks import check_step_arguments
+from .checks import check_step_arguments, reports_non_finite
 
 
 def colour_constraints(constraints, particle_count, inv_mass=None):
@@ -108,6 +108,7 @@ class SolverXPBD:
         smat = model.shape_material.numpy() if model.shape_count else np.zeros(0, np.int32)
         self.shape_mu = kc.array((0.5 * (mu[pmat] + mu[smat])).astype(np.float32), dtype=float, device=dev)
 
+    @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)

@@ -36,19 +36,19 @@ def _kernel_problem(n=5):
     return x0, w, c, step
 
 
-def _kernel_grads(num_steps, segment):
+def _kernel_grads(num_steps, segment, **schedule):
     x0, w, c, step = _kernel_problem()
     loss = kc.zeros(1, dtype=float, requires_grad=True)
     tape = kc.Tape()
     with tape:
-        if segment is None:
+        if segment is None and not schedule:
             cur = x0
             for i in range(num_steps):
                 nxt = kc.zeros(x0.shape, dtype=float, requires_grad=True)
                 step(i, cur, nxt)
                 cur = nxt
         else:
-            cur = kc.checkpointed(step, x0, num_steps, segment=segment)
+            cur = kc.checkpointed(step, x0, num_steps, segment=segment, **schedule)
         kc.launch(_sum_squares, x0.shape[0], inputs=[cur], outputs=[loss])
     tape.backward(loss)
     return loss.numpy().copy(), x0.grad.numpy().copy(), w.grad.numpy().copy(), c.grad.numpy().copy()
@@ -103,7 +103,7 @@ def _chain_model():
     return b.finalize(requires_grad=True)
 
 
-def _spring_grads(num_steps, segment):
+def _spring_grads(num_steps, segment, **schedule):
     m = _chain_model()
     solver = sim.SolverSemiImplicit(m)
     ctrl = m.control(requires_grad=True)
@@ -118,14 +118,14 @@ def _spring_grads(num_steps, segment):
     loss = kc.zeros(1, dtype=float, requires_grad=True)
     tape = kc.Tape()
     with tape:
-        if segment is None:
+        if segment is None and not schedule:
             cur = s0
             for i in range(num_steps):
                 nxt = m.state()
                 step(i, cur, nxt)
                 cur = nxt
         else:
-            cur = kc.checkpointed(step, s0, num_steps, make_state=m.state, segment=segment)
+            cur = kc.checkpointed(step, s0, num_steps, make_state=m.state, segment=segment, **schedule)
         kc.launch(_weighted_positions, m.particle_count, inputs=[cur.particle_q, cur.particle_qd], outputs=[loss])
     tape.backward(loss)
     out = [loss, s0.particle_q.grad, s0.particle_qd.grad, ctrl.particle_f_ext.grad]
@@ -212,7 +212,7 @@ def test_object_state_needs_make_state():
 
 
 # -- peak memory (tracemalloc: CPU kc arrays are numpy buffers, which tracemalloc sees) ------
-def _peak_bytes(num_steps, segment, size):
+def _peak_bytes(num_steps, segment, size, **schedule):
     x0 = kc.array(np.linspace(-1, 1, size).astype(np.float32), dtype=float, requires_grad=True)
     w = kc.array(np.ones(size, np.float32), dtype=float, requires_grad=True)
     c = kc.array(np.array([0.1], np.float32), dtype=float, requires_grad=True)
@@ -228,14 +228,14 @@ def _peak_bytes(num_steps, segment, size):
         base = tracemalloc.get_traced_memory()[0]
         tape = kc.Tape()
         with tape:
-            if segment is None:
+            if segment is None and not schedule:
                 cur = x0
                 for i in range(num_steps):
                     nxt = kc.zeros(size, dtype=float, requires_grad=True)
                     step(i, cur, nxt)
                     cur = nxt
             else:
-                cur = kc.checkpointed(step, x0, num_steps, segment=segment)
+                cur = kc.checkpointed(step, x0, num_steps, segment=segment, **schedule)
             kc.launch(_sum_squares, size, inputs=[cur], outputs=[loss])
         tape.backward(loss)
         peak = tracemalloc.get_traced_memory()[1] - base
@@ -252,3 +252,82 @@ def test_peak_memory_is_about_two_sqrt_n_states():
     np.testing.assert_array_equal(g_ckpt, g_plain)
     assert peak_plain >= n * state_bytes  # the plain tape keeps every state
     assert peak_ckpt <= (2 * math.sqrt(n) + 2) * state_bytes, (peak_ckpt / state_bytes, peak_plain / state_bytes)
+
+
+# -- binomial (revolve) schedule --------------------------------------------------------------
+@pytest.mark.parametrize("n, snapshots", [(20, 0), (20, 1), (23, 2), (23, 3), (20, None), (5, 10), (1, 2)])
+def test_revolve_bitwise_equal_to_plain_tape(n, snapshots):
+    want = _kernel_grads(n, None)
+    got = _kernel_grads(n, None, schedule="revolve", snapshots=snapshots)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_revolve_mass_spring_bitwise_equal_to_plain_tape():
+    want, _ = _spring_grads(23, None)
+    got, tape = _spring_grads(23, None, schedule="revolve", snapshots=2)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("n, s", [(60, 2), (60, 4), (100, 3)])
+def test_revolve_keeps_at_most_s_plus_three_states_and_recomputes_per_binomial_bound(n, s):
+    from math import comb
+
+    from kernelcore.checkpoint_revolve import revolve_split
+
+    x0, w, c, step = _kernel_problem()
+    calls = []
+    loss = kc.zeros(1, dtype=float, requires_grad=True)
+    tape = kc.Tape()
+    with tape:
+        cur = kc.checkpointed(lambda i, a, b: (calls.append(i), step(i, a, b)), x0, n, schedule="revolve",
+                              snapshots=s)
+        kc.launch(_sum_squares, x0.shape[0], inputs=[cur], outputs=[loss])
+    loop = tape.launches[-2].loop
+    forward_calls = len(calls)
+    tape.backward(loss)
+    assert loop.allocated <= s + 3
+    r = next(r for r in range(1, n) if comb(s + r, s) >= n)
+    backward_calls = len(calls) - forward_calls
+    assert backward_calls == loop.steps_run
+    assert backward_calls <= r * n + n  # each step re-run at most r times, plus its recorded run
+    assert 1 <= revolve_split(n, s) < n
+
+
+def test_revolve_bad_arguments():
+    x0, w, c, step = _kernel_problem()
+    with pytest.raises(ValueError, match="snapshots must be an integer >= 0"):
+        kc.checkpointed(step, x0, 5, schedule="revolve", snapshots=-1)
+    with pytest.raises(ValueError, match="schedule must be"):
+        kc.checkpointed(step, x0, 5, schedule="binomial")
+    with pytest.raises(ValueError, match="segment= is for schedule='sqrt'"):
+        kc.checkpointed(step, x0, 5, schedule="revolve", segment=2)
+
+
+def test_revolve_peak_memory_is_about_s_states():
+    n, size, s = 64, 50_000, 3
+    state_bytes = 2 * 4 * size  # value + gradient, float32
+    peak, g = _peak_bytes(n, None, size, schedule="revolve", snapshots=s)
+    np.testing.assert_array_equal(g, _peak_bytes(n, None, size)[1])
+    # the final state, s snapshots, 2 work states (measured: s + 2 allocated), some slack
+    assert peak <= (s + 4) * state_bytes, peak / state_bytes
+
+
+def test_revolve_on_state_grad_sees_the_same_gradients_as_the_sqrt_schedule():
+    def norms(**kw):
+        x0, w, c, step = _kernel_problem()
+        seen = []
+        loss = kc.zeros(1, dtype=float, requires_grad=True)
+        tape = kc.Tape()
+        with tape:
+            cur = kc.checkpointed(step, x0, 13, on_state_grad=lambda i, s: seen.append((i, s.grad.numpy().copy())),
+                                  **kw)
+            kc.launch(_sum_squares, x0.shape[0], inputs=[cur], outputs=[loss])
+        tape.backward(loss)
+        return seen
+
+    want, got = norms(segment=4), norms(schedule="revolve", snapshots=2)
+    assert [i for i, _ in got] == list(range(13, -1, -1)) == [i for i, _ in want]
+    for (_, g), (_, w) in zip(got, want):
+        np.testing.assert_array_equal(g, w)
