@@ -165,6 +165,28 @@ def claim_winner(target: int, kind: int, x: int, y: int, claim: kc.array(dtype=i
 
 
 @kc.func
+def bound_pair_vertices(claim_pass: int, dist: float, kind: int, x: int, y: int, v0: int, v1: int, v2: int,
+                        v3: int, bound: kc.array(dtype=float), claim: kc.array(dtype=int),
+                        winner: kc.array(dtype=int, ndim=2)):
+    """Pair (kind, x, y) at distance ``dist`` touches vertices v0..v3.  Pass 0: lower their
+    bounds to ``dist``; pass 1: claim each vertex whose bound this pair set."""
+    if claim_pass == 0:
+        kc.atomic_min(bound, v0, dist)
+        kc.atomic_min(bound, v1, dist)
+        kc.atomic_min(bound, v2, dist)
+        kc.atomic_min(bound, v3, dist)
+    else:
+        if dist == bound[v0]:
+            claim_winner(v0, kind, x, y, claim, winner)
+        if dist == bound[v1]:
+            claim_winner(v1, kind, x, y, claim, winner)
+        if dist == bound[v2]:
+            claim_winner(v2, kind, x, y, claim, winner)
+        if dist == bound[v3]:
+            claim_winner(v3, kind, x, y, claim, winner)
+
+
+@kc.func
 def vt_distance(i: int, t: int, q: kc.array(dtype=kc.vec3), tris: kc.array(dtype=int, ndim=2)) -> float:
     """Distance [m] from vertex i to triangle t."""
     x = q[i]
@@ -203,20 +225,7 @@ def step_bound_vt_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), tris: k
         if a != i and b != i and c != i:
             dist = vt_distance(i, t, q, tris)
             if dist < radius:
-                if claim_pass == 0:
-                    kc.atomic_min(bound, i, dist)
-                    kc.atomic_min(bound, a, dist)
-                    kc.atomic_min(bound, b, dist)
-                    kc.atomic_min(bound, c, dist)
-                else:
-                    if dist == bound[i]:
-                        claim_winner(i, 1, i, t, claim, winner)
-                    if dist == bound[a]:
-                        claim_winner(a, 1, i, t, claim, winner)
-                    if dist == bound[b]:
-                        claim_winner(b, 1, i, t, claim, winner)
-                    if dist == bound[c]:
-                        claim_winner(c, 1, i, t, claim, winner)
+                bound_pair_vertices(claim_pass, dist, 1, i, t, i, a, b, c, bound, claim, winner)
 
 
 @kc.kernel
@@ -236,20 +245,7 @@ def step_bound_ee_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), edges:
         if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
             dist = ee_distance(e, o, q, edges)
             if dist < radius:
-                if claim_pass == 0:
-                    kc.atomic_min(bound, i0, dist)
-                    kc.atomic_min(bound, i1, dist)
-                    kc.atomic_min(bound, j0, dist)
-                    kc.atomic_min(bound, j1, dist)
-                else:
-                    if dist == bound[i0]:
-                        claim_winner(i0, 2, e, o, claim, winner)
-                    if dist == bound[i1]:
-                        claim_winner(i1, 2, e, o, claim, winner)
-                    if dist == bound[j0]:
-                        claim_winner(j0, 2, e, o, claim, winner)
-                    if dist == bound[j1]:
-                        claim_winner(j1, 2, e, o, claim, winner)
+                bound_pair_vertices(claim_pass, dist, 2, e, o, i0, i1, j0, j1, bound, claim, winner)
 
 
 @kc.kernel

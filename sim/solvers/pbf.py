@@ -59,6 +59,7 @@ S steps keeps S sets; two states ping-ponged keep two.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -182,6 +183,15 @@ class SolverPBF:
         m = self.model
         if m.particle_count == 0:
             raise ValueError("SolverPBF: the model has no particles")
+        visc = getattr(m, "material_viscosity", None)
+        if visc is not None:
+            used = np.unique(m.particle_material.numpy())
+            v = visc.numpy()[used]
+            if np.any(v > 0):
+                # the continuum material's viscosity belongs to SolverMPM; reading it here silently would
+                # be a second meaning, ignoring it silently would hide the user's setting
+                warnings.warn(f"SolverPBF: material viscosity {float(v.max()):g} Pa s (add_material(viscosity=...)) "
+                              f"has no effect on PBF; its viscosity is the xsph= coefficient", stacklevel=3)
         if m.shape_count:
             body = m.shape_body.numpy()
             for s in range(m.shape_count):

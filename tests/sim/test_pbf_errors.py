@@ -77,6 +77,19 @@ def test_rest_density_needs_particle_volumes():
     assert sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS, rest_density=800.0).rest_density == 800.0
 
 
+def test_material_viscosity_is_reported_not_ignored():
+    b = sim.ModelBuilder()
+    mat = b.add_material(model="fluid", viscosity=0.5)
+    b.add_particle_grid((0.1, 0.1, 0.1), (0.0, 0.0, 0.0), 2, 2, 2, 0.05, density=1000.0, radius=0.025, material=mat)
+    with pytest.warns(UserWarning, match="xsph"):
+        sim.SolverPBF(b.finalize(), smoothing_length=0.1, bounds=BOUNDS)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim.SolverPBF(block_model(), smoothing_length=0.1, bounds=BOUNDS)  # viscosity 0: nothing to report
+
+
 def test_neighbour_overflow_raises():
     model = block_model()
     solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS, max_neighbors=4)
