@@ -6,7 +6,8 @@ One step is three launches (Hu et al. 2018, moving-least-squares MPM with APIC):
   then scatter mass and affine momentum ``m v + (m C - dt V (4 / dx^2) tau) (x_i - x_p)``
   to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds);
 * ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders (ground plane,
-  static sphere/box/plane shapes; a node inside one keeps only what the boundary rule allows);
+  static sphere/box/capsule/plane/mesh shapes and shapes on rigid bodies, sim/mpm_colliders.py;
+  a node inside one keeps only what the boundary rule allows, bodies get the reaction);
 * ``g2p``: gather velocity and the APIC affine matrix ``C = (4 / dx^2) sum w v (x_i - x_p)^T``
   and move the particle, ``x += dt v``.
 
@@ -18,8 +19,11 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_shapes import box_closest
+from .mpm_colliders import collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import update_particle_material
+
+#: the wall rule of a grid node (sim/mpm_colliders.py)
+collide_plane = collide_node_velocity
 
 BOUNDARY_STICKY = 0
 BOUNDARY_SLIP = 1
@@ -97,55 +101,6 @@ def p2g_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), C: kc
 
 
 @kc.func
-def collide_plane(v: kc.vec3, n: kc.vec3, phi: float, boundary: int, friction: float):
-    """Grid velocity [m/s] of a node at signed distance ``phi`` from a wall with unit normal n (free side).
-
-    Inside (phi < 0): sticky stops the node; slip removes the normal velocity; separate
-    removes it only when it points into the wall.  While the node presses on the wall
-    (normal velocity v_n < 0), Coulomb friction slows the tangential velocity by
-    ``friction * |v_n|`` (stopping it when that is enough).
-    """
-    out = v
-    if phi < 0.0:
-        vn = kc.dot(v, n)
-        if boundary == 0:
-            out = kc.vec3(0.0, 0.0, 0.0)
-        else:
-            if boundary == 1 or vn < 0.0:
-                vt = v - n * vn
-                out = vt
-                if vn < 0.0:
-                    lt = kc.length(vt)
-                    if lt <= -friction * vn:
-                        out = kc.vec3(0.0, 0.0, 0.0)
-                    else:
-                        out = vt * (1.0 + friction * vn / lt)
-    return out
-
-
-@kc.func
-def collide_shape(v: kc.vec3, x: kc.vec3, kind: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, boundary: int,
-                  friction: float):
-    """Grid velocity after a node at ``x`` [m] meets a static sphere (0), box (1) or plane (2); meshes are skipped."""
-    phi = float(1.0)
-    n = kc.vec3(0.0, 1.0, 0.0)
-    if kind == 0:
-        d = x - pos
-        r = kc.length(d)
-        phi = r - scale[0]
-        if r > 0.0:
-            n = d / r
-    if kind == 1:
-        b = box_closest(kc.transpose(rot) * (x - pos), scale)
-        n = rot * kc.vec3(b[0], b[1], b[2])
-        phi = b[3]
-    if kind == 2:
-        n = rot * kc.vec3(0.0, 1.0, 0.0)
-        phi = kc.dot(x - pos, n)
-    return collide_plane(v, n, phi, boundary, friction)
-
-
-@kc.func
 def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary: int, friction: float):
     """The two domain walls across ``axis``: nodes 0..pad lie at or beyond the lower bound, n-1-pad.. the upper."""
     lo = float(i - pad) - 0.5
@@ -159,22 +114,29 @@ def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.a
                           min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
                           friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
-                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          reach: float, shape_count: int, shape_type: kc.array(dtype=kc.int32),
+                          shape_body: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                          grid_v: kc.array(dtype=kc.vec2, ndim=2)):
+                          shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
+                          body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+                          body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                          grid_v: kc.array(dtype=kc.vec2, ndim=2), body_f: kc.array(dtype=kc.spatial_vector)):
     i, j = kc.tid()
     m = grid_m[i, j]
     v = kc.vec3(0.0, 0.0, 0.0)
+    # a node without mass keeps v = 0 (every collider leaves 0 alone on a static wall, and no
+    # particle reads it with a weight that matters), so colliders are only tested where there is mass
     if m > min_mass:
         mv = grid_mv[i, j]
         v = kc.vec3(mv[0] / m + gravity[0] * dt, mv[1] / m + gravity[1] * dt, 0.0)
-    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
-    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
-    xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
-    if ground != 0:
-        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
-    for s in range(shape_count):
-        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
+        v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+        v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
+        xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
+        if ground != 0:
+            v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+        v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
+                                shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com, body_mass,
+                                contact_mass, body_f)
     grid_v[i, j] = kc.vec2(v[0], v[1])
 
 
@@ -253,22 +215,27 @@ def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.a
                           min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int,
                           boundary: int, friction: float,
                           ground: int, ground_normal: kc.vec3, ground_offset: float, grid_lower: kc.vec3, dx: float,
-                          shape_count: int, shape_type: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
+                          reach: float, shape_count: int, shape_type: kc.array(dtype=kc.int32),
+                          shape_body: kc.array(dtype=kc.int32), shape_pos: kc.array(dtype=kc.vec3),
                           shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                          grid_v: kc.array(dtype=kc.vec3, ndim=3)):
+                          shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
+                          body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+                          body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                          grid_v: kc.array(dtype=kc.vec3, ndim=3), body_f: kc.array(dtype=kc.spatial_vector)):
     i, j, k = kc.tid()
     m = grid_m[i, j, k]
     v = kc.vec3(0.0, 0.0, 0.0)
-    if m > min_mass:
+    if m > min_mass:   # colliders only where there is mass (see grid_update_2d_kernel)
         v = grid_mv[i, j, k] / m + gravity * dt
-    v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
-    v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
-    v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
-    xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
-    if ground != 0:
-        v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
-    for s in range(shape_count):
-        v = collide_shape(v, xi, shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], boundary, friction)
+        v = collide_walls(v, i, nx, pad, kc.vec3(1.0, 0.0, 0.0), boundary, friction)
+        v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
+        v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
+        xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
+        if ground != 0:
+            v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+        v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
+                                shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com, body_mass,
+                                contact_mass, body_f)
     grid_v[i, j, k] = v
 
 
@@ -338,20 +305,25 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out):
               outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
 
 
-def update_grid(model, grid, min_mass, gravity, boundary, friction, dt):
-    """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and static
-    sphere/box/plane shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says).
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders):
+    """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and the
+    model's shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says);
+    ``colliders``: (reach [m], body_q, body_qd, contact_mass, body_f) — body poses and velocities at
+    the step's start, the contact node mass per body [kg] (sim/mpm_colliders.body_contact_mass) and
+    the wrench array (B,) the material's reaction is added to.
 
     Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
     velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
     which underflows float32 (inf * 0 = NaN gradients, always so when denormals are flushed).
     """
     kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
+    reach, body_q, body_qd, contact_mass, body_f = colliders
     kc.launch(kernel, dim=grid.shape,
               inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
-                      model.shape_count, model.shape_type, model.shape_pos, model.shape_rot, model.shape_scale],
-              outputs=[grid.v], device=model.device)
+                      float(reach), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
+                      model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass],
+              outputs=[grid.v, body_f], device=model.device)
 
 
 def grid_to_particle(model, state_in, grid, dt, state_out):

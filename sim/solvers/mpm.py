@@ -22,6 +22,8 @@ import numpy as np
 import kernelcore as kc
 
 from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
+from ..body_integrate import add_spatial_kernel, integrate_bodies_kernel, zero_body_forces
+from ..mpm_colliders import body_contact_mass
 from ..mpm_transfer import BOUNDARY_CODES, grid_to_particle, particle_to_grid, update_grid, zero_grid
 from .checks import reports_non_finite
 
@@ -36,7 +38,7 @@ class MPMGrid:
     ``shape`` = nodes per axis (d,), node (i, j[, k]) at ``lower + dx (i, j[, k])``.
     """
 
-    def __init__(self, shape, lower, dx, pad, device, requires_grad):
+    def __init__(self, shape, lower, dx, pad, device, requires_grad, body_count=0):
         vec = kc.vec2 if len(shape) == 2 else kc.vec3
         self.shape = tuple(int(s) for s in shape)
         self.lower = lower
@@ -45,6 +47,8 @@ class MPMGrid:
         self.mv = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
         self.m = kc.zeros(self.shape, dtype=float, device=device, requires_grad=requires_grad)
         self.v = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
+        #: per rigid body: mass [kg] of the grid nodes touching it this step (sim/mpm_colliders.py)
+        self.body_contact_mass = kc.zeros(body_count, dtype=float, device=device, requires_grad=requires_grad)
 
     @property
     def nbytes(self) -> int:
@@ -64,7 +68,8 @@ class SolverMPM:
         dim: 2 (x, y; plane strain, particles keep their z) or 3.
         boundary: "sticky" (walls stop the material), "slip" (normal velocity removed) or
             "separate" (only velocity into a wall removed); also used for the ground plane
-            and the model's static sphere/box/plane shapes (mesh shapes are ignored).
+            and the model's shapes: static sphere/box/capsule/plane/mesh colliders and the
+            shapes carried by rigid bodies (velocity relative to the body's surface).
         friction: Coulomb friction coefficient of walls and colliders (slip/separate): a node
             pressing on a wall loses up to ``friction * |v_n|`` of its tangential speed.
         actuation_axis: unit material direction (3,) along which ``Control.particle_actuation``
@@ -74,6 +79,14 @@ class SolverMPM:
             of the initial materials.  Fast particles (|v| dt > dx) are not checked (that
             would need a read-back from the device).
         gravity: (3,) [m/s^2], default the model's gravity.
+
+    Rigid bodies (two-way coupling, sim/mpm_colliders.py): grid nodes inside a body's shape
+    are projected against the body's moving surface (its pose and velocity at the step's
+    start); the momentum they lose is the material's impulse on the body, written as a
+    wrench into ``state_out.body_f`` [N, N m] (plus ``control.body_f``).  ``step`` then moves
+    the bodies under that wrench and ``gravity`` (sim/body_integrate.py, Newton-Euler), so
+    material + bodies exchange momentum exactly.  Bodies here feel only the material, gravity
+    and ``control.body_f``: no body-body, body-ground or body-wall contacts, no joints.
 
     Attributes:
         max_dt: the largest time step the guard accepts [s].
@@ -126,6 +139,9 @@ class SolverMPM:
         # lightest particle changes momentum far below float32 round-off
         self.min_node_mass = 1.0e-9 * float(model.particle_mass.numpy().min())
         self._zero_actuation = kc.zeros(model.particle_count, dtype=float, device=model.device)
+        #: meshes are searched this far from a grid node [m] (sim/mpm_colliders.py)
+        self.mesh_reach = 4.0 * self.dx
+        self._no_body_f = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
 
     # -- construction checks ------------------------------------------------------------------------
     def _check_bounds(self, bounds):
@@ -194,7 +210,7 @@ class SolverMPM:
         g = state.mpm_grid
         if g is None or g.shape != self.grid_shape or g.dx != self.dx:
             g = MPMGrid(self.grid_shape, self.grid_lower, self.dx, GRID_PAD, self.model.device,
-                        state.particle_q.requires_grad)
+                        state.particle_q.requires_grad, self.model.body_count)
             state.mpm_grid = g
         return g
 
@@ -214,5 +230,23 @@ class SolverMPM:
         grid = self.grid_for(state_out)
         zero_grid(grid, model.device)
         particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out)
-        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt)
+        bodies = model.body_count > 0
+        wrenches = state_out.body_f if bodies else self._no_body_f
+        if bodies:
+            zero_body_forces(wrenches)
+            if control is not None and getattr(control, "body_f", None) is not None:
+                kc.launch(add_spatial_kernel, dim=model.body_count, inputs=[control.body_f, wrenches],
+                          device=model.device)
+        body_q = state_in.body_q if bodies else model.body_q
+        body_qd = state_in.body_qd if bodies else model.body_qd
+        if bodies:
+            body_contact_mass(model, grid, self.min_node_mass, self.gravity, self.boundary, dt, self.mesh_reach,
+                              body_q, body_qd, grid.body_contact_mass)
+        colliders = (self.mesh_reach, body_q, body_qd, grid.body_contact_mass, wrenches)
+        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt, colliders)
         grid_to_particle(model, state_in, grid, dt, state_out)
+        if bodies:
+            kc.launch(integrate_bodies_kernel, dim=model.body_count,
+                      inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
+                              model.body_inertia, model.body_inv_inertia, self.gravity, float(dt)],
+                      outputs=[state_out.body_q, state_out.body_qd], device=model.device)
