@@ -1,14 +1,17 @@
-"""sim.SolverMPM benchmarks: 3-D step time, 2-D diffmpm-size forward + backward, memory; Taichi CPU as the peer.
+"""sim.SolverMPM benchmarks: 3-D step time, 2-D diffmpm-size forward + backward, memory; Taichi and Warp CPU as peers.
 
 Cases (each against the same algorithm written for Taichi in this file when taichi is
-installed, measured in the same process, interleaved; ratios > 1 mean kernelcore is faster):
+installed, and for the 2-D case also with warp-lang on its CPU device when warp imports:
+the MLS-MPM kernels of bench_autodiff.py, ``wp_p2g`` / ``wp_g2p``, with this file's grid
+update; all measured in the same process, interleaved; ratios > 1 mean kernelcore is faster):
 
 (a) ``step3d``: one MLS-MPM step (neo-Hookean, APIC, separate walls, gravity) of a block of
     ``--particles3d`` particles (default 100K) on a 64^3-cell grid.
 (b) ``diffmpm2d``: ``--steps`` substeps of a 6.4K-particle neo-Hookean block on a 128^2 grid,
     forward alone and forward + backward (gradient of the mean final x position w.r.t. the
     initial velocities).  kernelcore keeps one grid per state (tape replay); the Taichi
-    version recomputes each step's grid in its backward pass (DiffTaichi's diffmpm scheme).
+    version recomputes each step's grid in its backward pass (DiffTaichi's diffmpm scheme);
+    the Warp version keeps every step's arrays on its wp.Tape.
 (c) ``--memory-steps N`` (default 0 = off): peak resident memory of a taped N-step run of (b)
     plus its backward (1024 = the diffmpm size; must stay under 24 GiB).
 
@@ -329,6 +332,92 @@ class TiDiffMpm2d:
 
 
 # ----------------------------------------------------------------------------------------------
+# Warp (bench_autodiff.py's MLS-MPM kernels on warp's CPU device; optional)
+# ----------------------------------------------------------------------------------------------
+try:
+    import warp as wp
+    import bench_autodiff as _ba  # noqa: E402  (wp_p2g, wp_g2p)
+except ImportError:
+    wp = None
+
+if wp is not None:
+    wp.config.quiet = True
+
+    @wp.kernel
+    def wp_grid_update_walls(grid_v: wp.array(dtype=wp.vec2, ndim=2), grid_m: wp.array(dtype=float, ndim=2),
+                             min_mass: float, gravity: float, dt: float, n: int, pad: int,
+                             grid_v_out: wp.array(dtype=wp.vec2, ndim=2)):
+        """SolverMPM's 2-D grid update for this case: v = mv / m + dt g where m > min_mass, separate walls."""
+        i, j = wp.tid()
+        m = grid_m[i, j]
+        vx = float(0.0)
+        vy = float(0.0)
+        if m > min_mass:
+            vg = grid_v[i, j] / m
+            vx = vg[0]
+            vy = vg[1] - gravity * dt
+        if i <= pad and vx < 0.0:
+            vx = 0.0
+        if i >= n - 1 - pad and vx > 0.0:
+            vx = 0.0
+        if j <= pad and vy < 0.0:
+            vy = 0.0
+        if j >= n - 1 - pad and vy > 0.0:
+            vy = 0.0
+        grid_v_out[i, j] = wp.vec2(vx, vy)
+
+
+class WpDiffMpm2d:
+    """The 2-D case with warp on its CPU device; every step's particles and grid stay on the wp.Tape."""
+
+    def __init__(self, n_side, grid, steps):
+        x_np, v_np, vol = block(n_side, 2, (0.3, 0.2), 0.4)
+        self.pad, self.G, self.S, self.P = 3, grid + 2 * 3 + 1, steps, len(x_np)
+        self.inv_dx, self.vol, self.mass = float(grid), vol, vol * RHO
+        self.min_mass = 1.0e-9 * self.mass
+        self.mu, self.la = E / (2 * (1 + NU)), E * NU / ((1 + NU) * (1 - 2 * NU))
+        self.x0 = wp.array(x_np[:, :2] + self.pad / grid, dtype=wp.vec2, device="cpu")
+        self.v0 = wp.array(v_np[:, :2], dtype=wp.vec2, device="cpu", requires_grad=True)
+        self.F0 = np.tile(np.eye(2, dtype=np.float32), (self.P, 1, 1))
+        self.grad_v0 = None
+
+    def _run(self, grad):
+        P, G, d = self.P, self.G, "cpu"
+        x, v = self.x0, self.v0
+        C = wp.zeros(P, dtype=wp.mat22, device=d, requires_grad=grad)
+        F = wp.array(self.F0, dtype=wp.mat22, device=d, requires_grad=grad)
+        for _ in range(self.S):
+            F1 = wp.empty(P, dtype=wp.mat22, device=d, requires_grad=grad)
+            gv = wp.zeros((G, G), dtype=wp.vec2, device=d, requires_grad=grad)
+            gm = wp.zeros((G, G), dtype=float, device=d, requires_grad=grad)
+            wp.launch(_ba.wp_p2g, dim=P, inputs=[x, v, C, F, DT, self.inv_dx, self.mass, self.vol, self.mu, self.la,
+                                                 F1, gv, gm], device=d)
+            gv1 = wp.empty((G, G), dtype=wp.vec2, device=d, requires_grad=grad)
+            wp.launch(wp_grid_update_walls, dim=(G, G), inputs=[gv, gm, self.min_mass, GRAVITY, DT, G, self.pad, gv1],
+                      device=d)
+            x1 = wp.empty(P, dtype=wp.vec2, device=d, requires_grad=grad)
+            v1 = wp.empty(P, dtype=wp.vec2, device=d, requires_grad=grad)
+            C1 = wp.empty(P, dtype=wp.mat22, device=d, requires_grad=grad)
+            wp.launch(_ba.wp_g2p, dim=P, inputs=[x, gv1, DT, self.inv_dx, x1, v1, C1], device=d)
+            x, v, C, F = x1, v1, C1, F1
+        loss = wp.zeros(1, dtype=float, device=d, requires_grad=grad)
+        wp.launch(_ba.wp_mpm_loss, dim=P, inputs=[x, 1.0 / P, loss], device=d)
+        return loss
+
+    def forward(self):
+        self._run(False)
+        wp.synchronize()
+
+    def forward_backward(self):
+        tape = wp.Tape()
+        with tape:
+            loss = self._run(True)
+        tape.backward(loss=loss)
+        self.grad_v0 = self.v0.grad.numpy().copy()
+        tape.zero()
+
+
+# ----------------------------------------------------------------------------------------------
 def with_threads(fn, threads):
     """fn run with KERNELCORE_NUM_THREADS = threads (None: all cores).
 
@@ -364,15 +453,41 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-steps", type=int, default=0, help="also measure peak memory of an N-step taped run")
     parser.add_argument("--no-taichi", action="store_true")
+    parser.add_argument("--no-warp", action="store_true")
+    parser.add_argument("--skip-3d", action="store_true", help="only the 2-D case (and memory)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     ti = None if args.no_taichi else taichi()
+    use_wp = wp is not None and not args.no_warp
     res = {"benchmark": "mpm", "environment": environment(), "taichi_version": None,
+           "warp_version": wp.config.version if use_wp else None,
            "settings": vars(args), "cases": {}, "load_average_1min": [load_average()]}
     if ti:
         res["taichi_version"] = ".".join(map(str, ti.__version__))
 
     # (a) 3-D step
+    if not args.skip_3d:
+        step3d(args, ti, res)
+
+    # (b) 2-D diffmpm size, forward and forward + backward
+    diffmpm2d(args, ti, use_wp, res)
+
+    # (c) memory of the diffmpm-size taped run
+    if args.memory_steps:
+        before = peak_rss_gib()
+        km = KcMpm(2, args.side2d, args.grid2d, steps=args.memory_steps, requires_grad=True)
+        t0 = time.perf_counter()
+        with_threads(km.forward_backward, 1)()
+        res["cases"]["memory"] = {"steps": args.memory_steps, "particles": km.model.particle_count,
+                                  "grid_nodes": list(km.solver.grid_shape),
+                                  "peak_rss_gib_before": round(before, 3), "peak_rss_gib": round(peak_rss_gib(), 3),
+                                  "forward_backward_s": round(time.perf_counter() - t0, 2),
+                                  "gradient_finite": bool(np.all(np.isfinite(km.grad_v0)))}
+    write_json(res, args.out)
+    return res
+
+
+def step3d(args, ti, res):
     kc3 = KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
     cases = {"kernelcore": with_threads(kc3.forward, None), "kernelcore_1thread": with_threads(kc3.forward, 1)}
     if ti:
@@ -389,7 +504,9 @@ def main(argv=None):
     res["cases"]["step3d"] = out
     res["load_average_1min"].append(load_average())
 
-    # (b) 2-D diffmpm size, forward and forward + backward
+
+def diffmpm2d(args, ti, use_wp, res):
+    """Case (b): 2-D forward and forward + backward against Taichi and Warp."""
     kf = KcMpm(2, args.side2d, args.grid2d, steps=args.steps)
     kb = KcMpm(2, args.side2d, args.grid2d, steps=args.steps, requires_grad=True)
     cases = {"kc_fwd": with_threads(kf.forward, None), "kc_fwd_bwd": with_threads(kb.forward_backward, None),
@@ -398,6 +515,10 @@ def main(argv=None):
         t2 = TiDiffMpm2d(args.side2d, args.grid2d, args.steps)
         cases["ti_fwd"] = t2.forward
         cases["ti_fwd_bwd"] = t2.forward_backward
+    if use_wp:
+        w2 = WpDiffMpm2d(args.side2d, args.grid2d, args.steps)
+        cases["wp_fwd"] = w2.forward
+        cases["wp_fwd_bwd"] = w2.forward_backward
     t = interleaved(cases, repeats=args.repeats, warmup=1)
     out = {"particles": kf.model.particle_count, "grid_nodes": list(kf.solver.grid_shape), "steps": args.steps,
            "kernelcore_forward_s": t["kc_fwd"]["median"], "kernelcore_forward_backward_s": t["kc_fwd_bwd"]["median"],
@@ -413,23 +534,18 @@ def main(argv=None):
                                                                       t["kc_fwd_bwd_1t"]["median"])
         a, b = kb.grad_v0.astype(np.float64), t2.grad_v0.astype(np.float64)
         out["gradient_rel_diff_vs_taichi"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+    if use_wp:
+        out["warp_forward_s"] = t["wp_fwd"]["median"]
+        out["warp_forward_backward_s"] = t["wp_fwd_bwd"]["median"]
+        out["warp_over_kernelcore_forward"] = ratio(t["wp_fwd"]["median"], t["kc_fwd"]["median"])
+        out["warp_over_kernelcore_forward_backward"] = ratio(t["wp_fwd_bwd"]["median"], t["kc_fwd_bwd"]["median"])
+        out["warp_over_kernelcore_1thread_forward"] = ratio(t["wp_fwd"]["median"], t["kc_fwd_1t"]["median"])
+        out["warp_over_kernelcore_1thread_forward_backward"] = ratio(t["wp_fwd_bwd"]["median"],
+                                                                    t["kc_fwd_bwd_1t"]["median"])
+        a, b = kb.grad_v0.astype(np.float64), w2.grad_v0.astype(np.float64)
+        out["gradient_rel_diff_vs_warp"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
     res["cases"]["diffmpm2d"] = out
     res["load_average_1min"].append(load_average())
-    del kf, kb
-
-    # (c) memory of the diffmpm-size taped run
-    if args.memory_steps:
-        before = peak_rss_gib()
-        km = KcMpm(2, args.side2d, args.grid2d, steps=args.memory_steps, requires_grad=True)
-        t0 = time.perf_counter()
-        with_threads(km.forward_backward, 1)()
-        res["cases"]["memory"] = {"steps": args.memory_steps, "particles": km.model.particle_count,
-                                  "grid_nodes": list(km.solver.grid_shape),
-                                  "peak_rss_gib_before": round(before, 3), "peak_rss_gib": round(peak_rss_gib(), 3),
-                                  "forward_backward_s": round(time.perf_counter() - t0, 2),
-                                  "gradient_finite": bool(np.all(np.isfinite(km.grad_v0)))}
-    write_json(res, args.out)
-    return res
 
 
 if __name__ == "__main__":
