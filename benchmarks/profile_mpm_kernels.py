@@ -3,7 +3,10 @@
 Each kernel is launched back to back (median of 5 blocks of 200 launches), forward and then
 ``launch(adjoint=True)``; KERNELCORE_NUM_THREADS=1 gives the one-thread figures.
 
-Run: python benchmarks/profile_mpm_kernels.py
+``--solver``: the same for sim.SolverMPM's 2-D kernels (sim/mpm_transfer.py) on bench_mpm.py's
+2-D case (6.4K particles, 128^2 cells), including the grid clear.
+
+Run: python benchmarks/profile_mpm_kernels.py [--solver]
 """
 import os
 import sys
@@ -29,7 +32,43 @@ def median_us(fn, n=200):
     return sorted(blocks)[2] * 1e6
 
 
+def solver_kernels():
+    """(kernel, dim, inputs, outputs) of one sim.SolverMPM 2-D step, as SolverMPM.step launches them."""
+    import bench_mpm as M
+    from sim import mpm_transfer as T
+
+    k = M.KcMpm(2, 80, 128, steps=1, requires_grad=True)
+    model, solver = k.model, k.solver
+    s0, s1 = k.states[0], k.states[1]
+    grid = solver.grid_for(s1)
+    solver.step(model, s0, s1, None, M.DT)
+    launches = []
+    real_launch = kc.launch
+
+    def spy(kernel, dim=None, inputs=(), outputs=(), **kw):
+        launches.append((kernel, dim, list(inputs) + list(outputs)))
+        return real_launch(kernel, dim=dim, inputs=inputs, outputs=outputs, **kw)
+
+    kc.launch = spy
+    try:
+        T.zero_grid(grid, model.device)
+        T.particle_to_grid(model, s0, solver._zero_actuation, solver.actuation_axis, grid, M.DT, s1, solver.model_code)
+        T.update_grid(model, grid, solver.min_node_mass, solver.gravity, solver.boundary, solver.friction, M.DT,
+                      (solver.mesh_reach, model.body_q, model.body_qd, grid.body_contact_mass, solver._no_body_f))
+        T.grid_to_particle(model, s0, grid, M.DT, s1)
+    finally:
+        kc.launch = real_launch
+    return launches
+
+
 def main():
+    if "--solver" in sys.argv:
+        print(f"threads: {os.environ.get('KERNELCORE_NUM_THREADS') or os.cpu_count()}")
+        for kernel, dim, args in solver_kernels():
+            fwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, record_tape=False), n=50)
+            bwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, adjoint=True, record_tape=False), n=50)
+            print(f"{kernel.key:24s} forward {fwd:8.1f} us   adjoint {bwd:8.1f} us   ratio {bwd / fwd:.2f}")
+        return
     sim = B.KcMpm()
     c, P, G = sim.c, sim.np_, B.MPM_GRID
 

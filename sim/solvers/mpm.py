@@ -139,6 +139,9 @@ class SolverMPM:
         # lightest particle changes momentum far below float32 round-off
         self.min_node_mass = 1.0e-9 * float(model.particle_mass.numpy().min())
         self._zero_actuation = kc.zeros(model.particle_count, dtype=float, device=model.device)
+        # one material model for every particle: P2G runs a kernel without the other models' code
+        codes = np.unique(model.material_mpm_model.numpy()[model.particle_material.numpy()])
+        self.model_code = int(codes[0]) if len(codes) == 1 else None
         #: meshes are searched this far from a grid node [m] (sim/mpm_colliders.py)
         self.mesh_reach = 4.0 * self.dx
         self._no_body_f = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
@@ -229,7 +232,7 @@ class SolverMPM:
             act = self._zero_actuation
         grid = self.grid_for(state_out)
         zero_grid(grid, model.device)
-        particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out)
+        particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
         bodies = model.body_count > 0
         wrenches = state_out.body_f if bodies else self._no_body_f
         if bodies:
