@@ -80,6 +80,10 @@ class SolverMPM:
             would need a read-back from the device).
         gravity: (3,) [m/s^2], default the model's gravity.
 
+    The particles' materials are read when the solver is made (the CFL guard's wave speed, and
+    the P2G kernel: one specialised to the model when all particles share one); make a new
+    solver after changing them.
+
     Rigid bodies (two-way coupling, sim/mpm_colliders.py): grid nodes inside a body's shape
     are projected against the body's moving surface (its pose and velocity at the step's
     start); the momentum they lose is the material's impulse on the body, written as a
