@@ -22,7 +22,8 @@ import numpy as np
 import kernelcore as kc
 
 from ..articulation import _fk_inputs
-from ..collide_bodies import body_static_pairs, eval_body_static_contacts
+from ..collide_bodies import body_static_pairs
+from ..featherstone_contacts import eval_fs_static_contacts
 from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
 from .checks import check_step_arguments, reports_non_finite
 
@@ -147,8 +148,7 @@ class SolverFeatherstone:
                   inputs=_fk_inputs(model) + [state_in.joint_q, state_in.joint_qd, model.body_com, model.body_mass,
                                               model.body_inertia, control_body_f],
                   outputs=stage1 + [wrenches], device=dev)
-        eval_body_static_contacts(model, SimpleNamespace(body_q=buf.body_q, body_qd=buf.body_qd), self.pairs,
-                                  wrenches, dt)
+        eval_fs_static_contacts(model, buf.body_q, buf.body_qd, self.pairs, wrenches, dt)
         kc.launch(fs_dynamics_kernel, dim=na,
                   inputs=common + [buf.body_q, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
                                    buf.joint_S, model.gravity, float(dt)],
