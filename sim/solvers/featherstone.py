@@ -21,7 +21,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from ..articulation import _fk_inputs
+from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import eval_fs_static_contacts
 from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
@@ -124,9 +124,8 @@ class SolverFeatherstone:
             value = getattr(control, name, None) if control is not None else None
             return default if value is None else value
 
-        common = [model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                  model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
-                  model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis, self.body_joint,
+        art_table, joint_table = articulation_tables(model)
+        common = [art_table, joint_table, model.joint_X_p, model.joint_X_c, model.joint_axis, self.body_joint,
                   state_in.joint_q, state_in.joint_qd, model.joint_armature, model.joint_damping,
                   model.joint_target_ke, model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
                   model.joint_limit_ke, model.joint_limit_kd, model.joint_effort_limit,
@@ -168,9 +167,7 @@ class SolverFeatherstone:
                   outputs=[buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
                            buf.joint_S, scratch.body_f], device=model.device, record_tape=False)
         kc.launch(fs_assemble_kernel, dim=model.articulation_count,
-                  inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                          model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
-                          model.joint_q_start, model.joint_qd_start, self.body_joint, state.joint_q, state.joint_qd,
+                  inputs=[*articulation_tables(model), model.joint_X_p, self.body_joint, state.joint_q, state.joint_qd,
                           model.joint_armature, model.joint_damping, model.joint_target_ke, model.joint_target_kd,
                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke,
                           model.joint_limit_kd, model.joint_effort_limit, self._zero_joint, model.joint_target_pos,
