@@ -1,9 +1,9 @@
 """Kernels of SolverFeatherstone: articulated dynamics in generalised coordinates.
 
-One thread per articulation.  The three stages below are functions; ``fs_kinematics_kernel``
-runs stage 1, contacts are a launch of their own (sim/collide_bodies.py), and
-``fs_dynamics_kernel`` runs stages 2 and 3 and the forward kinematics of the new state;
-without contacts ``fs_step_kernel`` does the whole step in one launch.
+One thread per articulation.  The three stages below are functions; ``fs_step_kernel`` runs
+them and the forward kinematics of the new state in one launch, and with contacts
+``fs_step_contacts_kernel`` (sim/featherstone_contacts.py) does the same with the
+articulation's own body-static contacts between stages 1 and 2.
 
 1. ``fs_kinematics_kernel`` — forward kinematics of ``state_in``: body frames and API
    velocities (for contacts), the twist V of each body, its velocity-product
@@ -341,43 +341,6 @@ def fs_kinematics_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc
                   body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
     for j in range(art_table[a, 0], art_table[a, 1]):
         wrenches[joint_table[j, 2]] = control_body_f[joint_table[j, 2]]
-
-
-@kc.kernel
-def fs_dynamics_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
-                       joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                       joint_axis: kc.array(dtype=kc.vec3),
-                       body_joint: kc.array(dtype=int), joint_q: kc.array(dtype=float),
-                       joint_qd: kc.array(dtype=float), joint_armature: kc.array(dtype=float),
-                       joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
-                       joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
-                       joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
-                       joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
-                       joint_f: kc.array(dtype=float),
-                       target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
-                       body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
-                       wrenches: kc.array(dtype=kc.spatial_vector), body_v: kc.array(dtype=kc.spatial_vector),
-                       body_a: kc.array(dtype=kc.spatial_vector), body_m: kc.array(dtype=float),
-                       body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
-                       joint_S: kc.array(dtype=kc.spatial_vector), gravity: kc.vec3, dt: float,
-                       f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
-                       ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33), H: kc.array(dtype=float),
-                       rhs: kc.array(dtype=float), L: kc.array(dtype=float), y: kc.array(dtype=float),
-                       qdd: kc.array(dtype=float), joint_q_out: kc.array(dtype=float),
-                       joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
-                       body_qd_out: kc.array(dtype=kc.spatial_vector)):
-    """Stages 2 and 3, then the bodies of the new state."""
-    a = kc.tid()
-    fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature,
-                joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
-                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
-                wrenches, body_v,
-                body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
-    fs_solve_integrate(a, art_table, joint_table, joint_X_c, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
-                       joint_q_out, joint_qd_out)
-    fk_articulation(a, art_table, joint_table,
-                    joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
-                    body_qd_out)
 
 
 @kc.kernel

@@ -23,8 +23,8 @@ import kernelcore as kc
 
 from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
-from ..featherstone_contacts import eval_fs_static_contacts
-from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
+from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -98,6 +98,10 @@ class SolverFeatherstone:
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
         self.pairs = body_static_pairs(model) if self.contacts else None
+        self._art_pair_start = None
+        if self.contacts and self.pairs[0].shape[0]:
+            # one launch per step: each articulation's thread handles its own shapes' contacts
+            self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
         self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
 
@@ -143,15 +147,10 @@ class SolverFeatherstone:
                       inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)],
                       outputs=stage1 + [wrenches] + outputs, device=dev)
             return
-        kc.launch(fs_kinematics_kernel, dim=na,
-                  inputs=_fk_inputs(model) + [state_in.joint_q, state_in.joint_qd, model.body_com, model.body_mass,
-                                              model.body_inertia, control_body_f],
-                  outputs=stage1 + [wrenches], device=dev)
-        eval_fs_static_contacts(model, buf.body_q, buf.body_qd, self.pairs, wrenches, dt)
-        kc.launch(fs_dynamics_kernel, dim=na,
-                  inputs=common + [buf.body_q, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
-                                   buf.joint_S, model.gravity, float(dt)],
-                  outputs=outputs, device=dev)
+        kc.launch(fs_step_contacts_kernel, dim=na,
+                  inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)]
+                  + fs_contact_inputs(model, self.pairs, self._art_pair_start),
+                  outputs=stage1 + [wrenches] + outputs, device=dev)
 
     def mass_matrix(self, state):
         """The joint-space mass matrices of ``state`` (with armature and the implicit drive terms of
