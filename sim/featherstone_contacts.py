@@ -1,13 +1,17 @@
-"""Body-static penalty contacts for SolverFeatherstone in one launch (kernel + launcher).
+"""Body-static penalty contacts for SolverFeatherstone, fused into its step (kernels + launcher).
 
 The same contacts and forces as sim/collide_bodies.py (its contact points, signed
 distances and the contact law of sim/contact.py with the body's effective inverse mass
-along the normal), fused for a solver that only needs the wrenches: one thread per
-(body shape, static collider) pair computes the shape's world frame once, visits its
-contact points (8 box corners, 2 capsule ends, a sphere's centre, the box edge-edge
-slot) and adds the summed wrench to the body with a single ``atomic_add``.  Nothing is
-written per contact (no ``Contacts`` arrays, no counter), which at 256 legged robots
-made contact generation ~60% of a step.
+along the normal), for a solver that only needs the wrenches: ``pair_contact_wrench``
+takes one (body shape, static collider) pair, computes the shape's world frame once,
+visits its contact points (8 box corners, 2 capsule ends, a sphere's centre, the box
+edge-edge slot) and returns the summed wrench.  Nothing is written per contact (no
+``Contacts`` arrays, no counter), which at 256 legged robots made contact generation ~60%
+of a step.  ``fs_step_contacts_kernel`` is SolverFeatherstone's whole step with contacts
+in one launch: each articulation's thread does its own pairs (sorted by articulation,
+:func:`pairs_by_articulation`) between kinematics and dynamics, so no atomics are needed;
+``fs_static_contacts_kernel`` (one thread per pair, :func:`eval_fs_static_contacts`) is
+the same function as a launch of its own.
 
 A pair against the ground or a static plane whose shape cannot reach the contact law's
 range this step (the centre's signed distance minus the shape's bounding radius is
