@@ -117,23 +117,21 @@ def parent_joint_frame(parent: int, body_q: kc.array(dtype=kc.transform), x_p: k
 
 
 @kc.func
-def fk_articulation(a: int, articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                    joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+def fk_articulation(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
                     joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                    joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                    joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                    joint_axis: kc.array(dtype=kc.vec3),
                     joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
                     body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
                     body_qd: kc.array(dtype=kc.spatial_vector)):
     """Forward kinematics of articulation ``a``: body_q / body_qd of its joints' children."""
-    for j in range(articulation_start[a], articulation_start[a + 1]):
-        jtype = joint_type[j]
-        parent = joint_parent[j]
-        child = joint_child[j]
-        qs = joint_q_start[j]
-        ds = joint_qd_start[j]
-        nlin = joint_dof_dim[j, 0]
-        nang = joint_dof_dim[j, 1]
+    for j in range(art_table[a, 0], art_table[a, 1]):
+        jtype = joint_table[j, 0]
+        parent = joint_table[j, 1]
+        child = joint_table[j, 2]
+        qs = joint_table[j, 3]
+        ds = joint_table[j, 4]
+        nlin = joint_table[j, 6]
+        nang = joint_table[j, 7]
         x_wj = parent_joint_frame(parent, body_q, joint_X_p[j])
         x_joint = joint_transform(jtype, qs, ds, nlin, nang, joint_q, joint_axis)
         x_child = kc.transform_multiply(kc.transform_multiply(x_wj, x_joint), kc.transform_inverse(joint_X_c[j]))
@@ -141,28 +139,64 @@ def fk_articulation(a: int, articulation_start: kc.array(dtype=int), joint_type:
         v = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         if parent >= 0:
             v = twist_from_body_qd(body_qd[parent], kc.transform_point(body_q[parent], body_com[parent]))
-        for k in range(joint_qd_start[j + 1] - ds):
+        for k in range(joint_table[j, 5] - ds):
             v = v + joint_subspace(jtype, k, qs, ds, nlin, joint_q, joint_axis, x_wj, com) * joint_qd[ds + k]
         body_q[child] = x_child
         body_qd[child] = body_qd_from_twist(v, com)
 
 
 @kc.kernel
-def eval_fk_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                   joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+def eval_fk_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
                    joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                   joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                   joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                   joint_axis: kc.array(dtype=kc.vec3),
                    joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float), body_com: kc.array(dtype=kc.vec3),
                    body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector)):
-    fk_articulation(kc.tid(), articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c,
-                    joint_q_start, joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_q,
+    fk_articulation(kc.tid(), art_table, joint_table, joint_X_p, joint_X_c,
+                    joint_axis, joint_q, joint_qd, body_com, body_q,
                     body_qd)
 
 
+_TOPOLOGY = ("articulation_start", "joint_type", "joint_parent", "joint_child", "joint_q_start", "joint_qd_start",
+             "joint_dof_dim")
+
+
+def articulation_tables(model):
+    """The model's joint topology packed into two int tables for the articulation kernels.
+
+    ``art_table`` (A, 5): first joint, end joint, first dof, end dof, start of the
+    articulation's dense n x n block in a flat array of all blocks (SolverFeatherstone's H);
+    ``joint_table`` (J, 8): type, parent body, child body, first coordinate, first dof, end
+    dof, linear dofs, angular dofs.  Two arrays instead of ten make each launch cheaper
+    (kc.launch costs a few microseconds per array argument).  Made once and kept on the
+    model; rebuilt if one of the topology arrays is replaced by another.
+    """
+    key = tuple(id(getattr(model, name)) for name in _TOPOLOGY)
+    cached = getattr(model, "_articulation_tables", None)
+    if cached is not None and cached[0] == key:
+        return cached[1], cached[2]
+    art = model.articulation_start.numpy().astype(np.int64)
+    q_start = model.joint_q_start.numpy().astype(np.int64)
+    qd_start = model.joint_qd_start.numpy().astype(np.int64)
+    nj = model.joint_count
+    dof_start = qd_start[art]
+    sizes = np.diff(dof_start)
+    h_start = np.concatenate([[0], np.cumsum(sizes ** 2)])
+    art_table = np.stack([art[:-1], art[1:], dof_start[:-1], dof_start[1:], h_start[:-1]], axis=1)
+    dims = model.joint_dof_dim.numpy().reshape(-1, 2).astype(np.int64)
+    joint_table = np.stack([model.joint_type.numpy(), model.joint_parent.numpy(), model.joint_child.numpy(),
+                            q_start[:nj], qd_start[:nj], qd_start[1:nj + 1], dims[:, 0], dims[:, 1]], axis=1)
+    if np.abs(h_start[-1]) >= 2 ** 31:
+        raise ValueError(f"articulation_tables: the articulations' mass matrices need {int(h_start[-1])} entries, "
+                         f"more than an int32 index reaches")
+    tables = (kc.array(art_table.astype(np.int32).reshape(-1, 5), dtype=kc.int32, device=model.device),
+              kc.array(joint_table.astype(np.int32).reshape(-1, 8), dtype=kc.int32, device=model.device))
+    model._articulation_tables = (key,) + tables
+    return tables
+
+
 def _fk_inputs(model):
-    return [model.articulation_start, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
-            model.joint_X_c, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis]
+    art_table, joint_table = articulation_tables(model)
+    return [art_table, joint_table, model.joint_X_p, model.joint_X_c, model.joint_axis]
 
 
 def eval_fk(model, joint_q, joint_qd, state):

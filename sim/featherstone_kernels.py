@@ -1,9 +1,9 @@
 """Kernels of SolverFeatherstone: articulated dynamics in generalised coordinates.
 
-One thread per articulation.  The three stages below are functions; ``fs_kinematics_kernel``
-runs stage 1, contacts are a launch of their own (sim/collide_bodies.py), and
-``fs_dynamics_kernel`` runs stages 2 and 3 and the forward kinematics of the new state;
-without contacts ``fs_step_kernel`` does the whole step in one launch.
+One thread per articulation.  The three stages below are functions; ``fs_step_kernel`` runs
+them and the forward kinematics of the new state in one launch, and with contacts
+``fs_step_contacts_kernel`` (sim/featherstone_contacts.py) does the same with the
+articulation's own body-static contacts between stages 1 and 2.
 
 1. ``fs_kinematics_kernel`` — forward kinematics of ``state_in``: body frames and API
    velocities (for contacts), the twist V of each body, its velocity-product
@@ -75,11 +75,9 @@ def shifted_frame(x: kc.transform, origin: kc.vec3) -> kc.transform:
 
 
 @kc.func
-def fs_kinematics(a: int, articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                         joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
-                         joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                         joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                         joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+def fs_kinematics(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                  joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
+                         joint_axis: kc.array(dtype=kc.vec3),
                          joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
                          body_com: kc.array(dtype=kc.vec3), body_mass: kc.array(dtype=float),
                          body_inertia: kc.array(dtype=kc.mat33),
@@ -88,16 +86,16 @@ def fs_kinematics(a: int, articulation_start: kc.array(dtype=int), joint_type: k
                          body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3),
                          body_io: kc.array(dtype=kc.mat33), joint_S: kc.array(dtype=kc.spatial_vector)):
     """Step 1 for articulation ``a`` (see the module docstring)."""
-    first = articulation_start[a]
+    first = art_table[a, 0]
     origin = kc.transform_get_translation(joint_X_p[first])
-    for j in range(first, articulation_start[a + 1]):
-        jtype = joint_type[j]
-        parent = joint_parent[j]
-        child = joint_child[j]
-        qs = joint_q_start[j]
-        ds = joint_qd_start[j]
-        nlin = joint_dof_dim[j, 0]
-        nang = joint_dof_dim[j, 1]
+    for j in range(first, art_table[a, 1]):
+        jtype = joint_table[j, 0]
+        parent = joint_table[j, 1]
+        child = joint_table[j, 2]
+        qs = joint_table[j, 3]
+        ds = joint_table[j, 4]
+        nlin = joint_table[j, 6]
+        nang = joint_table[j, 7]
         x_wj = parent_joint_frame(parent, body_q, joint_X_p[j])
         x_child = kc.transform_multiply(kc.transform_multiply(x_wj, joint_transform(jtype, qs, ds, nlin, nang,
                                                                                     joint_q, joint_axis)),
@@ -111,7 +109,7 @@ def fs_kinematics(a: int, articulation_start: kc.array(dtype=int), joint_type: k
             a_parent = body_a[parent]
         v = v_parent
         bias = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        for k in range(joint_qd_start[j + 1] - ds):
+        for k in range(joint_table[j, 5] - ds):
             s = joint_subspace(jtype, k, qs, ds, nlin, joint_q, joint_axis, x_rel, c)
             joint_S[ds + k] = s
             vs = s * joint_qd[ds + k]
@@ -151,11 +149,8 @@ def drive_dof(jtype: int) -> int:
 
 
 @kc.func
-def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
-                       articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                       joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
-                       joint_X_p: kc.array(dtype=kc.transform), joint_q_start: kc.array(dtype=int),
-                       joint_qd_start: kc.array(dtype=int), body_joint: kc.array(dtype=int),
+def fs_assemble(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                joint_X_p: kc.array(dtype=kc.transform), body_joint: kc.array(dtype=int),
                        joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
                        joint_armature: kc.array(dtype=float), joint_damping: kc.array(dtype=float),
                        joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
@@ -173,15 +168,15 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
                        ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33),
                        H: kc.array(dtype=float), rhs: kc.array(dtype=float)):
     """Step 2 for articulation ``a``: bias forces, composite inertias, H and the right-hand side."""
-    first = articulation_start[a]
-    last = articulation_start[a + 1]
+    first = art_table[a, 0]
+    last = art_table[a, 1]
     origin = kc.transform_get_translation(joint_X_p[first])
-    d0 = articulation_dof_start[a]
-    n = articulation_dof_start[a + 1] - d0
-    h0 = articulation_H_start[a]
+    d0 = art_table[a, 2]
+    n = art_table[a, 3] - d0
+    h0 = art_table[a, 4]
     # Newton-Euler with qdd = 0: each body's force I a + V x* I V, less gravity and external wrenches
     for j in range(first, last):
-        b = joint_child[j]
+        b = joint_table[j, 2]
         m = body_m[b]
         h = body_h[b]
         io = body_io[b]
@@ -198,8 +193,8 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
     # leaves to root: the subtree sums of forces and of inertias (composite bodies)
     for i in range(last - first):
         j = last - 1 - i
-        b = joint_child[j]
-        p = joint_parent[j]
+        b = joint_table[j, 2]
+        p = joint_table[j, 1]
         if p >= 0:
             f_acc[p] = f_acc[p] + f_acc[b]
             ic_m[p] = ic_m[p] + ic_m[b]
@@ -208,11 +203,11 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
     for k in range(n * n):
         H[h0 + k] = 0.0
     for j in range(first, last):
-        b = joint_child[j]
-        ds = joint_qd_start[j]
-        jtype = joint_type[j]
-        qs = joint_q_start[j]
-        for k in range(joint_qd_start[j + 1] - ds):
+        b = joint_table[j, 2]
+        ds = joint_table[j, 4]
+        jtype = joint_table[j, 0]
+        qs = joint_table[j, 3]
+        for k in range(joint_table[j, 5] - ds):
             dof = ds + k
             s = joint_S[dof]
             # generalised force: control, minus the bias forces, plus drives, damping and limits
@@ -250,31 +245,29 @@ def fs_assemble(a: int, articulation_start: kc.array(dtype=int), articulation_do
                 hv = kc.dot(joint_S[ds + l], fk)
                 H[h0 + row * n + col] = hv
                 H[h0 + col * n + row] = hv
-            up = joint_parent[j]
+            up = joint_table[j, 1]
             while up >= 0:
                 ju = body_joint[up]
-                for l in range(joint_qd_start[ju + 1] - joint_qd_start[ju]):
-                    col = joint_qd_start[ju] + l - d0
-                    hv = kc.dot(joint_S[joint_qd_start[ju] + l], fk)
+                for l in range(joint_table[ju, 5] - joint_table[ju, 4]):
+                    col = joint_table[ju, 4] + l - d0
+                    hv = kc.dot(joint_S[joint_table[ju, 4] + l], fk)
                     H[h0 + row * n + col] = hv
                     H[h0 + col * n + row] = hv
-                up = joint_parent[ju]
+                up = joint_table[ju, 1]
 
 
 @kc.func
-def fs_solve_integrate(a: int, articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
-                              articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                              joint_child: kc.array(dtype=int), joint_X_c: kc.array(dtype=kc.transform),
-                              joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
+def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                       joint_X_c: kc.array(dtype=kc.transform),
                               body_com: kc.array(dtype=kc.vec3), H: kc.array(dtype=float),
                               rhs: kc.array(dtype=float), joint_q: kc.array(dtype=float),
                               joint_qd: kc.array(dtype=float), dt: float,
                               L: kc.array(dtype=float), y: kc.array(dtype=float), qdd: kc.array(dtype=float),
                               joint_q_out: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
     """Step 3 for articulation ``a``: qdd = H^-1 rhs by Cholesky, then semi-implicit Euler."""
-    d0 = articulation_dof_start[a]
-    n = articulation_dof_start[a + 1] - d0
-    h0 = articulation_H_start[a]
+    d0 = art_table[a, 2]
+    n = art_table[a, 3] - d0
+    h0 = art_table[a, 4]
     # H = L L^T (H is symmetric positive definite: a mass matrix plus non-negative diagonal terms)
     for i in range(n):
         for j in range(i + 1):
@@ -297,11 +290,11 @@ def fs_solve_integrate(a: int, articulation_start: kc.array(dtype=int), articula
             s = s - L[h0 + k * n + i] * qdd[d0 + k]
         qdd[d0 + i] = s / L[h0 + i * n + i]
     # semi-implicit Euler: velocities first, coordinates with the new velocities
-    for j in range(articulation_start[a], articulation_start[a + 1]):
-        jtype = joint_type[j]
-        qs = joint_q_start[j]
-        ds = joint_qd_start[j]
-        nd = joint_qd_start[j + 1] - ds
+    for j in range(art_table[a, 0], art_table[a, 1]):
+        jtype = joint_table[j, 0]
+        qs = joint_table[j, 3]
+        ds = joint_table[j, 4]
+        nd = joint_table[j, 5] - ds
         for k in range(nd):
             joint_qd_out[ds + k] = joint_qd[ds + k] + qdd[ds + k] * dt
         if jtype == BALL:
@@ -313,7 +306,7 @@ def fs_solve_integrate(a: int, articulation_start: kc.array(dtype=int), articula
         elif jtype == FREE:
             r0 = kc.normalize(kc.quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]))
             # the centre of mass in the child joint frame; it moves with the linear velocity
-            c_j = kc.transform_point(kc.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])
+            c_j = kc.transform_point(kc.transform_inverse(joint_X_c[j]), body_com[joint_table[j, 2]])
             p0 = kc.vec3(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2])
             c1 = p0 + kc.quat_rotate(r0, c_j) + kc.vec3(joint_qd_out[ds], joint_qd_out[ds + 1],
                                                         joint_qd_out[ds + 2]) * dt
@@ -330,11 +323,9 @@ def fs_solve_integrate(a: int, articulation_start: kc.array(dtype=int), articula
 
 
 @kc.kernel
-def fs_kinematics_kernel(articulation_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                         joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+def fs_kinematics_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
                          joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                         joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                         joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                         joint_axis: kc.array(dtype=kc.vec3),
                          joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
                          body_com: kc.array(dtype=kc.vec3), body_mass: kc.array(dtype=float),
                          body_inertia: kc.array(dtype=kc.mat33), control_body_f: kc.array(dtype=kc.spatial_vector),
@@ -345,62 +336,17 @@ def fs_kinematics_kernel(articulation_start: kc.array(dtype=int), joint_type: kc
                          wrenches: kc.array(dtype=kc.spatial_vector)):
     """Stage 1, and the step's wrenches start as the control's (contacts add to them)."""
     a = kc.tid()
-    fs_kinematics(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
-                  joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
+    fs_kinematics(a, art_table, joint_table,
+                  joint_X_p, joint_X_c, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
                   body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
-    for j in range(articulation_start[a], articulation_start[a + 1]):
-        wrenches[joint_child[j]] = control_body_f[joint_child[j]]
+    for j in range(art_table[a, 0], art_table[a, 1]):
+        wrenches[joint_table[j, 2]] = control_body_f[joint_table[j, 2]]
 
 
 @kc.kernel
-def fs_dynamics_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
-                       articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                       joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
-                       joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                       joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                       joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
-                       body_joint: kc.array(dtype=int), joint_q: kc.array(dtype=float),
-                       joint_qd: kc.array(dtype=float), joint_armature: kc.array(dtype=float),
-                       joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
-                       joint_target_kd: kc.array(dtype=float), joint_limit_lower: kc.array(dtype=float),
-                       joint_limit_upper: kc.array(dtype=float), joint_limit_ke: kc.array(dtype=float),
-                       joint_limit_kd: kc.array(dtype=float), joint_effort_limit: kc.array(dtype=float),
-                       joint_f: kc.array(dtype=float),
-                       target_pos: kc.array(dtype=float), target_vel: kc.array(dtype=float),
-                       body_com: kc.array(dtype=kc.vec3), body_q: kc.array(dtype=kc.transform),
-                       wrenches: kc.array(dtype=kc.spatial_vector), body_v: kc.array(dtype=kc.spatial_vector),
-                       body_a: kc.array(dtype=kc.spatial_vector), body_m: kc.array(dtype=float),
-                       body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
-                       joint_S: kc.array(dtype=kc.spatial_vector), gravity: kc.vec3, dt: float,
-                       f_acc: kc.array(dtype=kc.spatial_vector), ic_m: kc.array(dtype=float),
-                       ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33), H: kc.array(dtype=float),
-                       rhs: kc.array(dtype=float), L: kc.array(dtype=float), y: kc.array(dtype=float),
-                       qdd: kc.array(dtype=float), joint_q_out: kc.array(dtype=float),
-                       joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
-                       body_qd_out: kc.array(dtype=kc.spatial_vector)):
-    """Stages 2 and 3, then the bodies of the new state."""
-    a = kc.tid()
-    fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
-                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
-                joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
-                joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
-                wrenches, body_v,
-                body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
-    fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
-                       joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
-                       joint_q_out, joint_qd_out)
-    fk_articulation(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
-                    joint_qd_start, joint_dof_dim, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
-                    body_qd_out)
-
-
-@kc.kernel
-def fs_step_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
-                   articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                   joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
+def fs_step_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
                    joint_X_p: kc.array(dtype=kc.transform), joint_X_c: kc.array(dtype=kc.transform),
-                   joint_q_start: kc.array(dtype=int), joint_qd_start: kc.array(dtype=int),
-                   joint_dof_dim: kc.array(dtype=int, ndim=2), joint_axis: kc.array(dtype=kc.vec3),
+                   joint_axis: kc.array(dtype=kc.vec3),
                    body_joint: kc.array(dtype=int), joint_q: kc.array(dtype=float),
                    joint_qd: kc.array(dtype=float), joint_armature: kc.array(dtype=float),
                    joint_damping: kc.array(dtype=float), joint_target_ke: kc.array(dtype=float),
@@ -424,31 +370,26 @@ def fs_step_kernel(articulation_start: kc.array(dtype=int), articulation_dof_sta
                    body_qd_out: kc.array(dtype=kc.spatial_vector)):
     """A whole step without contacts: stages 1-3 and the bodies of the new state, one launch."""
     a = kc.tid()
-    fs_kinematics(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
-                  joint_qd_start, joint_dof_dim, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
+    fs_kinematics(a, art_table, joint_table,
+                  joint_X_p, joint_X_c, joint_axis, joint_q, joint_qd, body_com, body_mass, body_inertia,
                   body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
-    for j in range(articulation_start[a], articulation_start[a + 1]):
-        wrenches[joint_child[j]] = control_body_f[joint_child[j]]
-    fs_assemble(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
-                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
+    for j in range(art_table[a, 0], art_table[a, 1]):
+        wrenches[joint_table[j, 2]] = control_body_f[joint_table[j, 2]]
+    fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature,
                 joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
                 joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
                 wrenches, body_v,
                 body_a, body_m, body_h, body_io, joint_S, gravity, dt, f_acc, ic_m, ic_h, ic_io, H, rhs)
-    fs_solve_integrate(a, articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_child,
-                       joint_X_c, joint_q_start, joint_qd_start, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
+    fs_solve_integrate(a, art_table, joint_table, joint_X_c, body_com, H, rhs, joint_q, joint_qd, dt, L, y, qdd,
                        joint_q_out, joint_qd_out)
-    fk_articulation(a, articulation_start, joint_type, joint_parent, joint_child, joint_X_p, joint_X_c, joint_q_start,
-                    joint_qd_start, joint_dof_dim, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
+    fk_articulation(a, art_table, joint_table,
+                    joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com, body_q_out,
                     body_qd_out)
 
 
 @kc.kernel
-def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof_start: kc.array(dtype=int),
-                       articulation_H_start: kc.array(dtype=int), joint_type: kc.array(dtype=int),
-                       joint_parent: kc.array(dtype=int), joint_child: kc.array(dtype=int),
-                       joint_X_p: kc.array(dtype=kc.transform), joint_q_start: kc.array(dtype=int),
-                       joint_qd_start: kc.array(dtype=int), body_joint: kc.array(dtype=int),
+def fs_assemble_kernel(art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                       joint_X_p: kc.array(dtype=kc.transform), body_joint: kc.array(dtype=int),
                        joint_q: kc.array(dtype=float), joint_qd: kc.array(dtype=float),
                        joint_armature: kc.array(dtype=float), joint_damping: kc.array(dtype=float),
                        joint_target_ke: kc.array(dtype=float), joint_target_kd: kc.array(dtype=float),
@@ -466,8 +407,7 @@ def fs_assemble_kernel(articulation_start: kc.array(dtype=int), articulation_dof
                        ic_h: kc.array(dtype=kc.vec3), ic_io: kc.array(dtype=kc.mat33),
                        H: kc.array(dtype=float), rhs: kc.array(dtype=float)):
     """Stage 2 alone (SolverFeatherstone.mass_matrix)."""
-    fs_assemble(kc.tid(), articulation_start, articulation_dof_start, articulation_H_start, joint_type, joint_parent,
-                joint_child, joint_X_p, joint_q_start, joint_qd_start, body_joint, joint_q, joint_qd, joint_armature,
+    fs_assemble(kc.tid(), art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature,
                 joint_damping, joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper,
                 joint_limit_ke, joint_limit_kd, joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com,
                 body_f, body_v,

@@ -21,9 +21,10 @@ import numpy as np
 
 import kernelcore as kc
 
-from ..articulation import _fk_inputs
-from ..collide_bodies import body_static_pairs, eval_body_static_contacts
-from ..featherstone_kernels import fs_assemble_kernel, fs_dynamics_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..articulation import _fk_inputs, articulation_tables
+from ..collide_bodies import body_static_pairs
+from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
+from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -97,6 +98,10 @@ class SolverFeatherstone:
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
         self.pairs = body_static_pairs(model) if self.contacts else None
+        self._art_pair_start = None
+        if self.contacts and self.pairs[0].shape[0]:
+            # one launch per step: each articulation's thread handles its own shapes' contacts
+            self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
         self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
 
@@ -123,9 +128,8 @@ class SolverFeatherstone:
             value = getattr(control, name, None) if control is not None else None
             return default if value is None else value
 
-        common = [model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                  model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
-                  model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis, self.body_joint,
+        art_table, joint_table = articulation_tables(model)
+        common = [art_table, joint_table, model.joint_X_p, model.joint_X_c, model.joint_axis, self.body_joint,
                   state_in.joint_q, state_in.joint_qd, model.joint_armature, model.joint_damping,
                   model.joint_target_ke, model.joint_target_kd, model.joint_limit_lower, model.joint_limit_upper,
                   model.joint_limit_ke, model.joint_limit_kd, model.joint_effort_limit,
@@ -143,16 +147,10 @@ class SolverFeatherstone:
                       inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)],
                       outputs=stage1 + [wrenches] + outputs, device=dev)
             return
-        kc.launch(fs_kinematics_kernel, dim=na,
-                  inputs=_fk_inputs(model) + [state_in.joint_q, state_in.joint_qd, model.body_com, model.body_mass,
-                                              model.body_inertia, control_body_f],
-                  outputs=stage1 + [wrenches], device=dev)
-        eval_body_static_contacts(model, SimpleNamespace(body_q=buf.body_q, body_qd=buf.body_qd), self.pairs,
-                                  wrenches, dt)
-        kc.launch(fs_dynamics_kernel, dim=na,
-                  inputs=common + [buf.body_q, wrenches, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
-                                   buf.joint_S, model.gravity, float(dt)],
-                  outputs=outputs, device=dev)
+        kc.launch(fs_step_contacts_kernel, dim=na,
+                  inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)]
+                  + fs_contact_inputs(model, self.pairs, self._art_pair_start),
+                  outputs=stage1 + [wrenches] + outputs, device=dev)
 
     def mass_matrix(self, state):
         """The joint-space mass matrices of ``state`` (with armature and the implicit drive terms of
@@ -168,9 +166,7 @@ class SolverFeatherstone:
                   outputs=[buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io,
                            buf.joint_S, scratch.body_f], device=model.device, record_tape=False)
         kc.launch(fs_assemble_kernel, dim=model.articulation_count,
-                  inputs=[model.articulation_start, self.articulation_dof_start, self.articulation_H_start,
-                          model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
-                          model.joint_q_start, model.joint_qd_start, self.body_joint, state.joint_q, state.joint_qd,
+                  inputs=[*articulation_tables(model), model.joint_X_p, self.body_joint, state.joint_q, state.joint_qd,
                           model.joint_armature, model.joint_damping, model.joint_target_ke, model.joint_target_kd,
                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke,
                           model.joint_limit_kd, model.joint_effort_limit, self._zero_joint, model.joint_target_pos,

@@ -16,6 +16,7 @@ from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh
 from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
 from ..contacts import state_contacts
 from ..collide_shapes import eval_particle_shape_contacts
+from ..joint_forces import check_maximal_joints, eval_joint_forces
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
@@ -58,6 +59,13 @@ class SolverSemiImplicit:
         i.e. the most other shapes one contact point may touch in a step (default 12); a
         step that finds more raises an error naming this argument.
 
+    joint_attach_ke, joint_attach_kd: stiffness [N/m and N m/rad] and damping [N s/m and
+        N m s/rad] that hold the bodies of joints together in maximal coordinates (Newton's
+        names); joint limits, PD drives, damping and ``Control.joint_f`` act on each joint's
+        coordinate measured from the bodies (sim/joint_forces.py).  Explicit: the step must
+        resolve them, ``dt < 0.2 sqrt(min(m, I) / joint_attach_ke)``.  ``state.joint_q`` is not
+        updated (``sim.eval_ik`` reads the coordinates from the bodies); d6 joints raise.
+
     self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``
         with its defaults; or a ``sim.ClothSelfContact``): vertex-triangle and edge-edge
         repulsion with a thickness and a step bound so that cloth never passes through
@@ -69,8 +77,10 @@ class SolverSemiImplicit:
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
                  brute_force_contacts: bool = False, toi: bool = False, self_contact=None,
-                 body_pair_slots: int = 12):
+                 body_pair_slots: int = 12, joint_attach_ke: float = 1.0e4, joint_attach_kd: float = 1.0e2):
         self.model = model
+        self.joint_attach_ke = _non_negative(joint_attach_ke, "joint_attach_ke")
+        self.joint_attach_kd = _non_negative(joint_attach_kd, "joint_attach_kd")
         self.self_contact = _cloth_self_contact(model, self_contact, toi)
         self.toi = bool(toi)
         self.particle_contacts = bool(particle_contacts)
@@ -81,6 +91,7 @@ class SolverSemiImplicit:
 
             self.particle_grid = make_particle_grid(model, grid_dim)
         _warn_if_joints(model, type(self).__name__)
+        self._joint_bodies = bool(getattr(model, "joint_count", 0)) and model.body_count > 0
         self.body_static_pairs = None
         self.body_toi_shapes = None
         self.body_pairs = None
@@ -142,6 +153,8 @@ class SolverSemiImplicit:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
             eval_body_control_forces(model, control, wrenches)
+            if self._joint_bodies:
+                eval_joint_forces(model, state_in, control, wrenches, self.joint_attach_ke, self.joint_attach_kd)
             contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs), model.device,
                                       model.requires_grad)
             eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts)
@@ -171,17 +184,19 @@ class SolverSemiImplicit:
 
 
 def _warn_if_joints(model, solver_name):
-    """Joints other than free ones constrain bodies; this solver does not enforce them yet."""
-    if getattr(model, "joint_count", 0):
+    """Joints are held by penalty forces (sim/joint_forces.py): d6 joints raise, ignored armature warns."""
+    message = check_maximal_joints(model, solver_name)
+    if message:
         import warnings
 
-        import numpy as np
+        warnings.warn(message, stacklevel=3)
 
-        from ..builder.joints import JOINT_FREE
 
-        if np.any(model.joint_type.numpy() != JOINT_FREE):
-            warnings.warn(f"{solver_name}: the model has joints, which this solver does not enforce (its bodies move "
-                          f"freely); use sim.SolverFeatherstone for articulations", stacklevel=3)
+def _non_negative(value, name):
+    value = float(value)
+    if not np.isfinite(value) or value < 0.0:
+        raise ValueError(f"SolverSemiImplicit: {name} must be a finite number >= 0, got {value!r}")
+    return value
 
 
 def _cloth_self_contact(model, self_contact, toi):

@@ -311,7 +311,11 @@ def test_effort_limit_caps_the_drive():
     assert abs(q - exact) < 0.01 * exact + 1e-4, (q, exact)
 
 
-def test_semi_implicit_solver_warns_that_it_ignores_joints():
+def test_semi_implicit_solver_holds_joints_without_warning():
+    """SolverSemiImplicit holds joints with penalty forces (tests/sim/test_articulation_semi_implicit.py)."""
+    import warnings
+
     model = _pendulum(0.3).finalize()
-    with pytest.warns(UserWarning, match="SolverSemiImplicit: the model has joints, which this solver does not"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         sim.SolverSemiImplicit(model)
