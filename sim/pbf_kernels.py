@@ -18,9 +18,9 @@ Neighbour lists are built once per step from the predicted positions (kept per s
 Tape replays the same pairs); they include pairs up to ``NEIGHBOR_SKIN * h`` apart so that
 particles drifting during the iterations are still seen.
 
-Boundaries are position projections: the ground plane, static spheres / boxes / capsules
-/ planes / meshes (signed distances, as in sim/collide_shapes.py and collide_mesh.py), then
-the domain box.  A particle
+Boundaries are position projections: shapes on bodies (sim/pbf_bodies.py, with their
+reactions), the ground plane, static spheres / boxes / capsules / planes / meshes (signed
+distances, as in sim/collide_shapes.py and collide_mesh.py), then the domain box.  A particle
 centre is kept its radius away from each surface; walls are frictionless.
 """
 from __future__ import annotations
@@ -199,6 +199,10 @@ def boundary_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3,
     return kc.vec4(grad[0], grad[1], grad[2], phi)
 
 
+# shapes on bodies (two-way coupling); imported here because it uses shape_distance and wall_volume
+from .pbf_bodies import body_density, body_wall_push, project_bodies  # noqa: E402
+
+
 @kc.kernel
 def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext: kc.array(dtype=kc.vec3),
                    inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float), gravity: kc.vec3, dt: float,
@@ -207,24 +211,32 @@ def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext
                    shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                    shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                    shape_mesh: kc.array(dtype=kc.uint64),
-                   p: kc.array(dtype=kc.vec3)):
+                   body_shapes: int, body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                   mass: kc.array(dtype=float), inv_dt2: float,
+                   p: kc.array(dtype=kc.vec3), body_force: kc.array(dtype=kc.vec3),
+                   body_torque: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
     y = x[i] + v[i] * dt
     if w > 0.0:
         y = x[i] + (v[i] + (gravity + f_ext[i] * w) * dt) * dt
+        y = project_bodies(y, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
+                           body_torque)
         y = project_boundaries(y, radius[i], lower, upper, ground, ground_normal, ground_offset,
                                shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                shape_mesh)
     p[i] = y
 
 
-def predict(model, state_in, f_ext, gravity, dt, bounds, p_out):
-    """p_out = boundary projection of x + dt (v + dt (g + f_ext / m)) (kinematic particles: x + dt v)."""
+def predict(model, state_in, f_ext, gravity, dt, bounds, bodies, p_out):
+    """p_out = boundary projection of x + dt (v + dt (g + f_ext / m)) (kinematic particles: x + dt v);
+    ``bodies``: a BodyCoupling (the body shapes' poses; their reactions are accumulated)."""
     kc.launch(predict_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_in.particle_qd, f_ext, model.particle_inv_mass,
-                      model.particle_radius, gravity, float(dt), *bounds, *shape_inputs(model)],
-              outputs=[p_out], device=model.device)
+                      model.particle_radius, gravity, float(dt), *bounds, *shape_inputs(model),
+                      *bodies.inputs(model, dt)],
+              outputs=[p_out, *bodies.outputs()], device=model.device)
 
 
 def boundary_inputs(model, lower, upper, mesh_reach):
@@ -279,7 +291,8 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                   shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                  shape_mesh: kc.array(dtype=kc.uint64),
+                  shape_mesh: kc.array(dtype=kc.uint64), body_shapes: int,
+                  body_q: kc.array(dtype=kc.transform),
                   lam: kc.array(dtype=float)):
     i = kc.tid()
     x = p[i]
@@ -298,16 +311,20 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
                               shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
+        bb = body_density(x, h, body_shapes, shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot,
+                          shape_scale, shape_mesh, body_q)
+        ratio += bb[3]
+        grad_i += kc.vec3(bb[0], bb[1], bb[2])
     c = kc.max(ratio - 1.0, 0.0)
     lam[i] = -c / (sum_sq + kc.dot(grad_i, grad_i) + eps)
 
 
-def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, lam):
+def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam):
     """Constraint multipliers lambda (N,) [m^2] of positions ``p`` (vec3 (N,)); ``walls``: count the
-    boundaries' volume (wall_volume) in the density."""
+    boundaries' volume (wall_volume) in the density, body shapes at ``bodies``' poses included."""
     kc.launch(lambda_kernel, dim=model.particle_count,
               inputs=[p, volume, nbl.nb, nbl.count, h, poly6_coefficient(h), spiky_coefficient(h), eps, int(walls),
-                      *bounds, *shape_inputs(model)],
+                      *bounds, *shape_inputs(model), bodies.count, bodies.body_q],
               outputs=[lam], device=model.device)
 
 
@@ -320,7 +337,10 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
                  shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                  shape_mesh: kc.array(dtype=kc.uint64),
-                 p_out: kc.array(dtype=kc.vec3)):
+                 body_shapes: int, body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                 mass: kc.array(dtype=float), inv_dt2: float,
+                 p_out: kc.array(dtype=kc.vec3), body_force: kc.array(dtype=kc.vec3),
+                 body_torque: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     x = p[i]
     if inv_mass[i] > 0.0:
@@ -336,20 +356,28 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
             wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
                                   mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
             dp += kc.vec3(wb[0], wb[1], wb[2]) * li
-        x = project_boundaries(x + dp, radius[i], lower, upper, ground, ground_normal, ground_offset,
+            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
+                                 body_force, body_torque)
+        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
+                           body_torque)
+        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
                                shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                shape_mesh)
     p_out[i] = x
 
 
-def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, p_out):
-    """p_out = boundary projection of p + dp (one Jacobi update; kinematic particles keep p)."""
+def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out):
+    """p_out = boundary projection of p + dp (one Jacobi update; kinematic particles keep p); the body
+    shapes' reactions are accumulated into ``bodies`` (a BodyCoupling)."""
     c6 = poly6_coefficient(h)
     w_dq = c6 * (h * h * (1.0 - scorr_dq * scorr_dq)) ** 3
     kc.launch(delta_kernel, dim=model.particle_count,
               inputs=[p, volume, model.particle_inv_mass, model.particle_radius, nbl.nb, nbl.count, lam, h, c6,
-                      spiky_coefficient(h), scorr_k * h * h, 1.0 / w_dq, int(walls), *bounds, *shape_inputs(model)],
-              outputs=[p_out], device=model.device)
+                      spiky_coefficient(h), scorr_k * h * h, 1.0 / w_dq, int(walls), *bounds, *shape_inputs(model),
+                      *bodies.inputs(model, dt)],
+              outputs=[p_out, *bodies.outputs()], device=model.device)
 
 
 @kc.kernel

@@ -14,7 +14,8 @@ down); raise ``iterations`` for deep tanks.
 
 A step (``step(model, state_in, state_out, control, dt)``):
 
-1. predict ``p0 = x + dt (v + dt (g + f_ext / m))`` and project it onto the boundaries;
+1. predict the bodies' end-of-step poses (free flight) and ``p0 = x + dt (v + dt (g + f_ext / m))``,
+   projected onto the boundaries;
 2. sort ``p0`` into the hash grid and build per-particle neighbour lists (pairs closer than
    1.1 h) -- once per step, kept with ``state_out`` so a Tape's backward pass replays the
    same pairs;
@@ -23,7 +24,9 @@ A step (``step(model, state_in, state_out, control, dt)``):
    artificial pressure ``s_corr`` against particle clustering (sim/pbf_kernels.py);
 4. ``v = (p_K - x) / dt``; vorticity ``omega = curl v`` (SPH); XSPH viscosity
    ``v += c sum_j V_j (v_j - v) W`` and vorticity confinement ``v += dt eps (N x omega)``;
-   ``state_out.particle_q = p_K``.
+   ``state_out.particle_q = p_K``;
+5. the bodies: semi-implicit Euler from ``state_in`` with the fluid's reaction (every
+   position correction a body caused, as the opposite impulse) plus ``control.body_f``.
 
 Parameters and what they mean:
 
@@ -46,8 +49,11 @@ Parameters and what they mean:
   restores rotation lost to the position projection (0: off).
 - ``bounds`` (lower, upper) [m]: the domain box; particles are kept their radius inside it.
   The ground plane and the model's static sphere, box, capsule, plane and mesh shapes are
-  boundaries too (frictionless).  Shapes on bodies are not supported yet (the constructor
-  says so).
+  boundaries too (frictionless), and so are the shapes on free bodies, which receive the
+  fluid's reaction (two-way coupling, sim/pbf_bodies.py): the step predicts the bodies'
+  poses (free flight under gravity and ``control.body_f``), uses them as boundaries, then
+  integrates the bodies with the reaction added.  Body-body and body-ground contacts are
+  not part of SolverPBF; models with joints are refused.
 - ``cfl``: the largest ``max|v| dt / h`` a step accepts (checked on the host each step
   from ``state_in`` plus gravity's ``|g| dt``; ``check_input=False`` skips the checks and
   their read-back).
@@ -84,7 +90,11 @@ class PBFBuffers:
     [m/s]; omega: vec3 (N,) vorticity [1/s]; neighbors: PBFNeighbors.
     """
 
-    def __init__(self, n, iterations, max_neighbors, device, requires_grad):
+    def __init__(self, model, iterations, max_neighbors, device, requires_grad):
+        from ..pbf_bodies import BodyCoupling
+
+        n = model.particle_count
+
         def vec():
             return kc.zeros(n, dtype=kc.vec3, device=device, requires_grad=requires_grad)
 
@@ -95,6 +105,7 @@ class PBFBuffers:
         self.v = vec()
         self.omega = vec()
         self.neighbors = PBFNeighbors(n, max_neighbors, device)
+        self.bodies = BodyCoupling(model, device, requires_grad)
 
 
 def _positive(name, value, allow_zero=False):
@@ -192,12 +203,9 @@ class SolverPBF:
                 # be a second meaning, ignoring it silently would hide the user's setting
                 warnings.warn(f"SolverPBF: material viscosity {float(v.max()):g} Pa s (add_material(viscosity=...)) "
                               f"has no effect on PBF; its viscosity is the xsph= coefficient", stacklevel=3)
-        if m.shape_count:
-            body = m.shape_body.numpy()
-            for s in range(m.shape_count):
-                if body[s] >= 0:
-                    raise ValueError(f"SolverPBF: shape {s} ({m.shape_name[s]!r}) is carried by body {body[s]}; "
-                                     "fluid against moving bodies is not supported yet (static shapes only)")
+        if getattr(m, "joint_count", 0):
+            raise ValueError(f"SolverPBF: the model has {m.joint_count} joints; SolverPBF moves free bodies only "
+                             "(the fluid's reaction, gravity and control.body_f), not articulations")
 
     def _check_bounds(self, bounds):
         try:
@@ -242,7 +250,7 @@ class SolverPBF:
         """The step buffers owned by ``state`` (created the first time a step writes into it)."""
         b = getattr(state, "pbf_buffers", None)
         if b is None or b.iterations != self.iterations or b.max_neighbors != self.max_neighbors:
-            b = PBFBuffers(self.model.particle_count, self.iterations, self.max_neighbors, self.model.device,
+            b = PBFBuffers(self.model, self.iterations, self.max_neighbors, self.model.device,
                            state.particle_q.requires_grad)
             state.pbf_buffers = b
         return b
@@ -279,18 +287,22 @@ class SolverPBF:
         f_ext = None if control is None else getattr(control, "particle_f_ext", None)
         if f_ext is None:
             f_ext = self._zero_force
+        wrench = None if control is None else getattr(control, "body_f", None)
         buf = self.buffers_for(state_out)
         nbl = buf.neighbors
+        bodies = buf.bodies
         K = self.K
-        K.predict(model, state_in, f_ext, self.gravity, dt, self._bounds, buf.p[0])
+        if model.body_count:
+            bodies.predict(model, state_in, wrench, self.gravity, dt)
+        K.predict(model, state_in, f_ext, self.gravity, dt, self._bounds, bodies, buf.p[0])
         self._find_neighbors(buf.p[0], nbl)
         vol = self.particle_rest_volume
         eps = self.relaxation / (self.h * self.h)
         for k in range(self.iterations):
-            K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, buf.lam[k])
+            K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
+                             buf.lam[k])
             K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
-                          self._bounds,
-                          buf.p[k + 1])
+                          self._bounds, bodies, dt, buf.p[k + 1])
         p = buf.p[-1]
         K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
         if self.vorticity_confinement > 0.0:
@@ -298,6 +310,8 @@ class SolverPBF:
         K.finish_velocity(model, p, buf.v, buf.omega, vol, nbl, self.h, self.xsph, self.vorticity_confinement, dt,
                           state_out.particle_qd)
         kc.copy(state_out.particle_q, p)
+        if model.body_count:
+            bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)
 
     def _find_neighbors(self, p, nbl):
         K = self.K

@@ -1,0 +1,71 @@
+"""SolverPBF with rigid bodies: shapes on bodies are boundaries of the fluid and get its reaction.
+
+Archimedes: a box lighter than water floats with the draft mass / (rho A); momentum: a ball
+thrown into a fluid block without gravity hands over momentum, fluid plus ball keep the total.
+"""
+import numpy as np
+import pytest
+
+import kernelcore as kc
+import sim
+
+G = 9.81
+
+
+def test_box_floats_at_the_archimedes_draft():
+    """A box of half the water's density, its rotation held by a huge inertia (heave only), in a
+    thin tank (the box spans it in z): it settles with its bottom d = 0.5 * height below the
+    fluid's free surface beside it (within 10 % of d)."""
+    s = 0.02
+    nx, ny, nz, bw, bh = 32, 14, 4, 8, 4           # tank and box half extents in spacings
+    b = sim.ModelBuilder(gravity=(0.0, -G, 0.0))
+    b.add_particle_grid((s / 2,) * 3, (0.0, 0.0, 0.0), nx, ny, nz, s, density=1000.0, radius=s / 2)
+    L, Z, H0 = nx * s, nz * s, ny * s
+    rho_box = 500.0
+    mass = rho_box * (2 * bw * s) * (2 * bh * s) * Z
+    body = b.add_body(kc.transform(kc.vec3(L / 2, H0 + bh * s, Z / 2), kc.quat(0.0, 0.0, 0.0, 1.0)), mass=mass,
+                      inertia=np.eye(3) * 1e3)
+    b.add_shape_box(body=body, half_extents=(bw * s, bh * s, Z / 2), density=rho_box)
+    model = b.finalize()
+    solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (L, 3 * H0, Z)), xsph=0.1)
+    states = [model.state(), model.state()]
+    bottoms = []
+    steps, dt = 400, 1.0 / 200
+    for _ in range(steps):
+        solver.step(model, states[0], states[1], None, dt)
+        states.reverse()
+        bottoms.append(states[0].body_q.numpy()[0][1] - bh * s)
+    q = states[0].particle_q.numpy()
+    assert np.all(np.isfinite(q)) and len(q) == nx * ny * nz
+    beside = np.abs(q[:, 0] - L / 2) > (bw + 3) * s      # columns clear of the box
+    column = np.floor(q[beside, 0] / s).astype(int)
+    surface = np.mean([q[beside][column == c, 1].max() for c in np.unique(column)]) + s / 2
+    draft = surface - np.mean(bottoms[-steps // 4:])     # the last second, a few heave periods
+    expected = rho_box / 1000.0 * 2 * bh * s
+    assert draft == pytest.approx(expected, rel=0.1)
+    assert np.std(bottoms[-steps // 4:]) < 0.05 * expected          # settled
+
+
+def test_ball_into_fluid_conserves_momentum_without_gravity():
+    s = 0.02
+    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    n = 8
+    b.add_particle_grid((0.5, 0.5, 0.5), (0.0, 0.0, 0.0), n, n, n, s, density=1000.0, radius=s / 2)
+    centre = 0.5 + (n - 1) * s / 2
+    radius = 2.5 * s
+    v0 = np.array([1.0, 0.2, 0.0])
+    body = b.add_body(kc.transform(kc.vec3(0.5 - radius - 1.5 * s, centre, centre), kc.quat(0.0, 0.0, 0.0, 1.0)),
+                      vel=tuple(v0))
+    b.add_shape_sphere(body=body, radius=radius, density=2000.0)
+    model = b.finalize()
+    solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (2.0, 2.0, 2.0)), xsph=0.05)
+    m = model.particle_mass.numpy().astype(np.float64)
+    M = float(model.body_mass.numpy()[0])
+    states = [model.state(), model.state()]
+    for _ in range(40):
+        solver.step(model, states[0], states[1], None, 2.5e-3)
+        states.reverse()
+    v_fluid = (m[:, None] * states[0].particle_qd.numpy()).sum(0)
+    v_body = M * states[0].body_qd.numpy()[0][:3]
+    assert np.linalg.norm(M * v0 - v_body) > 0.1 * np.linalg.norm(M * v0)       # the ball did push the fluid
+    np.testing.assert_allclose(v_fluid + v_body, M * v0, atol=2e-3 * np.linalg.norm(M * v0))
