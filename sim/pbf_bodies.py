@@ -147,7 +147,9 @@ class BodyCoupling:
     count: number of shapes on bodies (0: the coupling functions do nothing); body_q / body_qd:
     transform / spatial_vector (B,) the bodies' predicted end-of-step poses [m] and velocities;
     force / torque: vec3 (B,) the fluid's reaction [N], [N m] (about the centre of mass);
-    wrench: spatial_vector (B,) reaction plus control wrench, what the bodies are integrated with.
+    wrench: spatial_vector (B,) reaction plus control wrench, what the bodies are integrated with;
+    wrench_free: spatial_vector (B,) the control wrench alone, for the free-flight prediction (its
+    own array: a Tape replays both uses).
     Without bodies the arrays have one unused element (kernels need an array).
     """
 
@@ -160,6 +162,7 @@ class BodyCoupling:
         self.force = kc.zeros(nb, dtype=kc.vec3, device=device, requires_grad=requires_grad)
         self.torque = kc.zeros(nb, dtype=kc.vec3, device=device, requires_grad=requires_grad)
         self.wrench = kc.zeros(nb, dtype=kc.spatial_vector, device=device, requires_grad=requires_grad)
+        self.wrench_free = kc.zeros(nb, dtype=kc.spatial_vector, device=device, requires_grad=requires_grad)
         self.body_com = model.body_com if model.body_count else kc.zeros(1, dtype=kc.vec3, device=device)
 
     def inputs(self, model, dt):
@@ -173,8 +176,8 @@ class BodyCoupling:
         """Free flight of the bodies over ``dt`` under gravity and ``control_wrench`` (the poses the fluid
         sees during the step); zero the reactions."""
         zero_reactions(self.force, self.torque, model.device)
-        body_wrench(self.force, self.torque, control_wrench, self.wrench, model.device)
-        integrate(model, state_in.body_q, state_in.body_qd, self.wrench, gravity, dt, self.body_q, self.body_qd)
+        body_wrench(self.force, self.torque, control_wrench, self.wrench_free, model.device)
+        integrate(model, state_in.body_q, state_in.body_qd, self.wrench_free, gravity, dt, self.body_q, self.body_qd)
 
     def finish(self, model, state_in, control_wrench, gravity, dt, state_out):
         """Integrate the bodies of ``state_in`` over ``dt`` with the fluid's reaction plus the control wrench."""
