@@ -87,7 +87,8 @@ class PBFBuffers:
 
     p: list of iterations + 1 vec3 (N,) positions [m] (p[0] predicted, p[-1] final);
     lam: list of iterations float (N,) multipliers [m^2]; v: vec3 (N,) velocity before XSPH
-    [m/s]; omega: vec3 (N,) vorticity [1/s]; neighbors: PBFNeighbors.
+    [m/s]; omega: vec3 (N,) vorticity [1/s]; omega_norm: float (N,) its length [1/s];
+    neighbors: PBFNeighbors; bodies: BodyCoupling (sim/pbf_bodies.py).
     """
 
     def __init__(self, model, iterations, max_neighbors, device, requires_grad):
@@ -104,6 +105,7 @@ class PBFBuffers:
         self.lam = [kc.zeros(n, dtype=float, device=device, requires_grad=requires_grad) for _ in range(iterations)]
         self.v = vec()
         self.omega = vec()
+        self.omega_norm = kc.zeros(n, dtype=float, device=device, requires_grad=requires_grad)
         self.neighbors = PBFNeighbors(n, max_neighbors, device)
         self.bodies = BodyCoupling(model, device, requires_grad)
 
@@ -138,12 +140,16 @@ class SolverPBF:
         wall_density: count the boundaries as fluid at rest in the density (see
             sim/pbf_kernels.wall_volume); without it particles crowd against walls.
         check_input: check CFL, domain and neighbour capacity on the host every step.
+        pair_cache: in steps that are not differentiated (states without requires_grad), keep each
+            pair's kernel-gradient factor (a square root and a division) from the multiplier pass for
+            the position update, and from the vorticity pass for XSPH and confinement
+            (N * max_neighbors floats; the same result, fewer square roots).
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
-                 wall_density: bool = True, check_input: bool = True):
+                 wall_density: bool = True, check_input: bool = True, pair_cache: bool = True):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -188,6 +194,8 @@ class SolverPBF:
         self.grid.reserve(model.particle_count)
         self._overflow = kc.zeros(1, dtype=kc.int32, device=dev)
         self._zero_force = kc.zeros(model.particle_count, dtype=kc.vec3, device=dev)
+        self.pair_cache = bool(pair_cache)
+        self._pairs = None
 
     # -- construction checks --------------------------------------------------------------------
     def _check_model(self):
@@ -298,20 +306,34 @@ class SolverPBF:
         self._find_neighbors(buf.p[0], nbl)
         vol = self.particle_rest_volume
         eps = self.relaxation / (self.h * self.h)
+        pairs = self._pair_cache(state_in, state_out)
         for k in range(self.iterations):
             K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
-                             buf.lam[k])
+                             buf.lam[k], pairs)
             K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
-                          self._bounds, bodies, dt, buf.p[k + 1])
+                          self._bounds, bodies, dt, buf.p[k + 1], pairs)
         p = buf.p[-1]
         K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
         if self.vorticity_confinement > 0.0:
-            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega)
-        K.finish_velocity(model, p, buf.v, buf.omega, vol, nbl, self.h, self.xsph, self.vorticity_confinement, dt,
-                          state_out.particle_qd)
+            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs)
+        else:
+            pairs = None   # finish_kernel computes its weights itself
+        K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
+                          self.vorticity_confinement, dt, state_out.particle_qd, pairs)
         kc.copy(state_out.particle_q, p)
         if model.body_count:
             bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)
+
+    def _pair_cache(self, state_in, state_out):
+        """The solver's scratch of per-pair spiky factors (float (N, max_neighbors), reused by every
+        iteration and step), or None when a gradient may be asked for (the Tape would need one per
+        iteration; those steps recompute the pairs in apply_delta instead)."""
+        if not self.pair_cache or state_in.particle_q.requires_grad or state_out.particle_q.requires_grad:
+            return None
+        shape = (self.model.particle_count, self.max_neighbors)
+        if self._pairs is None or tuple(self._pairs.shape) != shape:
+            self._pairs = kc.zeros(shape, dtype=float, device=self.model.device)
+        return self._pairs
 
     def _find_neighbors(self, p, nbl):
         K = self.K
