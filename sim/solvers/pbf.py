@@ -55,7 +55,7 @@ Parameters and what they mean:
   integrates the bodies with the reaction added.  Body-body and body-ground contacts are
   not part of SolverPBF; models with joints are refused.
 - ``cfl``: the largest ``max|v| dt / h`` a step accepts (checked on the host each step
-  from ``state_in`` plus gravity's ``|g| dt``; ``check_input=False`` skips the checks and
+  from ``state_in``'s particles and body centres of mass plus gravity's ``|g| dt``; ``check_input=False`` skips the checks and
   their read-back).
 
 Memory: each output state owns its step's buffers (``iterations + 3`` vec3 arrays,
@@ -269,22 +269,34 @@ class SolverPBF:
             state.pbf_buffers = b
         return b
 
+    def _fastest(self, state):
+        """(speed [m/s], 'particle k' or 'body k'): the fastest particle or body centre of mass of ``state``."""
+        v = state.particle_qd.numpy().astype(np.float64)
+        speed = np.sqrt(np.sum(v * v, axis=1))
+        k = int(np.argmax(speed))
+        best = (float(speed[k]), f"particle {k}")
+        if self.model.body_count and state.body_qd is not None:
+            vb = state.body_qd.numpy().astype(np.float64)[:, :3]
+            sb = np.sqrt(np.sum(vb * vb, axis=1))
+            b = int(np.argmax(sb))
+            if sb[b] > best[0]:   # a body sweeping through the fluid moves its particles as fast
+                best = (float(sb[b]), f"body {b}")
+        return best
+
     def max_dt(self, state) -> float:
         """Largest dt [s] the CFL check accepts for ``state``'s velocities (solves (|v| + |g| dt) dt = cfl h)."""
-        vmax = float(np.sqrt(np.max(np.sum(state.particle_qd.numpy().astype(np.float64) ** 2, axis=1))))
+        vmax = self._fastest(state)[0]
         g, c = self._gravity_norm, self.cfl * self.h
         if g == 0.0:
             return math.inf if vmax == 0.0 else c / vmax
         return (-vmax + math.sqrt(vmax * vmax + 4.0 * g * c)) / (2.0 * g)
 
     def _check_state(self, state_in, dt):
-        v = state_in.particle_qd.numpy().astype(np.float64)
-        speed = np.sqrt(np.sum(v * v, axis=1))
-        k = int(np.argmax(speed))
-        number = (speed[k] + self._gravity_norm * dt) * dt / self.h
+        speed, who = self._fastest(state_in)
+        number = (speed + self._gravity_norm * dt) * dt / self.h
         if not number <= self.cfl:
             raise ValueError(f"SolverPBF.step: dt={dt!r} gives a CFL number (|v| + |g| dt) dt / h = {number:.3g} "
-                             f"over the limit cfl={self.cfl:g} (particle {k} moves at {speed[k]:.3g} m/s, "
+                             f"over the limit cfl={self.cfl:g} ({who} moves at {speed:.3g} m/s, "
                              f"h = {self.h:g} m); take smaller steps (SolverPBF.max_dt(state)) or raise cfl=")
         self._check_inside(state_in.particle_q.numpy(), "state_in's particle", "bounds")
 
