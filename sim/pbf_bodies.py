@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-# sim/pbf_kernels.py imports this module after it has defined these two (and is the only importer)
-from .pbf_kernels import shape_distance, wall_volume
+from .pbf_boundary import shape_distance, wall_volume
 
 
 @kc.func

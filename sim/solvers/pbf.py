@@ -144,7 +144,7 @@ class SolverPBF:
         max_neighbors: capacity of each particle's neighbour list (a step that needs more raises).
         gravity: (3,) [m/s^2], default the model's.
         wall_density: count the boundaries as fluid at rest in the density (see
-            sim/pbf_kernels.wall_volume); without it particles crowd against walls.
+            sim/pbf_boundary.wall_volume); without it particles crowd against walls.
         check_input: check CFL, domain and neighbour capacity on the host every step.
         pair_cache: in steps that are not differentiated (states without requires_grad), keep each
             pair's kernel-gradient factor (a square root and a division) from the multiplier pass for
