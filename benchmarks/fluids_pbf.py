@@ -326,12 +326,17 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf = KcPBF(side)
     kc_pbf.steps(2)
 
+    baseline = []   # the same solver without its pair cache (how this session's speed-up is measured)
+
     def kc_samples():
         out = []
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            kc_pbf.steps(steps)
-            out.append((time.perf_counter() - t0) / steps)
+            for cache in (True, False):
+                kc_pbf.solver.pair_cache = cache
+                t0 = time.perf_counter()
+                kc_pbf.steps(steps)
+                (out if cache else baseline).append((time.perf_counter() - t0) / steps)
+        kc_pbf.solver.pair_cache = True
         return out
 
     kc_times = kc_samples()
@@ -342,6 +347,8 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     res = {"particles": side ** 3, "steps_per_sample": steps, "dt_s": DT, "params": PARAMS,
            "kernelcore_step_s": statistics.median(kc_times), "kernelcore_samples": kc_times}
     res["kernelcore_steps_per_s"] = 1.0 / res["kernelcore_step_s"]
+    res["kernelcore_no_pair_cache_step_s"] = statistics.median(baseline)
+    res["pair_cache_speedup"] = float(f"{res['kernelcore_no_pair_cache_step_s'] / res['kernelcore_step_s']:.4g}")
     q = kc_pbf.positions()
     res["kernelcore_finite"] = bool(np.all(np.isfinite(q)))
     res["kernelcore_mean_y"] = float(q[:, 1].mean())

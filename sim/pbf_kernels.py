@@ -18,9 +18,9 @@ Neighbour lists are built once per step from the predicted positions (kept per s
 Tape replays the same pairs); they include pairs up to ``NEIGHBOR_SKIN * h`` apart so that
 particles drifting during the iterations are still seen.
 
-Boundaries are position projections: the ground plane, static spheres / boxes / capsules
-/ planes / meshes (signed distances, as in sim/collide_shapes.py and collide_mesh.py), then
-the domain box.  A particle
+Boundaries are position projections: shapes on bodies (sim/pbf_bodies.py, with their
+reactions), the ground plane, static spheres / boxes / capsules / planes / meshes (signed
+distances, as in sim/collide_shapes.py and collide_mesh.py), then the domain box.  A particle
 centre is kept its radius away from each surface; walls are frictionless.
 """
 from __future__ import annotations
@@ -30,13 +30,9 @@ import math
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* and mesh_* builtins)
 
-from .collide_shapes import box_closest
+from .pbf_boundary import BOX, CAPSULE, MESH, PLANE, SPHERE, shape_distance, wall_volume  # noqa: F401
+from .pbf_bodies import body_density, body_wall_push, project_bodies
 
-SPHERE = kc.constant(0)
-BOX = kc.constant(1)
-PLANE = kc.constant(2)
-MESH = kc.constant(3)
-CAPSULE = kc.constant(4)
 
 #: neighbour search radius in units of h (pairs between h and this many h have W = 0 at
 #: the start of the step but may come within h during the constraint iterations)
@@ -64,61 +60,19 @@ def poly6(r2: float, h: float, coef: float) -> float:
 
 @kc.func
 def spiky_grad(d: kc.vec3, h: float, coef: float) -> kc.vec3:
-    g = kc.vec3(0.0, 0.0, 0.0)
-    r2 = kc.dot(d, d)
     # r > 1e-6 h: coincident particles give no direction (and the sqrt no finite adjoint)
-    if r2 < h * h and r2 > 1.0e-12 * h * h:
-        r = kc.sqrt(r2)
-        t = h - r
-        g = d * (coef * t * t / r)
-    return g
+    return d * spiky_factor(kc.dot(d, d), h, coef)
 
 
 @kc.func
-def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, mesh: kc.uint64,
-                   reach: float) -> kc.vec4:
-    """Signed distance [m] of ``x`` from a static sphere / box / capsule / plane / mesh and the
-    outward normal there, packed (nx, ny, nz, distance).  A mesh is searched within ``reach``
-    (its side from the angle-weighted pseudo-normal, so open meshes work); beyond that, and
-    for other types, the shape is far away (1e30)."""
-    n = kc.vec3(0.0, 1.0, 0.0)
-    sd = float(1.0e30)
-    if t == SPHERE:
-        d = x - pos
-        dist = kc.length(d)
-        if dist > 0.0:
-            n = d / dist
-        sd = dist - scale[0]
-    elif t == BOX:
-        nd = box_closest(kc.transpose(rot) * (x - pos), scale)
-        n = rot * kc.vec3(nd[0], nd[1], nd[2])
-        sd = nd[3]
-    elif t == CAPSULE:
-        axis = rot * kc.vec3(0.0, 1.0, 0.0)
-        h = scale[1]
-        rel = x - pos
-        d = rel - axis * kc.clamp(kc.dot(rel, axis), -h, h)
-        dist = kc.length(d)
-        if dist > 0.0:
-            n = d / dist
-        sd = dist - scale[0]
-    elif t == PLANE:
-        n = rot * kc.vec3(0.0, 1.0, 0.0)
-        sd = kc.dot(n, x - pos)
-    elif t == MESH:
-        query = kc.mesh_query_point_sign_normal(mesh, x, reach)
-        if query.result:
-            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
-            d = x - cp
-            dist = kc.length(d)
-            side = float(1.0)
-            if query.sign < 0.0:
-                side = -1.0
-            n = kc.mesh_eval_face_normal(mesh, query.face)
-            if dist > 1.0e-7:
-                n = d * (side / dist)
-            sd = side * dist
-    return kc.vec4(n[0], n[1], n[2], sd)
+def spiky_factor(r2: float, h: float, coef: float) -> float:
+    """The scalar f of spiky_grad(d) = d * f for |d|^2 = r2 [1/m^5] (0 outside h and at coincidence)."""
+    f = float(0.0)
+    if r2 < h * h and r2 > 1.0e-12 * h * h:
+        r = kc.sqrt(r2)
+        t = h - r
+        f = coef * t * t / r
+    return f
 
 
 @kc.func
@@ -140,31 +94,6 @@ def project_boundaries(p: kc.vec3, r: float, lower: kc.vec3, upper: kc.vec3,
         if sd < r:
             x = x + ground_normal * (r - sd)
     return kc.min(kc.max(x, lower + kc.vec3(r, r, r)), upper - kc.vec3(r, r, r))
-
-
-@kc.func
-def wall_volume(sd: float, h: float) -> kc.vec2:
-    """Volume fraction phi of a kernel ball (radius h) at distance ``sd`` [m] from a flat wall that
-    lies beyond the wall, and d phi / d sd [1/m], packed (phi, dphi).
-
-    phi = sum_j V_j W over a continuum of rest-density fluid filling the half-space
-    behind the wall: (315 / 256) int_u^1 (1 - t^2)^4 dt with u = sd / h (1/2 at the
-    wall, 0 from h on).  Adding it to the density sum treats walls as fluid at rest, so
-    particles next to a wall are not squeezed together to make up for missing neighbours.
-    """
-    out = kc.vec2(0.0, 0.0)
-    if sd < h:
-        u = kc.max(sd / h, 0.0)
-        u2 = u * u
-        # antiderivative of (1 - t^2)^4: t - 4 t^3 / 3 + 6 t^5 / 5 - 4 t^7 / 7 + t^9 / 9
-        f = u * (1.0 + u2 * (-4.0 / 3.0 + u2 * (6.0 / 5.0 + u2 * (-4.0 / 7.0 + u2 / 9.0))))
-        a = 1.0 - u2
-        a2 = a * a
-        dphi = float(0.0)
-        if sd > 0.0:
-            dphi = -(315.0 / 256.0) * a2 * a2 / h
-        out = kc.vec2((315.0 / 256.0) * (128.0 / 315.0 - f), dphi)
-    return out
 
 
 @kc.func
@@ -207,24 +136,32 @@ def predict_kernel(x: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), f_ext
                    shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                    shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                    shape_mesh: kc.array(dtype=kc.uint64),
-                   p: kc.array(dtype=kc.vec3)):
+                   body_shapes: int, body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                   mass: kc.array(dtype=float), inv_dt2: float,
+                   p: kc.array(dtype=kc.vec3), body_force: kc.array(dtype=kc.vec3),
+                   body_torque: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     w = inv_mass[i]
     y = x[i] + v[i] * dt
     if w > 0.0:
         y = x[i] + (v[i] + (gravity + f_ext[i] * w) * dt) * dt
+        y = project_bodies(y, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
+                           body_torque)
         y = project_boundaries(y, radius[i], lower, upper, ground, ground_normal, ground_offset,
                                shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                shape_mesh)
     p[i] = y
 
 
-def predict(model, state_in, f_ext, gravity, dt, bounds, p_out):
-    """p_out = boundary projection of x + dt (v + dt (g + f_ext / m)) (kinematic particles: x + dt v)."""
+def predict(model, state_in, f_ext, gravity, dt, bounds, bodies, p_out):
+    """p_out = boundary projection of x + dt (v + dt (g + f_ext / m)) (kinematic particles: x + dt v);
+    ``bodies``: a BodyCoupling (the body shapes' poses; their reactions are accumulated)."""
     kc.launch(predict_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_in.particle_qd, f_ext, model.particle_inv_mass,
-                      model.particle_radius, gravity, float(dt), *bounds, *shape_inputs(model)],
-              outputs=[p_out], device=model.device)
+                      model.particle_radius, gravity, float(dt), *bounds, *shape_inputs(model),
+                      *bodies.inputs(model, dt)],
+              outputs=[p_out, *bodies.outputs()], device=model.device)
 
 
 def boundary_inputs(model, lower, upper, mesh_reach):
@@ -279,8 +216,9 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
                   ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
                   shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                  shape_mesh: kc.array(dtype=kc.uint64),
-                  lam: kc.array(dtype=float)):
+                  shape_mesh: kc.array(dtype=kc.uint64), body_shapes: int,
+                  body_q: kc.array(dtype=kc.transform), store_pairs: int,
+                  lam: kc.array(dtype=float), pairs: kc.array(dtype=float, ndim=2)):
     i = kc.tid()
     x = p[i]
     ratio = volume[i] * poly6(0.0, h, poly6_coef)    # rho_i / rho0
@@ -289,26 +227,58 @@ def lambda_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), nb:
     for k in range(nb_count[i]):
         j = nb[i, k]
         d = x - p[j]
-        ratio += volume[j] * poly6(kc.dot(d, d), h, poly6_coef)
-        g = spiky_grad(d, h, spiky_coef) * volume[j]
+        r2 = kc.dot(d, d)
+        ratio += volume[j] * poly6(r2, h, poly6_coef)
+        f = spiky_factor(r2, h, spiky_coef)
+        g = d * (f * volume[j])
         grad_i += g
         sum_sq += kc.dot(g, g)
+        if store_pairs != 0:   # the square root and division delta_kernel needs at the same positions
+            pairs[i, k] = f
     if walls != 0:
         wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
                               shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
+        bb = body_density(x, h, body_shapes, shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot,
+                          shape_scale, shape_mesh, body_q)
+        ratio += bb[3]
+        grad_i += kc.vec3(bb[0], bb[1], bb[2])
     c = kc.max(ratio - 1.0, 0.0)
     lam[i] = -c / (sum_sq + kc.dot(grad_i, grad_i) + eps)
 
 
-def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, lam):
+def scorr_constants(h, scorr_k, scorr_dq):
+    """(k h^2 [m^2], 1 / W(dq h) [m^3]) of the artificial pressure s_corr = -k h^2 (W(r) / W(dq h))^4."""
+    w_dq = poly6_coefficient(h) * (h * h * (1.0 - scorr_dq * scorr_dq)) ** 3
+    return scorr_k * h * h, 1.0 / w_dq
+
+
+def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, pairs=None):
     """Constraint multipliers lambda (N,) [m^2] of positions ``p`` (vec3 (N,)); ``walls``: count the
-    boundaries' volume (wall_volume) in the density."""
+    boundaries' volume (wall_volume) in the density, body shapes at ``bodies``' poses included.
+
+    ``pairs`` (float (N, max_neighbors) or None): also store each listed pair's spiky_factor
+    for apply_delta at the same positions, which then skips the square roots and divisions.
+    Not for taped steps (the pair array would have to be kept per iteration for the backward
+    pass).
+    """
+    store = pairs is not None
     kc.launch(lambda_kernel, dim=model.particle_count,
               inputs=[p, volume, nbl.nb, nbl.count, h, poly6_coefficient(h), spiky_coefficient(h), eps, int(walls),
-                      *bounds, *shape_inputs(model)],
-              outputs=[lam], device=model.device)
+                      *bounds, *shape_inputs(model), bodies.count, bodies.body_q, int(store)],
+              outputs=[lam, pairs if store else _no_pairs(model.device)], device=model.device)
+
+
+_NO_PAIRS = {}
+
+
+def _no_pairs(device):
+    """A (1, 1) array standing in for the pair cache when it is off (kernels need an array)."""
+    key = str(device)
+    if key not in _NO_PAIRS:
+        _NO_PAIRS[key] = kc.zeros((1, 1), dtype=float, device=device)
+    return _NO_PAIRS[key]
 
 
 @kc.kernel
@@ -320,7 +290,11 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
                  shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                  shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                  shape_mesh: kc.array(dtype=kc.uint64),
-                 p_out: kc.array(dtype=kc.vec3)):
+                 body_shapes: int, body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                 mass: kc.array(dtype=float), inv_dt2: float, use_pairs: int,
+                 pairs: kc.array(dtype=float, ndim=2),
+                 p_out: kc.array(dtype=kc.vec3), body_force: kc.array(dtype=kc.vec3),
+                 body_torque: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     x = p[i]
     if inv_mass[i] > 0.0:
@@ -329,27 +303,43 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
         for k in range(nb_count[i]):
             j = nb[i, k]
             d = x - p[j]
-            s = poly6(kc.dot(d, d), h, poly6_coef) * scorr_inv_w
+            r2 = kc.dot(d, d)
+            s = poly6(r2, h, poly6_coef) * scorr_inv_w
             s2 = s * s
-            dp += spiky_grad(d, h, spiky_coef) * (volume[j] * (li + lam[j] - scorr_k * s2 * s2))
+            f = float(0.0)
+            if use_pairs != 0:   # stored by lambda_kernel at these positions
+                f = pairs[i, k]
+            else:
+                f = spiky_factor(r2, h, spiky_coef)
+            dp += d * (f * (volume[j] * (li + lam[j] - scorr_k * s2 * s2)))
         if walls != 0:   # the walls' share of particle i's own constraint gradient
             wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
                                   mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
             dp += kc.vec3(wb[0], wb[1], wb[2]) * li
-        x = project_boundaries(x + dp, radius[i], lower, upper, ground, ground_normal, ground_offset,
+            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
+                                 body_force, body_torque)
+        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
+                           body_torque)
+        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
                                shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                shape_mesh)
     p_out[i] = x
 
 
-def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, p_out):
-    """p_out = boundary projection of p + dp (one Jacobi update; kinematic particles keep p)."""
-    c6 = poly6_coefficient(h)
-    w_dq = c6 * (h * h * (1.0 - scorr_dq * scorr_dq)) ** 3
+def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, pairs=None):
+    """p_out = boundary projection of p + dp (one Jacobi update; kinematic particles keep p); the body
+    shapes' reactions are accumulated into ``bodies`` (a BodyCoupling).  ``pairs``: what
+    compute_lambda stored at the same ``p`` (or None: recompute)."""
+    k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
+    use = pairs is not None
     kc.launch(delta_kernel, dim=model.particle_count,
-              inputs=[p, volume, model.particle_inv_mass, model.particle_radius, nbl.nb, nbl.count, lam, h, c6,
-                      spiky_coefficient(h), scorr_k * h * h, 1.0 / w_dq, int(walls), *bounds, *shape_inputs(model)],
-              outputs=[p_out], device=model.device)
+              inputs=[p, volume, model.particle_inv_mass, model.particle_radius, nbl.nb, nbl.count, lam, h,
+                      poly6_coefficient(h), spiky_coefficient(h), k_h2, inv_w, int(walls), *bounds,
+                      *shape_inputs(model), *bodies.inputs(model, dt), int(use),
+                      pairs if use else _no_pairs(model.device)],
+              outputs=[p_out, *bodies.outputs()], device=model.device)
 
 
 @kc.kernel
@@ -368,43 +358,59 @@ def update_velocity(model, x, p, dt, v_out):
 @kc.kernel
 def vorticity_kernel(p: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float),
                      nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int), h: float, spiky_coef: float,
-                     omega: kc.array(dtype=kc.vec3)):
+                     poly6_coef: float, store_pairs: int,
+                     omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float),
+                     pairs: kc.array(dtype=float, ndim=2)):
     i = kc.tid()
     x = p[i]
     vi = v[i]
     w = kc.vec3(0.0, 0.0, 0.0)
     for k in range(nb_count[i]):
         j = nb[i, k]
+        d = x - p[j]
+        f = spiky_factor(kc.dot(d, d), h, spiky_coef)
         # curl of sum_j V_j v_j W(x - x_j), with v_i subtracted (exact for uniform flow)
-        w += kc.cross(spiky_grad(x - p[j], h, spiky_coef), v[j] - vi) * volume[j]
+        w += kc.cross(d * f, v[j] - vi) * volume[j]
+        if store_pairs != 0:   # the square root and division finish_kernel needs at the same positions
+            pairs[i, k] = f
     omega[i] = w
+    omega_norm[i] = kc.length(w)
 
 
-def compute_vorticity(model, p, v, volume, nbl, h, omega):
-    """SPH estimate of the vorticity curl(v) [1/s] at each particle (vec3 (N,))."""
+def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, pairs=None):
+    """SPH estimate of the vorticity curl(v) [1/s] at each particle (vec3 (N,)) and its norm (N,);
+    ``pairs`` (or None): also store each pair's spiky_factor for finish_velocity."""
+    store = pairs is not None
     kc.launch(vorticity_kernel, dim=model.particle_count,
-              inputs=[p, v, volume, nbl.nb, nbl.count, h, spiky_coefficient(h)], outputs=[omega],
-              device=model.device)
+              inputs=[p, v, volume, nbl.nb, nbl.count, h, spiky_coefficient(h), poly6_coefficient(h), int(store)],
+              outputs=[omega, omega_norm, pairs if store else _no_pairs(model.device)], device=model.device)
 
 
 @kc.kernel
 def finish_kernel(p: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), omega: kc.array(dtype=kc.vec3),
-                  volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
-                  nb_count: kc.array(dtype=int), h: float, poly6_coef: float, spiky_coef: float, xsph: float,
-                  confinement: float, dt: float, v_out: kc.array(dtype=kc.vec3)):
+                  omega_norm: kc.array(dtype=float), volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float),
+                  nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int), h: float, poly6_coef: float,
+                  spiky_coef: float, xsph: float, confinement: float, dt: float, use_pairs: int,
+                  pairs: kc.array(dtype=float, ndim=2), v_out: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     vi = v[i]
     if inv_mass[i] > 0.0:
         x = p[i]
         smooth = kc.vec3(0.0, 0.0, 0.0)
         eta = kc.vec3(0.0, 0.0, 0.0)
-        wi = kc.length(omega[i])
+        wi = omega_norm[i]
         for k in range(nb_count[i]):
             j = nb[i, k]
             d = x - p[j]
-            smooth += (v[j] - vi) * (volume[j] * poly6(kc.dot(d, d), h, poly6_coef))
+            r2 = kc.dot(d, d)
+            smooth += (v[j] - vi) * (volume[j] * poly6(r2, h, poly6_coef))
             if confinement > 0.0:
-                eta += spiky_grad(d, h, spiky_coef) * (volume[j] * (kc.length(omega[j]) - wi))
+                f = float(0.0)
+                if use_pairs != 0:   # stored by vorticity_kernel at these positions
+                    f = pairs[i, k]
+                else:
+                    f = spiky_factor(r2, h, spiky_coef)
+                eta += d * (f * (volume[j] * (omega_norm[j] - wi)))
         acc = kc.vec3(0.0, 0.0, 0.0)
         eta_len = kc.length(eta)
         if confinement > 0.0 and eta_len > 1.0e-12:
@@ -413,11 +419,14 @@ def finish_kernel(p: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), omega:
     v_out[i] = vi
 
 
-def finish_velocity(model, p, v, omega, volume, nbl, h, xsph, confinement, dt, v_out):
-    """v_out = v + XSPH smoothing + dt * vorticity confinement (kinematic particles keep v)."""
+def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, pairs=None):
+    """v_out = v + XSPH smoothing + dt * vorticity confinement (kinematic particles keep v); ``pairs``:
+    what compute_vorticity stored at the same ``p`` (only with confinement > 0), or None."""
+    use = pairs is not None
     kc.launch(finish_kernel, dim=model.particle_count,
-              inputs=[p, v, omega, volume, model.particle_inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
-                      spiky_coefficient(h), xsph, confinement, float(dt)],
+              inputs=[p, v, omega, omega_norm, volume, model.particle_inv_mass, nbl.nb, nbl.count, h,
+                      poly6_coefficient(h), spiky_coefficient(h), xsph, confinement, float(dt), int(use),
+                      pairs if use else _no_pairs(model.device)],
               outputs=[v_out], device=model.device)
 
 

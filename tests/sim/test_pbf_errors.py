@@ -97,12 +97,13 @@ def test_neighbour_overflow_raises():
         solver.step(model, model.state(), model.state(), None, 1e-3)
 
 
-def test_unsupported_boundaries_are_named():
+def test_articulations_are_named():
     b = sim.ModelBuilder()
     b.add_particle_grid((0.1, 0.1, 0.1), (0.0, 0.0, 0.0), 2, 2, 2, 0.05, density=1000.0, radius=0.02)
     body = b.add_body()
     b.add_shape_sphere((0.0, 0.0, 0.0), radius=0.1, body=body)
-    with pytest.raises(ValueError, match="carried by body 0"):
+    b.add_joint_revolute(-1, body)
+    with pytest.raises(ValueError, match="the model has 1 joints; SolverPBF moves free bodies only"):
         sim.SolverPBF(b.finalize(), smoothing_length=0.1, bounds=BOUNDS)
 
 
@@ -112,3 +113,15 @@ def test_state_of_another_model():
     solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS)
     with pytest.raises(ValueError, match="state_in.particle_q has 27 entries"):
         solver.step(model, other.state(), model.state(), None, 1e-3)
+
+
+def test_cfl_counts_a_fast_body():
+    b = sim.ModelBuilder()
+    b.add_particle_grid((0.1, 0.1, 0.1), (0.0, 0.0, 0.0), 2, 2, 2, 0.05, density=1000.0, radius=0.02)
+    body = b.add_body(kc.transform(kc.vec3(0.6, 0.5, 0.5), kc.quat(0.0, 0.0, 0.0, 1.0)), vel=(0.0, 0.0, 6.0))
+    b.add_shape_sphere(radius=0.05, body=body)
+    model = b.finalize()
+    solver = sim.SolverPBF(model, smoothing_length=0.1, bounds=BOUNDS)
+    with pytest.raises(ValueError, match=r"over the limit cfl=0.5 \(body 0 moves at 6 m/s"):
+        solver.step(model, model.state(), model.state(), None, 0.01)
+    assert solver.max_dt(model.state()) < 0.05 / 6.0
