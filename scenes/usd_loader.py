@@ -59,8 +59,10 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
 * Cloth: a ``Mesh`` with ``bool kc:cloth = true`` (docs/cloth.md): ``float kc:cloth:density``
   [kg/m^2], ``kc:cloth:triKe``, ``kc:cloth:triKa`` [N/m], ``kc:cloth:triKd``, ``kc:cloth:edgeKe``,
   ``kc:cloth:edgeKd``, ``kc:radius`` [m], ``kc:velocity``, ``kc:fixedIndices``, ``kc:material:*``;
-  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on;
-  ``kc:solver = "xpbd"`` picks SolverXPBD.
+  ``kc:cloth:triDrag``, ``kc:cloth:triLift`` [kg/m^3];
+  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on,
+  ``vector3f kc:cloth:wind`` [m/s] sets the air velocity;
+  ``kc:solver = "xpbd"`` picks SolverXPBD, ``"vbd"`` SolverVBD.
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -91,7 +93,7 @@ import sim
 from . import schema, usd_mpm
 from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
-SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd")
+SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd", "vbd")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -196,6 +198,8 @@ class Scene:
                 raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
         if self.solver == "xpbd":
             return sim.SolverXPBD(model)
+        if self.solver == "vbd":
+            return sim.SolverVBD(model)
         contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
         return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)
 
@@ -738,11 +742,16 @@ class _Reader(UsdJointReader, UsdRobotReader):
             if np.ndim(thickness) or not (np.isfinite(thickness) and thickness >= 0):
                 raise self.err(prim, f"kc:cloth:selfContact must be a thickness >= 0 [m], got {thickness}")
             sc.cloth_self_contact = float(thickness)
+            wind = self.attr(prim, "kc:cloth:wind", np.zeros(3), kind="vec3")
+            if not np.all(np.isfinite(wind)):
+                raise self.err(prim, f"kc:cloth:wind must be 3 finite numbers [m/s], got {wind}")
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
             sc.items.append((str(prim.GetPath()), "PhysicsScene"))
         sc.builder = sim.ModelBuilder(gravity=tuple(direction * magnitude), particle_damping=float(damping))
+        if prim is not None:
+            sc.builder.set_air_velocity(wind * self.mpu)
 
     def read_fluid(self, prim, sc):
         """SolverPBF settings from the PhysicsScene's kc:fluid:* attributes (needed with kc:solver = "pbf")."""
@@ -1105,7 +1114,8 @@ class _Reader(UsdJointReader, UsdRobotReader):
         params = {}
         for name, arg, default in (("kc:cloth:density", "density", 0.2), ("kc:cloth:triKe", "tri_ke", 100.0),
                                    ("kc:cloth:triKa", "tri_ka", 100.0), ("kc:cloth:triKd", "tri_kd", 1.0),
-                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0)):
+                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0),
+                                   ("kc:cloth:triDrag", "tri_drag", 0.0), ("kc:cloth:triLift", "tri_lift", 0.0)):
             v = self.attr(prim, name, default)
             if np.ndim(v) or not np.isfinite(v):
                 raise self.err(prim, f"{name} must be a single finite number, got {v}")

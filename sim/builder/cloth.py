@@ -69,6 +69,7 @@ class ClothBuilder:
         self.attachment_body = []       # body index
         self.attachment_anchor = []     # the point in the body's frame [m]
         self.attachment_properties = []   # (ke, kd)
+        self.air_velocity = (0.0, 0.0, 0.0)   # the wind [m/s] seen by tri_drag / tri_lift
 
     def _add_builder_e_cloth(self, other, offsets, xf, world):
         """add_builder's copy of cloth: indices shift by the particle offset; rest shapes (poses,
@@ -150,6 +151,13 @@ class ClothBuilder:
         self.edge_rest_angle.append(float(rest))
         self.edge_bending_properties.append((ke, kd))
         return e
+
+    def set_air_velocity(self, velocity) -> None:
+        """The velocity of the air [m/s] (wind) against which ``tri_drag`` / ``tri_lift`` act (default 0)."""
+        v = np.asarray(velocity, np.float64).reshape(-1)
+        if v.shape != (3,) or not np.all(np.isfinite(v)):
+            raise ValueError(f"set_air_velocity: velocity must be 3 finite numbers [m/s], got {velocity!r}")
+        self.air_velocity = tuple(float(c) for c in v)
 
     def add_cloth_attachment(self, particle: int, body: int, ke: float = 1.0e4, kd: float = 10.0) -> int:
         """Attach ``particle`` to ``body`` at the particle's current position (fixed in the body frame).
@@ -323,6 +331,7 @@ class ClothBuilder:
         m.edge_indices = kc.array(np.asarray(self.edge_indices, np.int32).reshape(ne, 4), dtype=kc.int32, device=device)
         m.edge_rest_angle = floats(self.edge_rest_angle, (ne,))
         m.edge_bending_properties = floats(self.edge_bending_properties, (ne, 2))
+        m.air_velocity = kc.vec3(*self.air_velocity)
         na = len(self.attachment_particle)
         m.attachment_count = na
         m.attachment_particle = kc.array(np.asarray(self.attachment_particle, np.int32).reshape(na), dtype=kc.int32,
