@@ -91,6 +91,7 @@ import numpy as np
 import sim
 
 from . import schema, usd_mpm
+from .cloth_uv import read_cloth_uvs
 from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
 SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd", "vbd")
@@ -162,6 +163,7 @@ class Scene:
         self.fluid = {}     # SolverPBF keywords (kc:solver = "pbf")
         self.mpm = None  # usd_mpm.MPMSettings of a kc:solver = "mpm" scene
         self.cloth_groups = {}            # prim path -> (particle range, triangles (m, 3) local to the range)
+        self.cloth_uvs = {}               # prim path -> texture coordinates (n, 2) of its vertices
         self.cloth_self_contact = 0.0     # thickness [m] of cloth self-contact (0: off)
         self.items = []
         self.notes = []
@@ -1137,6 +1139,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 b.particle_qd[start + int(i)] = (0.0, 0.0, 0.0)
         self.scene.particle_groups.append((path, rng))
         self.scene.cloth_groups[path] = (rng, np.asarray(tris, np.int32))
+        self.scene.cloth_uvs[path] = read_cloth_uvs(self, prim, world)
         color = self.display_color(prim)
         if color is not None:
             self.scene.group_colors[path] = color
