@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .cloth_forces import dihedral_gradient, dihedral_theta
 from .collide_shapes import BOX, CAPSULE, PLANE, SPHERE, box_closest
 
 
@@ -53,79 +52,13 @@ def vbd_inertia_kernel(q0: kc.array(dtype=kc.vec3), qd0: kc.array(dtype=kc.vec3)
 
 
 @kc.func
-def stvk_corner(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, p0: kc.vec3, p1: kc.vec3, p2: kc.vec3, Dinv: kc.mat22,
-                area: float, mu: float, lam: float, kd: float, a: int, inv_dt: float) -> kc.vec3:
-    """Force [N] on corner ``a`` (0..2) of a StVK triangle (corners x now, p at the step's start).
-
-    Its 3x3 block is ``stvk_corner_block`` (a func returns one value: the two share their preamble).
-    """
-    d1 = x1 - x0
-    d2 = x2 - x0
-    f0 = d1 * Dinv[0, 0] + d2 * Dinv[1, 0]
-    f1 = d1 * Dinv[0, 1] + d2 * Dinv[1, 1]
-    v1 = ((x1 - p1) - (x0 - p0)) * inv_dt
-    v2 = ((x2 - p2) - (x0 - p0)) * inv_dt
-    r0 = v1 * Dinv[0, 0] + v2 * Dinv[1, 0]
-    r1 = v1 * Dinv[0, 1] + v2 * Dinv[1, 1]
-    e00 = 0.5 * (kc.dot(f0, f0) - 1.0)
-    e11 = 0.5 * (kc.dot(f1, f1) - 1.0)
-    e01 = 0.5 * kc.dot(f0, f1)
-    tr = e00 + e11
-    S00 = 2.0 * mu * e00 + lam * tr + kd * kc.dot(f0, r0)
-    S11 = 2.0 * mu * e11 + lam * tr + kd * kc.dot(f1, r1)
-    S01 = 2.0 * mu * e01 + kd * 0.5 * (kc.dot(f0, r1) + kc.dot(f1, r0))
-    c0 = float(0.0)
-    c1 = float(0.0)
+def corner_weights(Dinv: kc.mat22, a: int) -> kc.vec2:
+    """c_a: F = sum_a x_a c_a^T for the corners a = 0, 1, 2 of a triangle with inverse rest matrix Dinv."""
     if a == 1:
-        c0 = Dinv[0, 0]
-        c1 = Dinv[0, 1]
-    elif a == 2:
-        c0 = Dinv[1, 0]
-        c1 = Dinv[1, 1]
-    else:
-        c0 = -(Dinv[0, 0] + Dinv[1, 0])
-        c1 = -(Dinv[0, 1] + Dinv[1, 1])
-    return -((f0 * S00 + f1 * S01) * c0 + (f0 * S01 + f1 * S11) * c1) * area
-
-
-@kc.func
-def stvk_corner_block(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, p0: kc.vec3, p1: kc.vec3, p2: kc.vec3, Dinv: kc.mat22,
-                      area: float, mu: float, lam: float, kd: float, a: int, inv_dt: float) -> kc.mat33:
-    """The positive semi-definite 3x3 block d^2 E / dx_a^2 [N/m] of the same triangle (damping included)."""
-    d1 = x1 - x0
-    d2 = x2 - x0
-    f0 = d1 * Dinv[0, 0] + d2 * Dinv[1, 0]
-    f1 = d1 * Dinv[0, 1] + d2 * Dinv[1, 1]
-    v1 = ((x1 - p1) - (x0 - p0)) * inv_dt
-    v2 = ((x2 - p2) - (x0 - p0)) * inv_dt
-    r0 = v1 * Dinv[0, 0] + v2 * Dinv[1, 0]
-    r1 = v1 * Dinv[0, 1] + v2 * Dinv[1, 1]
-    e00 = 0.5 * (kc.dot(f0, f0) - 1.0)
-    e11 = 0.5 * (kc.dot(f1, f1) - 1.0)
-    e01 = 0.5 * kc.dot(f0, f1)
-    tr = e00 + e11
-    S00 = 2.0 * mu * e00 + lam * tr + kd * kc.dot(f0, r0)
-    S11 = 2.0 * mu * e11 + lam * tr + kd * kc.dot(f1, r1)
-    S01 = 2.0 * mu * e01 + kd * 0.5 * (kc.dot(f0, r1) + kc.dot(f1, r0))
-    c0 = float(0.0)
-    c1 = float(0.0)
-    if a == 1:
-        c0 = Dinv[0, 0]
-        c1 = Dinv[0, 1]
-    elif a == 2:
-        c0 = Dinv[1, 0]
-        c1 = Dinv[1, 1]
-    else:
-        c0 = -(Dinv[0, 0] + Dinv[1, 0])
-        c1 = -(Dinv[0, 1] + Dinv[1, 1])
-    w = f0 * c0 + f1 * c1
-    cc = c0 * c0 + c1 * c1
-    # geometric term c^T S c I: negative under compression, dropped there to keep the block PSD
-    g = kc.max(c0 * c0 * S00 + 2.0 * c0 * c1 * S01 + c1 * c1 * S11, 0.0)
-    kdt = kd * inv_dt
-    ff = kc.outer(f0, f0) + kc.outer(f1, f1)
-    H = kc.diag(kc.vec3(g, g, g)) + kc.outer(w, w) * (mu + lam + 0.5 * kdt) + ff * (cc * (mu + 0.5 * kdt))
-    return H * area
+        return kc.vec2(Dinv[0, 0], Dinv[0, 1])
+    if a == 2:
+        return kc.vec2(Dinv[1, 0], Dinv[1, 1])
+    return kc.vec2(-(Dinv[0, 0] + Dinv[1, 0]), -(Dinv[0, 1] + Dinv[1, 1]))
 
 
 @kc.kernel
@@ -161,33 +94,66 @@ def vbd_solve_colour_kernel(
         mu = tri_materials[t, 0]
         lam = tri_materials[t, 1]
         kd = tri_materials[t, 2]
-        f = f + stvk_corner(q[i0], q[i1], q[i2], q_prev[i0], q_prev[i1], q_prev[i2], Dinv, tri_areas[t], mu, lam,
-                            kd, a, inv_dt)
-        H = H + stvk_corner_block(q[i0], q[i1], q[i2], q_prev[i0], q_prev[i1], q_prev[i2], Dinv, tri_areas[t], mu,
-                                  lam, kd, a, inv_dt)
+        area = tri_areas[t]
+        p0 = q_prev[i0]
+        d1 = q[i1] - q[i0]
+        d2 = q[i2] - q[i0]
+        # deformation gradient F = [f0 f1] and its rate from the step's velocity (x - x_prev) / dt
+        f0 = d1 * Dinv[0, 0] + d2 * Dinv[1, 0]
+        f1 = d1 * Dinv[0, 1] + d2 * Dinv[1, 1]
+        v1 = (d1 - (q_prev[i1] - p0)) * inv_dt
+        v2 = (d2 - (q_prev[i2] - p0)) * inv_dt
+        r0 = v1 * Dinv[0, 0] + v2 * Dinv[1, 0]
+        r1 = v1 * Dinv[0, 1] + v2 * Dinv[1, 1]
+        e00 = 0.5 * (kc.dot(f0, f0) - 1.0)
+        e11 = 0.5 * (kc.dot(f1, f1) - 1.0)
+        e01 = 0.5 * kc.dot(f0, f1)
+        tr = e00 + e11
+        S00 = 2.0 * mu * e00 + lam * tr + kd * kc.dot(f0, r0)
+        S11 = 2.0 * mu * e11 + lam * tr + kd * kc.dot(f1, r1)
+        S01 = 2.0 * mu * e01 + kd * 0.5 * (kc.dot(f0, r1) + kc.dot(f1, r0))
+        c = corner_weights(Dinv, a)
+        f = f - ((f0 * S00 + f1 * S01) * c[0] + (f0 * S01 + f1 * S11) * c[1]) * area
+        w = f0 * c[0] + f1 * c[1]
+        cc = kc.dot(c, c)
+        # geometric term c^T S c I: negative under compression, dropped there to keep the block PSD
+        g = kc.max(c[0] * c[0] * S00 + 2.0 * c[0] * c[1] * S01 + c[1] * c[1] * S11, 0.0)
+        kdt = kd * inv_dt
+        H = H + (kc.diag(kc.vec3(g, g, g)) + kc.outer(w, w) * (mu + lam + 0.5 * kdt)
+                 + (kc.outer(f0, f0) + kc.outer(f1, f1)) * (cc * (mu + 0.5 * kdt))) * area
     for n in range(edge_start[i], edge_start[i + 1]):
-        e = edge_adj[n, 0]
+        e_idx = edge_adj[n, 0]
         a = edge_adj[n, 1]
-        j0 = edge_indices[e, 0]
-        j1 = edge_indices[e, 1]
-        j2 = edge_indices[e, 2]
-        j3 = edge_indices[e, 3]
+        j0 = edge_indices[e_idx, 0]
+        j1 = edge_indices[e_idx, 1]
+        j2 = edge_indices[e_idx, 2]
+        j3 = edge_indices[e_idx, 3]
         x0 = q[j0]
         x1 = q[j1]
         x2 = q[j2]
         x3 = q[j3]
         n1 = kc.cross(x2 - x0, x3 - x0)
         n2 = kc.cross(x3 - x1, x2 - x1)
-        ke = edge_props[e, 0]
-        kd = edge_props[e, 1]
+        ke = edge_props[e_idx, 0]
+        kd = edge_props[e_idx, 1]
         if (ke > 0.0 or kd > 0.0) and kc.dot(n1, n1) > 1.0e-20 and kc.dot(n2, n2) > 1.0e-20 and kc.length(x3 - x2) > 1.0e-10:
-            g0 = dihedral_gradient(x0, x1, x2, x3, 0)
-            g1 = dihedral_gradient(x0, x1, x2, x3, 1)
-            g2 = dihedral_gradient(x0, x1, x2, x3, 2)
-            g3 = dihedral_gradient(x0, x1, x2, x3, 3)
-            rate = (kc.dot(g0, x0 - q_prev[j0]) + kc.dot(g1, x1 - q_prev[j1]) + kc.dot(g2, x2 - q_prev[j2])
-                    + kc.dot(g3, x3 - q_prev[j3])) * inv_dt
-            d = dihedral_theta(x0, x1, x2, x3) - edge_rest[e]
+            # d theta / d x_k of sim/cloth_forces.py's dihedral_gradient, its common factors computed once
+            e = x3 - x2
+            el = kc.length(e)
+            na = kc.cross(x0 - x2, x0 - x3)
+            nb = kc.cross(x1 - x3, x1 - x2)
+            ua = na / kc.dot(na, na)
+            ub = nb / kc.dot(nb, nb)
+            g0 = -ua * el
+            g1 = -ub * el
+            g2 = -(ua * (kc.dot(x0 - x3, e) / el) + ub * (kc.dot(x1 - x3, e) / el))
+            g3 = ua * (kc.dot(x0 - x2, e) / el) + ub * (kc.dot(x1 - x2, e) / el)
+            rate = float(0.0)
+            if kd > 0.0:
+                rate = (kc.dot(g0, x0 - q_prev[j0]) + kc.dot(g1, x1 - q_prev[j1]) + kc.dot(g2, x2 - q_prev[j2])
+                        + kc.dot(g3, x3 - q_prev[j3])) * inv_dt
+            # the angle wraps at +-pi; the difference to the rest angle is taken the short way round
+            d = kc.atan2(kc.dot(kc.cross(n1, n2), e) / el, kc.dot(n1, n2)) - edge_rest[e_idx]
             if d > 3.14159265:
                 d = d - 6.28318531
             elif d < -3.14159265:
