@@ -5,6 +5,8 @@ for when to use which cloth solver.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import kernelcore as kc
@@ -60,6 +62,23 @@ def colour_vertices(element_lists, particle_count, movable):
     return sorted(lists, key=len, reverse=True)
 
 
+def _warn_unhandled(model):
+    """Say which parts of ``model`` SolverVBD leaves out (rather than drop them silently)."""
+    left_out = []
+    if model.tri_count and np.any(model.tri_materials.numpy()[:, 3:5] > 0):
+        left_out.append("air drag/lift (tri_drag, tri_lift)")
+    if model.shape_count:
+        body = model.shape_body.numpy()
+        kind = model.shape_type.numpy()
+        if np.any(body >= 0):
+            left_out.append(f"{int(np.sum(body >= 0))} shapes on bodies")
+        if np.any((body < 0) & (kind == 3)):   # MESH
+            left_out.append(f"{int(np.sum((body < 0) & (kind == 3)))} mesh shapes")
+    if left_out:
+        warnings.warn("SolverVBD ignores " + ", ".join(left_out) + " (SolverSemiImplicit handles them)",
+                      stacklevel=3)
+
+
 class SolverVBD:
     """Vertex block descent (Chen et al. 2024) for cloth: implicit Euler, one 3x3 Newton step per vertex.
 
@@ -95,6 +114,10 @@ class SolverVBD:
             raise ValueError(f"SolverVBD: friction_eps must be finite and > 0 [m], got {friction_eps!r}")
         if not (0.0 <= chebyshev_rho < 1.0):
             raise ValueError(f"SolverVBD: chebyshev_rho must be in [0, 1), got {chebyshev_rho!r}")
+        if getattr(model, "attachment_count", 0):
+            raise ValueError(f"SolverVBD: the model has {model.attachment_count} cloth attachments to bodies, which "
+                             f"SolverVBD does not step; use SolverSemiImplicit")
+        _warn_unhandled(model)
         self.model = model
         self.iterations = iterations
         self.contact_ke = float(contact_ke)
