@@ -61,9 +61,9 @@ def corner_weights(Dinv: kc.mat22, a: int) -> kc.vec2:
     return kc.vec2(-(Dinv[0, 0] + Dinv[1, 0]), -(Dinv[0, 1] + Dinv[1, 1]))
 
 
-@kc.kernel
-def vbd_solve_colour_kernel(
-        vertices: kc.array(dtype=int), q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
+@kc.func
+def vbd_vertex_update(
+        i: int, q: kc.array(dtype=kc.vec3), q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
         mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
         tri_start: kc.array(dtype=int), tri_adj: kc.array(dtype=int, ndim=2), tri_indices: kc.array(dtype=int, ndim=2),
         tri_poses: kc.array(dtype=kc.mat22), tri_areas: kc.array(dtype=float),
@@ -75,10 +75,8 @@ def vbd_solve_colour_kernel(
         ground: int, ground_normal: kc.vec3, ground_offset: float, mu_ground: float,
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
-        q: kc.array(dtype=kc.vec3)):
-    """One Newton step on the block of each vertex of one colour (in place in ``q``)."""
-    i = vertices[kc.tid()]
+        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float)) -> kc.vec3:
+    """Vertex ``i`` after one Newton step on its block, the other vertices at ``q`` [m]."""
     x = q[i]
     inv_dt = 1.0 / dt
     mh = mass[i] * inv_dt * inv_dt
@@ -216,7 +214,61 @@ def vbd_solve_colour_kernel(
             f = f - ut * kf
             H = H + (kc.diag(kc.vec3(1.0, 1.0, 1.0)) - kc.outer(nrm, nrm)) * kf
     if kc.abs(kc.determinant(H)) > 1.0e-30:
-        q[i] = x + kc.inverse(H) * f
+        return x + kc.inverse(H) * f
+    return x
+
+
+@kc.kernel
+def vbd_solve_colour_kernel(
+        vertices: kc.array(dtype=int), q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
+        mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
+        tri_start: kc.array(dtype=int), tri_adj: kc.array(dtype=int, ndim=2), tri_indices: kc.array(dtype=int, ndim=2),
+        tri_poses: kc.array(dtype=kc.mat22), tri_areas: kc.array(dtype=float),
+        tri_materials: kc.array(dtype=float, ndim=2),
+        edge_start: kc.array(dtype=int), edge_adj: kc.array(dtype=int, ndim=2),
+        edge_indices: kc.array(dtype=int, ndim=2), edge_rest: kc.array(dtype=float),
+        edge_props: kc.array(dtype=float, ndim=2),
+        contact_ke: float, friction_eps: float,
+        ground: int, ground_normal: kc.vec3, ground_offset: float, mu_ground: float,
+        shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
+        q: kc.array(dtype=kc.vec3)):
+    """One Newton step for each vertex of one colour, in place in ``q`` (fast; not for a Tape)."""
+    i = vertices[kc.tid()]
+    q[i] = vbd_vertex_update(i, q, q_prev, inertia, mass, radius, dt, tri_start, tri_adj, tri_indices, tri_poses,
+                             tri_areas, tri_materials, edge_start, edge_adj, edge_indices, edge_rest, edge_props,
+                             contact_ke, friction_eps, ground, ground_normal, ground_offset, mu_ground, shape_count,
+                             shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mu)
+
+
+@kc.kernel
+def vbd_solve_colour_copy_kernel(
+        colour_of: kc.array(dtype=int), colour: int, q_in: kc.array(dtype=kc.vec3), q_prev: kc.array(dtype=kc.vec3),
+        inertia: kc.array(dtype=kc.vec3),
+        mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
+        tri_start: kc.array(dtype=int), tri_adj: kc.array(dtype=int, ndim=2), tri_indices: kc.array(dtype=int, ndim=2),
+        tri_poses: kc.array(dtype=kc.mat22), tri_areas: kc.array(dtype=float),
+        tri_materials: kc.array(dtype=float, ndim=2),
+        edge_start: kc.array(dtype=int), edge_adj: kc.array(dtype=int, ndim=2),
+        edge_indices: kc.array(dtype=int, ndim=2), edge_rest: kc.array(dtype=float),
+        edge_props: kc.array(dtype=float, ndim=2),
+        contact_ke: float, friction_eps: float,
+        ground: int, ground_normal: kc.vec3, ground_offset: float, mu_ground: float,
+        shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
+        q_out: kc.array(dtype=kc.vec3)):
+    """The same sweep out of place (every particle: the colour's vertices updated, the others copied), so
+    that each sweep's positions stay on a Tape and the step is differentiable."""
+    i = kc.tid()
+    x = q_in[i]
+    if colour_of[i] == colour:
+        x = vbd_vertex_update(i, q_in, q_prev, inertia, mass, radius, dt, tri_start, tri_adj, tri_indices, tri_poses,
+                              tri_areas, tri_materials, edge_start, edge_adj, edge_indices, edge_rest, edge_props,
+                              contact_ke, friction_eps, ground, ground_normal, ground_offset, mu_ground, shape_count,
+                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mu)
+    q_out[i] = x
 
 
 @kc.kernel
@@ -230,6 +282,17 @@ def vbd_chebyshev_kernel(vertices: kc.array(dtype=int), start: kc.array(dtype=kc
 
 
 @kc.kernel
+def vbd_chebyshev_copy_kernel(q_hat: kc.array(dtype=kc.vec3), prev: kc.array(dtype=kc.vec3),
+                              inv_mass: kc.array(dtype=float), omega: float, q_out: kc.array(dtype=kc.vec3)):
+    """Out-of-place Chebyshev step (for a Tape): moving particles prev + omega (q_hat - prev)."""
+    i = kc.tid()
+    x = q_hat[i]
+    if inv_mass[i] > 0.0:
+        x = prev[i] + (x - prev[i]) * omega
+    q_out[i] = x
+
+
+@kc.kernel
 def vbd_velocity_kernel(q0: kc.array(dtype=kc.vec3), q1: kc.array(dtype=kc.vec3), qd0: kc.array(dtype=kc.vec3),
                         inv_mass: kc.array(dtype=float), inv_dt: float, qd1: kc.array(dtype=kc.vec3)):
     i = kc.tid()
@@ -239,27 +302,45 @@ def vbd_velocity_kernel(q0: kc.array(dtype=kc.vec3), q1: kc.array(dtype=kc.vec3)
         qd1[i] = qd0[i]
 
 
-def vbd_predict(model, state_in, control, state_out, inertia, dt):
-    """Inertial target into ``inertia`` and the initial guess into ``state_out.particle_q``."""
+def vbd_predict(model, state_in, control, q_out, inertia, dt, record=False):
+    """Inertial target into ``inertia`` and the initial guess into ``q_out``."""
     has_f = control is not None and control.particle_f_ext is not None
-    f_ext = control.particle_f_ext if has_f else state_out.particle_f
+    f_ext = control.particle_f_ext if has_f else state_in.particle_f
     kc.launch(vbd_inertia_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_in.particle_qd, f_ext, int(has_f), model.particle_inv_mass,
                       model.gravity, model.particle_damping, float(dt)],
-              outputs=[inertia, state_out.particle_q], device=model.device, record_tape=False)
+              outputs=[inertia, q_out], device=model.device, record_tape=record)
+
+
+def _solve_inputs(model, solver, q_prev, inertia, dt):
+    """The inputs shared by the two sweep kernels, after their own leading ones."""
+    return [q_prev, inertia, model.particle_mass, model.particle_radius, float(dt),
+            solver.tri_start, solver.tri_adj, model.tri_indices, model.tri_poses, model.tri_areas,
+            model.tri_materials, solver.edge_start, solver.edge_adj, model.edge_indices,
+            model.edge_rest_angle, model.edge_bending_properties, float(solver.contact_ke),
+            float(solver.friction_eps), int(model.ground), model.ground_normal, model.ground_offset,
+            float(solver.ground_mu), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
+            model.shape_rot, model.shape_scale, solver.shape_mu]
 
 
 def vbd_solve_colour(model, solver, colour, q_prev, q, dt):
-    """One Newton step for every vertex of ``colour`` (int array of particle indices)."""
+    """One Newton step for every vertex of ``colour`` (int array of particle indices), in place in ``q``."""
     kc.launch(vbd_solve_colour_kernel, dim=colour.shape[0],
-              inputs=[colour, q_prev, solver.inertia, model.particle_mass, model.particle_radius, float(dt),
-                      solver.tri_start, solver.tri_adj, model.tri_indices, model.tri_poses, model.tri_areas,
-                      model.tri_materials, solver.edge_start, solver.edge_adj, model.edge_indices,
-                      model.edge_rest_angle, model.edge_bending_properties, float(solver.contact_ke),
-                      float(solver.friction_eps), int(model.ground), model.ground_normal, model.ground_offset,
-                      float(solver.ground_mu), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
-                      model.shape_rot, model.shape_scale, solver.shape_mu],
-              outputs=[q], device=model.device, record_tape=False)
+              inputs=[colour] + _solve_inputs(model, solver, q_prev, solver.inertia, dt), outputs=[q],
+              device=model.device, record_tape=False)
+
+
+def vbd_solve_colour_copy(model, solver, colour, q_prev, inertia, q_in, q_out, dt):
+    """The sweep of colour number ``colour`` from ``q_in`` into ``q_out`` (recorded on an active Tape)."""
+    kc.launch(vbd_solve_colour_copy_kernel, dim=model.particle_count,
+              inputs=[solver.colour_of, int(colour), q_in] + _solve_inputs(model, solver, q_prev, inertia, dt),
+              outputs=[q_out], device=model.device)
+
+
+def vbd_chebyshev_copy(model, q_hat, prev, omega, q_out):
+    """Out-of-place Chebyshev step (recorded on an active Tape)."""
+    kc.launch(vbd_chebyshev_copy_kernel, dim=model.particle_count,
+              inputs=[q_hat, prev, model.particle_inv_mass, float(omega)], outputs=[q_out], device=model.device)
 
 
 def vbd_chebyshev(model, movers, start, omega, prev, q):
@@ -268,8 +349,8 @@ def vbd_chebyshev(model, movers, start, omega, prev, q):
               device=model.device, record_tape=False)
 
 
-def vbd_velocities(model, state_in, state_out, dt):
+def vbd_velocities(model, state_in, state_out, dt, record=False):
     """v = (x1 - x0) / dt for moving particles; kinematic ones keep their velocity."""
     kc.launch(vbd_velocity_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_out.particle_q, state_in.particle_qd, model.particle_inv_mass,
-                      1.0 / float(dt)], outputs=[state_out.particle_qd], device=model.device, record_tape=False)
+                      1.0 / float(dt)], outputs=[state_out.particle_qd], device=model.device, record_tape=record)

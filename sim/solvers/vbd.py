@@ -12,7 +12,8 @@ import numpy as np
 import kernelcore as kc
 from kernelcore.device import get_runtime
 
-from ..vbd_cloth import vbd_chebyshev, vbd_predict, vbd_solve_colour, vbd_velocities
+from ..vbd_cloth import (vbd_chebyshev, vbd_chebyshev_copy, vbd_predict, vbd_solve_colour, vbd_solve_colour_copy,
+                        vbd_velocities)
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -99,8 +100,11 @@ class SolverVBD:
     meshes and self-contact are not handled (see docs/cloth.md).  Friction ``mu`` is the
     average of the particle's and the shape's materials.
 
-    Not differentiable (each sweep updates positions in place): ``step`` raises an error
-    while a ``kc.Tape`` records; use SolverSemiImplicit for gradients.
+    Differentiable: while a ``kc.Tape`` records, ``step`` runs the same sweeps out of place
+    (every colour sweep writes a new position array, kept alive by the tape), so gradients
+    flow through the fixed number of iterations to the initial state, the materials and
+    the rest shape; slower (each sweep touches every particle) and memory grows with
+    ``iterations x colours x particles`` per step.  Off a tape the sweeps run in place.
     """
 
     def __init__(self, model, iterations: int = 10, contact_ke: float = 1.0e4, friction_eps: float = 1.0e-4,
@@ -136,6 +140,10 @@ class SolverVBD:
         movable = model.particle_inv_mass.numpy() > 0 if n else np.zeros(0, bool)
         self.colours = [kc.array(c, dtype=kc.int32, device=dev) for c in colour_vertices([tris, bend], n, movable)]
         self.movers = kc.array(np.nonzero(movable)[0].astype(np.int32), dtype=kc.int32, device=dev)
+        colour_of = np.full(n, -1, np.int32)
+        for k, c in enumerate(self.colours):
+            colour_of[c.numpy()] = k
+        self.colour_of = kc.array(colour_of, dtype=kc.int32, device=dev)
         self.inertia = kc.zeros(n, dtype=kc.vec3, device=dev)
         self._start = kc.zeros(n, dtype=kc.vec3, device=dev)
         self._prev = kc.zeros(n, dtype=kc.vec3, device=dev)
@@ -149,15 +157,15 @@ class SolverVBD:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
-        if get_runtime().tape_stack:
-            raise RuntimeError("SolverVBD.step: VBD is not differentiable (positions are updated in place by each "
-                               "sweep); record SolverSemiImplicit on a kc.Tape instead")
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"SolverVBD.step: dt must be finite and > 0 [s], got {dt!r}")
         if model.particle_count == 0:
             return
+        if get_runtime().tape_stack:
+            self._step_recorded(model, state_in, state_out, control, dt)
+            return
         q = state_out.particle_q
-        vbd_predict(model, state_in, control, state_out, self.inertia, dt)
+        vbd_predict(model, state_in, control, q, self.inertia, dt)
         rho2, omega = self.chebyshev_rho ** 2, 1.0
         for k in range(self.iterations):
             if rho2 > 0.0:
@@ -171,3 +179,35 @@ class SolverVBD:
                 omega = 1.0 if k == 0 else (2.0 / (2.0 - rho2) if k == 1 else 4.0 / (4.0 - rho2 * omega))
                 vbd_chebyshev(model, self.movers, self._start, omega, self._prev, q)
         vbd_velocities(model, state_in, state_out, dt)
+
+    def _step_recorded(self, model, state_in, state_out, control, dt):
+        """The step out of place, every launch recorded on the active Tape (see the class docstring)."""
+        dev, n = model.device, model.particle_count
+
+        def positions():
+            return kc.zeros(n, dtype=kc.vec3, device=dev, requires_grad=True)
+
+        inertia = positions()
+        q = positions()
+        vbd_predict(model, state_in, control, q, inertia, dt, record=True)
+        rho2, omega = self.chebyshev_rho ** 2, 1.0
+        prev = q
+        sweeps = self.iterations * len(self.colours)
+        done = 0
+        for k in range(self.iterations):
+            start = q
+            for c in range(len(self.colours)):
+                done += 1
+                last = done == sweeps and rho2 == 0.0
+                q_next = state_out.particle_q if last else positions()
+                vbd_solve_colour_copy(model, self, c, state_in.particle_q, inertia, q, q_next, dt)
+                q = q_next
+            if rho2 > 0.0:
+                omega = 1.0 if k == 0 else (2.0 / (2.0 - rho2) if k == 1 else 4.0 / (4.0 - rho2 * omega))
+                q_next = state_out.particle_q if k == self.iterations - 1 else positions()
+                vbd_chebyshev_copy(model, q, prev, omega, q_next)
+                q = q_next
+            prev = start
+        if q is not state_out.particle_q:   # no colour (nothing moves): the prediction is the result
+            kc.copy(state_out.particle_q, q)
+        vbd_velocities(model, state_in, state_out, dt, record=True)
