@@ -201,6 +201,9 @@ class Scene:
         if self.solver == "xpbd":
             return sim.SolverXPBD(model)
         if self.solver == "vbd":
+            if self.cloth_self_contact > 0:
+                raise SceneError(self.path, "kc:cloth:selfContact: kc:solver 'vbd' has no cloth self-contact "
+                                            "(use the default semi_implicit solver)")
             return sim.SolverVBD(model)
         contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
         return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)

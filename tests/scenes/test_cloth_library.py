@@ -62,3 +62,28 @@ def test_cloth_falling_onto_itself_never_crosses():
     assert q[:, 1].max() < 0.4          # it did fall ...
     assert q[:, 1].min() > 0.0          # ... onto the ground
     assert crossings == [0] * 30
+
+
+def test_vbd_scene_drapes_the_sphere_and_refuses_self_contact(tmp_path):
+    text = open(os.path.join(LIBRARY, "cloth_drape.usda")).read()
+    assert "float kc:cloth:selfContact = 0.006" in text
+    vbd = text.replace("float kc:cloth:selfContact = 0.006", 'token kc:solver = "vbd"').replace(
+        "int kc:substeps = 24", "int kc:substeps = 4")
+    p = tmp_path / "drape_vbd.usda"
+    p.write_text(vbd)
+    scene = scenes.load(str(p))
+    model = scene.builder.finalize()
+    solver = scene.make_solver(model)
+    assert type(solver).__name__ == "SolverVBD"
+    s0, s1 = model.state(), model.state()
+    for _ in range(30 * scene.substeps):
+        solver.step(model, s0, s1, None, scene.dt)
+        s0, s1 = s1, s0
+    q = s0.particle_q.numpy()
+    assert np.all(np.isfinite(q))
+    # the sphere of the scene: radius 0.2 at (0, 0.3, 0); no vertex inside by more than the thickness
+    assert (np.linalg.norm(q - (0, 0.3, 0), axis=1) - 0.2).min() > -0.006
+    assert q[:, 1].max() > 0.45          # resting on top of it
+    p.write_text(vbd.replace('token kc:solver = "vbd"', 'token kc:solver = "vbd"\n        float kc:cloth:selfContact = 0.006'))
+    with pytest.raises(scenes.SceneError, match="no cloth self-contact"):
+        scenes.load(str(p)).make_solver(model)
