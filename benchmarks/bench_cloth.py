@@ -9,11 +9,13 @@ radius 0.01 m, dt = 5e-4 s (semi-implicit, small enough for both), 1/300 s with
 - ``kc_semi``: sim.SolverSemiImplicit (membrane, bending, penalty sphere/ground contacts);
 - ``kc_semi_self``: the same plus ClothSelfContact (BVH candidates, step bound);
 - ``kc_xpbd``: sim.SolverXPBD;
+- ``kc_vbd``: sim.SolverVBD (``--vbd-iterations`` sweeps, 1/300 s, contact ke 1e4 N/m);
 - ``newton_semi`` / ``newton_semi_notri`` / ``newton_xpbd``: newton.solvers.SolverSemiImplicit
-  with its particle-triangle self-contact (its default) / without it, and SolverXPBD, with
-  its CollisionPipeline, on warp-lang's CPU device, in the same process, interleaved.
-  Pairs compared: kc_semi vs newton_semi_notri, kc_semi_self vs newton_semi, kc_xpbd vs
-  newton_xpbd.
+  with its particle-triangle self-contact (its default) / without it, SolverXPBD, and
+  ``newton_vbd``: newton.solvers.SolverVBD (self-contact off, as kc_vbd; same sweeps, step and
+  contact stiffness), with its CollisionPipeline, on warp-lang's CPU device, in the same
+  process, interleaved.  Pairs compared: kc_semi vs newton_semi_notri, kc_semi_self vs
+  newton_semi, kc_xpbd vs newton_xpbd, kc_vbd vs newton_vbd.
 
 Warp 1.19 no longer ships warp.sim, so Newton is the peer.  Newton's tri_ke/tri_ka follow
 its own membrane law, so the cloths are alike, not identical; the figures compare cost per
@@ -49,6 +51,7 @@ DT_SEMI = 5e-4
 CONTACT_KE = 100.0    # N/m
 CONTACT_MU = 0.3
 DT_XPBD = 1.0 / 300.0
+VBD_CONTACT_KE = 1e4  # N/m: VBD's implicit step takes a stiff penalty at the large step
 
 
 def cloth_args(n):
@@ -70,6 +73,8 @@ class KcCloth:
         self.model = m = b.finalize()
         if solver == "xpbd":
             self.solver, self.dt = sim.SolverXPBD(m, iterations=iterations), DT_XPBD
+        elif solver == "vbd":
+            self.solver, self.dt = sim.SolverVBD(m, iterations=iterations, contact_ke=VBD_CONTACT_KE), DT_XPBD
         else:
             contact = sim.ClothSelfContact(m, thickness=RADIUS, ke=100.0, kd=0.01) if solver == "semi_self" else None
             self.solver, self.dt = sim.SolverSemiImplicit(m, self_contact=contact), DT_SEMI
@@ -96,6 +101,8 @@ class NewtonCloth:
         a = cloth_args(n)
         a["pos"], a["rot"], a["vel"] = wp.vec3(*a["pos"]), wp.quat(*a["rot"]), wp.vec3(*a["vel"])
         b.add_cloth_grid(**a)
+        if solver == "vbd":
+            b.color()   # Newton's VBD sweeps over a vertex colouring made by the builder
         self.model = m = b.finalize(device="cpu")
         # the same contact law as kernelcore's material (ke 100 N/m, critically damped for one particle,
         # mu 0.3); Newton's defaults (ke 1e3, kd 10) are unstable for these light particles at this step
@@ -104,6 +111,9 @@ class NewtonCloth:
         m.soft_contact_mu = CONTACT_MU
         if solver == "xpbd":
             self.solver, self.dt = newton.solvers.SolverXPBD(m, iterations=iterations), DT_XPBD
+        elif solver == "vbd":
+            m.soft_contact_ke = VBD_CONTACT_KE
+            self.solver, self.dt = newton.solvers.SolverVBD(m, iterations=iterations), DT_XPBD
         else:   # "semi": with Newton's particle-triangle self-contact (its default); "semi_notri": without
             self.solver = newton.solvers.SolverSemiImplicit(m, enable_tri_contact=solver == "semi")
             self.dt = DT_SEMI
@@ -138,11 +148,16 @@ def newton_available():
 def run_size(n, args, newton_ok):
     sims = {"kc_semi": KcCloth(n, "semi", args.xpbd_iterations),
             "kc_semi_self": KcCloth(n, "semi_self", args.xpbd_iterations),
-            "kc_xpbd": KcCloth(n, "xpbd", args.xpbd_iterations)}
+            "kc_xpbd": KcCloth(n, "xpbd", args.xpbd_iterations),
+            "kc_vbd": KcCloth(n, "vbd", args.vbd_iterations)}
     if newton_ok:
         sims["newton_semi"] = NewtonCloth(n, "semi", args.xpbd_iterations)
         sims["newton_semi_notri"] = NewtonCloth(n, "semi_notri", args.xpbd_iterations)
         sims["newton_xpbd"] = NewtonCloth(n, "xpbd", args.xpbd_iterations)
+        try:
+            sims["newton_vbd"] = NewtonCloth(n, "vbd", args.vbd_iterations)
+        except Exception as e:  # noqa: BLE001 - reported in the JSON, the other pairs still run
+            print(f"newton_vbd unavailable: {type(e).__name__}: {e}", file=sys.stderr)
     t0 = time.perf_counter()
     for s in sims.values():   # compile, untimed
         s.steps(args.settle)
@@ -159,7 +174,9 @@ def run_size(n, args, newton_ok):
                      "deepest_into_sphere_m": round(float(-(np.linalg.norm(q - c, axis=1) - r).min()), 5)}
     if newton_ok:
         for kc_name, nt_name in (("kc_semi", "newton_semi_notri"), ("kc_semi_self", "newton_semi"),
-                                 ("kc_xpbd", "newton_xpbd")):
+                                 ("kc_xpbd", "newton_xpbd"), ("kc_vbd", "newton_vbd")):
+            if nt_name not in res:
+                continue
             out[f"speedup_{kc_name}_vs_{nt_name}"] = ratio(res[nt_name]["median"], res[kc_name]["median"])
     return out
 
@@ -171,6 +188,7 @@ def main(argv=None):
     ap.add_argument("--settle", type=int, default=150, help="untimed steps first (compilation, touch-down)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--xpbd-iterations", type=int, default=10)
+    ap.add_argument("--vbd-iterations", type=int, default=10)
     ap.add_argument("--no-newton", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -180,7 +198,8 @@ def main(argv=None):
     out = {"benchmark": "cloth", "environment": environment(), "newton": info if newton_ok else None,
            "newton_unavailable": None if newton_ok else info,
            "settings": {"dt_semi": DT_SEMI, "dt_xpbd": DT_XPBD, "tri_ke": TRI_KE, "tri_ka": TRI_KA, "tri_kd": TRI_KD,
-                        "edge_ke": EDGE_KE, "particle_radius": RADIUS, "xpbd_iterations": args.xpbd_iterations},
+                        "edge_ke": EDGE_KE, "particle_radius": RADIUS, "xpbd_iterations": args.xpbd_iterations,
+                        "vbd_iterations": args.vbd_iterations, "vbd_contact_ke": VBD_CONTACT_KE},
            "note": "speedup = newton median / kernelcore median seconds per sample (> 1: kernelcore faster); "
                    "Warp's CPU backend is single-threaded, kernelcore uses its default thread count",
            "results": results}

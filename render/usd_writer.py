@@ -380,6 +380,31 @@ class UsdRenderer(RendererBase):
             self._set_extent(obj, np.zeros(3), np.zeros(3))
         self._set_color(obj, colors, points.shape[0])
 
+    def render_cloth(self, name: str, points, indices, uvs=None, colors=None) -> None:
+        """A deforming mesh (cloth): ``render_mesh`` plus per-vertex normals written every frame
+        (area-weighted, from the winding of ``indices``) and, when given, texture coordinates
+        ``uvs`` (N, 2) written once as ``primvars:st`` (vertex interpolation: the topology is constant).
+        """
+        pts = np.asarray(points, np.float32).reshape(-1, 3)
+        self.render_mesh(name, points, indices, colors)
+        obj = self._objects.get(name)
+        if obj is None or obj.kind != "mesh" or not np.isfinite(pts).all():
+            return   # render_mesh skipped it (and said why)
+        geom = self._UsdGeom.Mesh(obj.prim)
+        if "normals" not in obj.tracks:
+            self._track(obj, "normals", geom.CreateNormalsAttr())
+            geom.SetNormalsInterpolation(self._UsdGeom.Tokens.vertex)
+            if uvs is not None:
+                st = np.asarray(uvs, np.float32)
+                if st.shape != (pts.shape[0], 2) or not np.isfinite(st).all():
+                    raise ValueError(f"render_cloth({name!r}): uvs must be finite ({pts.shape[0]}, 2), got shape {st.shape}")
+                pv = self._UsdGeom.PrimvarsAPI(obj.prim).CreatePrimvar(
+                    "st", self._Sdf.ValueTypeNames.TexCoord2fArray, self._UsdGeom.Tokens.vertex)
+                pv.Set(self._Vt.Vec2fArray.FromNumpy(st))
+        from .mesh_normals import vertex_normals
+
+        self._set(obj, "normals", vertex_normals(pts, np.asarray(indices).reshape(-1, 3)), self._vec3f)
+
     def _draw_shape(self, name, kind, pos, rot, scale, color) -> None:
         Gf, UsdGeom = self._Gf, self._UsdGeom
         obj = self._objects.get(name)

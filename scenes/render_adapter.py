@@ -40,10 +40,11 @@ class ModelRenderer:
     """
 
     def __init__(self, renderer, model, particle_groups=None, ground_size: float = 10.0, shape_names=None,
-                 spring_groups=None, colors=None, cloth_groups=None):
+                 spring_groups=None, colors=None, cloth_groups=None, cloth_uvs=None):
         self.renderer = renderer
         # particle groups that are cloth: {group name: (range, triangles (m, 3) local to the range)}
         self.cloth_groups = dict(cloth_groups or {})
+        self.cloth_uvs = dict(cloth_uvs or {})   # {group name: texture coordinates (n, 2)}
         self.model = model
         n = model.particle_count
         self.ground_size = float(ground_size)
@@ -129,7 +130,11 @@ class ModelRenderer:
             for name, rng, key in self.groups:
                 sl = slice(rng.start, rng.stop)
                 if key in self.cloth_groups:   # cloth: a time-sampled mesh of constant topology
-                    r.render_mesh(name, q[sl], self.cloth_groups[key][1], colors=self.group_color(key, rng))
+                    if hasattr(r, "render_cloth"):   # the USD writer: normals per frame and UVs too
+                        r.render_cloth(name, q[sl], self.cloth_groups[key][1], uvs=self.cloth_uvs.get(key),
+                                       colors=self.group_color(key, rng))
+                    else:
+                        r.render_mesh(name, q[sl], self.cloth_groups[key][1], colors=self.group_color(key, rng))
                     continue
                 r.render_points(name, q[sl], self._radius[sl], colors=self.group_color(key, rng), velocities=qd[sl])
         for name, rng in self.spring_groups:

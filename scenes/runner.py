@@ -186,7 +186,8 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
         check_record_memory(record, frames)  # a bad target fails before the scene is built
     names = dict(particle_groups=scene.particle_groups, shape_names=scene.shape_paths or None,
                  spring_groups=scene.spring_groups or None, colors=scene.group_colors,
-                 cloth_groups=getattr(scene, "cloth_groups", None) or None)
+                 cloth_groups=getattr(scene, "cloth_groups", None) or None,
+                 cloth_uvs=getattr(scene, "cloth_uvs", None) or None)
     view = view_out = None
     closers = []
     try:

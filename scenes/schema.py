@@ -24,7 +24,8 @@ POINTS_MPM = ("kc:mpm:material", "kc:mpm:volume", "kc:mpm:youngsModulus", "kc:mp
 KC_ATTRIBUTES = {
     "PhysicsScene": ("kc:timeStep", "kc:substeps", "kc:solver", "kc:frames", "kc:particleDamping",
                      "kc:toi", "kc:fluid:smoothingLength", "kc:fluid:lower", "kc:fluid:upper", "kc:fluid:restDensity",
-                     "kc:fluid:iterations", "kc:fluid:xsph", "kc:fluid:vorticity", "kc:cloth:selfContact") + SCENE_MPM,
+                     "kc:fluid:iterations", "kc:fluid:xsph", "kc:fluid:vorticity", "kc:cloth:selfContact",
+                     "kc:cloth:wind") + SCENE_MPM,
     "Points": ("kc:grid:dims", "kc:grid:spacing", "kc:grid:lower", "kc:grid:jitter", "kc:grid:seed",
                "kc:velocity", "kc:radius", "kc:mass", "kc:density", "kc:fixedIndices", "kc:springs:indices",
                "kc:springs:grid", "kc:springs:shear", "kc:springs:ke", "kc:springs:kd") + MATERIAL
@@ -34,7 +35,8 @@ KC_ATTRIBUTES = {
     # a Cube prim with kc:mpm:material in a kc:solver = "mpm" scene: filled with particles
     "mpm Cube": ("kc:mpm:spacing", "kc:density", "kc:velocity") + tuple(a for a in POINTS_MPM if a != "kc:mpm:volume"),
     "Cloth": ("kc:cloth", "kc:cloth:density", "kc:cloth:triKe", "kc:cloth:triKa", "kc:cloth:triKd", "kc:cloth:edgeKe",
-              "kc:cloth:edgeKd", "kc:radius", "kc:velocity", "kc:fixedIndices") + MATERIAL,
+              "kc:cloth:edgeKd", "kc:cloth:triDrag", "kc:cloth:triLift", "kc:radius", "kc:velocity",
+              "kc:fixedIndices") + MATERIAL,
 }
 
 ALL_KC = sorted({a for names in KC_ATTRIBUTES.values() for a in names})

@@ -59,8 +59,10 @@ This is the only module of scenes/ that imports ``pxr`` (usd-core), lazily in
 * Cloth: a ``Mesh`` with ``bool kc:cloth = true`` (docs/cloth.md): ``float kc:cloth:density``
   [kg/m^2], ``kc:cloth:triKe``, ``kc:cloth:triKa`` [N/m], ``kc:cloth:triKd``, ``kc:cloth:edgeKe``,
   ``kc:cloth:edgeKd``, ``kc:radius`` [m], ``kc:velocity``, ``kc:fixedIndices``, ``kc:material:*``;
-  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on;
-  ``kc:solver = "xpbd"`` picks SolverXPBD.
+  ``kc:cloth:triDrag``, ``kc:cloth:triLift`` [kg/m^3];
+  ``float kc:cloth:selfContact`` (thickness [m]) on the PhysicsScene turns self-contact on,
+  ``vector3f kc:cloth:wind`` [m/s] sets the air velocity;
+  ``kc:solver = "xpbd"`` picks SolverXPBD, ``"vbd"`` SolverVBD.
 * ``Xform``, ``Scope``, cameras, lights, materials and shaders carry no physics; other
   geometry without ``PhysicsCollisionAPI`` is visual only (a note).
 
@@ -89,9 +91,10 @@ import numpy as np
 import sim
 
 from . import schema, usd_mpm
+from .cloth_uv import read_cloth_uvs
 from .usd_joints import JOINT_PRIM_TYPES, UsdJointReader, UsdRobotReader
 
-SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd")
+SOLVERS = ("semi_implicit", "dem", "pbf", "featherstone", "mpm", "xpbd", "vbd")
 # prims with no physics meaning: their own attributes are presentation only
 IGNORED_TYPES = {"", "Xform", "Scope", "Camera", "Material", "Shader", "NodeGraph", "GeomSubset",
                  "SkelRoot", "Skeleton", "SkelAnimation", "RenderSettings", "RenderProduct", "RenderVar",
@@ -160,6 +163,7 @@ class Scene:
         self.fluid = {}     # SolverPBF keywords (kc:solver = "pbf")
         self.mpm = None  # usd_mpm.MPMSettings of a kc:solver = "mpm" scene
         self.cloth_groups = {}            # prim path -> (particle range, triangles (m, 3) local to the range)
+        self.cloth_uvs = {}               # prim path -> texture coordinates (n, 2) of its vertices
         self.cloth_self_contact = 0.0     # thickness [m] of cloth self-contact (0: off)
         self.items = []
         self.notes = []
@@ -196,6 +200,11 @@ class Scene:
                 raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
         if self.solver == "xpbd":
             return sim.SolverXPBD(model)
+        if self.solver == "vbd":
+            if self.cloth_self_contact > 0:
+                raise SceneError(self.path, "kc:cloth:selfContact: kc:solver 'vbd' has no cloth self-contact "
+                                            "(use the default semi_implicit solver)")
+            return sim.SolverVBD(model)
         contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
         return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)
 
@@ -738,11 +747,16 @@ class _Reader(UsdJointReader, UsdRobotReader):
             if np.ndim(thickness) or not (np.isfinite(thickness) and thickness >= 0):
                 raise self.err(prim, f"kc:cloth:selfContact must be a thickness >= 0 [m], got {thickness}")
             sc.cloth_self_contact = float(thickness)
+            wind = self.attr(prim, "kc:cloth:wind", np.zeros(3), kind="vec3")
+            if not np.all(np.isfinite(wind)):
+                raise self.err(prim, f"kc:cloth:wind must be 3 finite numbers [m/s], got {wind}")
             damping = self.attr(prim, "kc:particleDamping", 0.0)
             if np.ndim(damping) or damping < 0:
                 raise self.err(prim, f"kc:particleDamping must be a number >= 0, got {damping}")
             sc.items.append((str(prim.GetPath()), "PhysicsScene"))
         sc.builder = sim.ModelBuilder(gravity=tuple(direction * magnitude), particle_damping=float(damping))
+        if prim is not None:
+            sc.builder.set_air_velocity(wind * self.mpu)
 
     def read_fluid(self, prim, sc):
         """SolverPBF settings from the PhysicsScene's kc:fluid:* attributes (needed with kc:solver = "pbf")."""
@@ -1105,7 +1119,8 @@ class _Reader(UsdJointReader, UsdRobotReader):
         params = {}
         for name, arg, default in (("kc:cloth:density", "density", 0.2), ("kc:cloth:triKe", "tri_ke", 100.0),
                                    ("kc:cloth:triKa", "tri_ka", 100.0), ("kc:cloth:triKd", "tri_kd", 1.0),
-                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0)):
+                                   ("kc:cloth:edgeKe", "edge_ke", 1e-3), ("kc:cloth:edgeKd", "edge_kd", 0.0),
+                                   ("kc:cloth:triDrag", "tri_drag", 0.0), ("kc:cloth:triLift", "tri_lift", 0.0)):
             v = self.attr(prim, name, default)
             if np.ndim(v) or not np.isfinite(v):
                 raise self.err(prim, f"{name} must be a single finite number, got {v}")
@@ -1127,6 +1142,7 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 b.particle_qd[start + int(i)] = (0.0, 0.0, 0.0)
         self.scene.particle_groups.append((path, rng))
         self.scene.cloth_groups[path] = (rng, np.asarray(tris, np.int32))
+        self.scene.cloth_uvs[path] = read_cloth_uvs(self, prim, world)
         color = self.display_color(prim)
         if color is not None:
             self.scene.group_colors[path] = color

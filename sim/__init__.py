@@ -9,6 +9,7 @@ from .builder import ModelBuilder
 from .model import Control, Model, State, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from .solvers import SolverDEM, SolverFeatherstone, SolverMPM, SolverPBF, SolverSemiImplicit
 from .solvers import SolverGridFluid, SolverXPBD
+from .solvers import SolverVBD
 from .articulation import eval_fk, eval_ik
 from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE)
 from .importers import ModelFileError, ModelImportWarning, parse_mjcf, parse_urdf
@@ -23,6 +24,7 @@ __all__ = [
     "SolverFeatherstone",
     "SolverGridFluid",
     "SolverXPBD",
+    "SolverVBD",
     "ClothSelfContact",
     "eval_fk", "eval_ik",
     "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6",

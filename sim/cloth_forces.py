@@ -19,7 +19,7 @@ Bending (per interior edge; particles o0, o1 opposite, e0-e1 shared):
   forces along the exact gradient of theta (the closed form of Bridson et al. 2003).
 
 Air (optional, per triangle, ``tri_drag`` / ``tri_lift`` [kg/m^3]): with v the mean
-velocity of the corners, n the unit normal, c = n . v/|v|:
+velocity of the corners relative to the air (``Model.air_velocity``, the wind [m/s]), n the unit normal, c = n . v/|v|:
     drag  -tri_drag A |v|^2 |c| v/|v|,   lift  -tri_lift A |v|^2 c sqrt(1 - c^2) l,
   l the unit vector in the n-v plane normal to v; each corner gets a third.
 """
@@ -62,7 +62,7 @@ def dihedral_gradient(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, x3: kc.vec3, k: int
 def eval_triangles_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
                           indices: kc.array(dtype=int, ndim=2), poses: kc.array(dtype=kc.mat22),
                           areas: kc.array(dtype=float), materials: kc.array(dtype=float, ndim=2),
-                          f: kc.array(dtype=kc.vec3)):
+                          wind: kc.vec3, f: kc.array(dtype=kc.vec3)):
     t = kc.tid()
     i = indices[t, 0]
     j = indices[t, 1]
@@ -103,7 +103,7 @@ def eval_triangles_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3
     drag = materials[t, 3]
     lift = materials[t, 4]
     if drag > 0.0 or lift > 0.0:
-        v = (qd[i] + qd[j] + qd[k]) * (1.0 / 3.0)
+        v = (qd[i] + qd[j] + qd[k]) * (1.0 / 3.0) - wind
         nc = kc.cross(d1, d2)
         a_now = 0.5 * kc.length(nc)
         speed = kc.length(v)
@@ -126,7 +126,7 @@ def eval_triangles(model, state, forces):
         return
     kc.launch(eval_triangles_kernel, dim=model.tri_count,
               inputs=[state.particle_q, state.particle_qd, model.tri_indices, model.tri_poses, model.tri_areas,
-                      model.tri_materials],
+                      model.tri_materials, getattr(model, "air_velocity", kc.vec3(0.0, 0.0, 0.0))],
               outputs=[forces], device=model.device)
 
 

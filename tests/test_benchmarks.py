@@ -147,9 +147,10 @@ def test_cloth_benchmark_reports_steps_per_second(tmp_path):
 
     out = tmp_path / "cloth.json"
     bench_cloth.main(["--sizes", "4", "--steps", "2", "--settle", "1", "--repeats", "1", "--xpbd-iterations", "2",
+                      "--vbd-iterations", "2",
                       "--no-newton", "--out", str(out)])
     r = json.loads(out.read_text())["results"]["4"]
-    for name in ("kc_semi", "kc_semi_self", "kc_xpbd"):
+    for name in ("kc_semi", "kc_semi_self", "kc_xpbd", "kc_vbd"):
         assert r[name]["steps_per_second"] > 0 and r[name]["finite"]
 
 

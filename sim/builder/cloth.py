@@ -65,6 +65,11 @@ class ClothBuilder:
         self.edge_indices = []      # (o0, o1, e0, e1): opposite vertices, then the shared edge
         self.edge_rest_angle = []   # [rad]
         self.edge_bending_properties = []   # (ke, kd)
+        self.attachment_particle = []   # particle index per attachment
+        self.attachment_body = []       # body index
+        self.attachment_anchor = []     # the point in the body's frame [m]
+        self.attachment_properties = []   # (ke, kd)
+        self.air_velocity = (0.0, 0.0, 0.0)   # the wind [m/s] seen by tri_drag / tri_lift
 
     def _add_builder_e_cloth(self, other, offsets, xf, world):
         """add_builder's copy of cloth: indices shift by the particle offset; rest shapes (poses,
@@ -72,8 +77,11 @@ class ClothBuilder:
         poff = offsets["particle"]
         self.tri_indices.extend(tuple(int(i) + poff for i in t) for t in other.tri_indices)
         self.edge_indices.extend(tuple(int(i) + poff if int(i) >= 0 else int(i) for i in e) for e in other.edge_indices)
-        for name in ("tri_poses", "tri_areas", "tri_materials", "edge_rest_angle", "edge_bending_properties"):
+        for name in ("tri_poses", "tri_areas", "tri_materials", "edge_rest_angle", "edge_bending_properties",
+                     "attachment_anchor", "attachment_properties"):
             getattr(self, name).extend(getattr(other, name))
+        self.attachment_particle.extend(int(p) + poff for p in other.attachment_particle)
+        self.attachment_body.extend(int(b) + offsets["body"] for b in other.attachment_body)
 
     @property
     def tri_count(self) -> int:
@@ -143,6 +151,37 @@ class ClothBuilder:
         self.edge_rest_angle.append(float(rest))
         self.edge_bending_properties.append((ke, kd))
         return e
+
+    def set_air_velocity(self, velocity) -> None:
+        """The velocity of the air [m/s] (wind) against which ``tri_drag`` / ``tri_lift`` act (default 0)."""
+        v = np.asarray(velocity, np.float64).reshape(-1)
+        if v.shape != (3,) or not np.all(np.isfinite(v)):
+            raise ValueError(f"set_air_velocity: velocity must be 3 finite numbers [m/s], got {velocity!r}")
+        self.air_velocity = tuple(float(c) for c in v)
+
+    def add_cloth_attachment(self, particle: int, body: int, ke: float = 1.0e4, kd: float = 10.0) -> int:
+        """Attach ``particle`` to ``body`` at the particle's current position (fixed in the body frame).
+
+        A damped zero-length spring of stiffness ``ke`` [N/m] and damping ``kd`` [N s/m] pulls the
+        particle to that point and the body back (sim/cloth_attachment.py): the particle follows
+        the body frame and the cloth's force goes to the body.  Stepped by SolverSemiImplicit
+        (``dt < 0.2 sqrt(m / ke)`` for the particle's mass m).  Returns the attachment index.
+        """
+        who = "add_cloth_attachment"
+        p = self._check_particle(particle, who)
+        b = int(body)
+        if not 0 <= b < self.body_count:
+            raise ValueError(f"{who}: body {b} does not exist ({self.body_count} bodies)")
+        a = len(self.attachment_particle)
+        ke = _nonneg(ke, who, f"ke of attachment {a}")
+        kd = _nonneg(kd, who, f"kd of attachment {a}")
+        pos, quat = np.asarray(self.body_q[b][:3], np.float64), np.asarray(self.body_q[b][3:], np.float64)
+        anchor = quat_to_matrix(quat).T @ (np.asarray(self.particle_q[p], np.float64) - pos)
+        self.attachment_particle.append(p)
+        self.attachment_body.append(b)
+        self.attachment_anchor.append(anchor)
+        self.attachment_properties.append((ke, kd))
+        return a
 
     def add_triangles_and_edges(self, indices, tri_ke=DEFAULT_TRI_KE, tri_ka=DEFAULT_TRI_KA, tri_kd=DEFAULT_TRI_KD,
                                 tri_drag=0.0, tri_lift=0.0, edge_ke=DEFAULT_EDGE_KE, edge_kd=DEFAULT_EDGE_KD,
@@ -292,3 +331,12 @@ class ClothBuilder:
         m.edge_indices = kc.array(np.asarray(self.edge_indices, np.int32).reshape(ne, 4), dtype=kc.int32, device=device)
         m.edge_rest_angle = floats(self.edge_rest_angle, (ne,))
         m.edge_bending_properties = floats(self.edge_bending_properties, (ne, 2))
+        m.air_velocity = kc.vec3(*self.air_velocity)
+        na = len(self.attachment_particle)
+        m.attachment_count = na
+        m.attachment_particle = kc.array(np.asarray(self.attachment_particle, np.int32).reshape(na), dtype=kc.int32,
+                                         device=device)
+        m.attachment_body = kc.array(np.asarray(self.attachment_body, np.int32).reshape(na), dtype=kc.int32,
+                                     device=device)
+        m.attachment_anchor = floats(self.attachment_anchor, (na, 3), kc.vec3)
+        m.attachment_properties = floats(self.attachment_properties, (na, 2))

@@ -4,6 +4,7 @@ from .grid_fluid import SolverGridFluid
 from .mpm import SolverMPM
 from .pbf import SolverPBF
 from .semi_implicit import SolverDEM, SolverSemiImplicit
+from .vbd import SolverVBD
 from .xpbd import SolverXPBD
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "SolverFeatherstone",
     "SolverGridFluid",
     "SolverXPBD",
+    "SolverVBD",
 ]

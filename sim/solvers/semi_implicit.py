@@ -20,6 +20,7 @@ from ..joint_forces import check_maximal_joints, eval_joint_forces
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
+from ..cloth_attachment import eval_cloth_attachments
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
 from .checks import check_step_arguments, reports_non_finite
@@ -141,6 +142,7 @@ class SolverSemiImplicit:
         if self.particle_contacts:
             self._eval_particle_contacts(model, state_in, forces, dt)
         eval_particle_shape_contacts(model, state_in, forces, dt, toi=self.toi, wrenches=wrenches)
+        eval_cloth_attachments(model, state_in, forces, wrenches)
         if model.body_mesh_shape_indices and model.particle_count:
             eval_particle_body_mesh_contacts(model, state_in, forces, wrenches, dt)
         if self._mesh_contacts is not None:
