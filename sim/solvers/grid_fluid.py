@@ -354,8 +354,12 @@ class SolverGridFluid:
 
         # 1. advection
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
-        advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
-        advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
+        if self.advection == "semi_lagrangian":  # one back-trace for both cell fields
+            K.advect_pair(self._cell(state_in.density), self._cell(state_in.temperature), u_in, v_in, w_in,
+                          cell_off, h, self._cell(out.density), self._cell(out.temperature))
+        else:
+            advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
+            advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
         # 2. viscosity, explicit, sub-cycled for stability
         if self.viscosity > 0.0:
             n_sub = self.viscosity_substeps(dt)
@@ -378,13 +382,14 @@ class SolverGridFluid:
                 K.face_forces(vel[a], a, solid, self._cell(out.density), self._cell(out.temperature), conf, use_conf,
                               self.smoke_weight, self.heat_lift, self.ambient, dt, dst)
                 forced.append(dst)
-            vel = forced
-        # 4. walls
-        walled = []
-        for a in range(d):
-            dst = out.scratch(f"wall{a}", face_shapes[a])
-            K.enforce_walls(vel[a], a, solid, dst)
-            walled.append(dst)
+            walled = forced  # face_forces also zeroed the walls' faces
+        else:
+            # 4. walls
+            walled = []
+            for a in range(d):
+                dst = out.scratch(f"wall{a}", face_shapes[a])
+                K.enforce_walls(vel[a], a, solid, dst)
+                walled.append(dst)
         # 5. projection
         w_walled = walled[2] if d == 3 else self._zero_w
         rhs = out.scratch("rhs", s3)
