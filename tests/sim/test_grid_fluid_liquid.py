@@ -37,6 +37,27 @@ def test_resting_pool_stays_at_rest_with_hydrostatic_pressure(res):
     np.testing.assert_allclose(column, expected, rtol=1e-4, atol=1e-2)
 
 
+def test_pool_around_solids_stays_at_rest():
+    """A block on the floor reaching into the liquid and a ball in the air: still hydrostatic."""
+    solver = SolverGridFluid((16, 12), dx=0.1, liquid=True, gravity=G, rho=1000.0)
+    solver.add_solid_box((0.8, 0.2), (0.2, 0.2))  # cells 6..9 x 0..3
+    solver.add_solid_sphere((0.3, 0.9), 0.15)
+    a, b = solver.state(), solver.state()
+    solver.add_liquid_box(a, (0.0, 0.0), (10.0, 0.63))
+    v0 = solver.liquid_volume(a)
+    for _ in range(30):
+        solver.step(a, b, 0.01)
+        a, b = b, a
+    assert solver.max_speed(a) < 1e-4
+    assert solver.liquid_volume(a) == pytest.approx(v0, rel=1e-4)
+    p = a.pressure.numpy()
+    y = (np.arange(12) + 0.5) * 0.1
+    expected = np.where(y < 0.63, 1000.0 * G * (0.63 - y), 0.0)
+    np.testing.assert_allclose(p[8, 4:], expected[4:], rtol=1e-4, atol=1e-2)  # above the block
+    np.testing.assert_allclose(p[3], expected, rtol=1e-4, atol=1e-2)  # beside it
+    assert np.all(p[8, :4] == 0.0)  # solid cells carry no pressure
+
+
 def test_redistancing_restores_a_signed_distance_and_keeps_the_surface():
     dx, depth = 0.1, 0.83
     solver = SolverGridFluid((10, 24), dx=dx, liquid=True, gravity=0.0)
