@@ -20,7 +20,8 @@ OpenVDB or Field3D file per frame and no maintained OpenVDB writer is on the pac
 ``threshold``), with ``widths`` = dx and per-point ``primvars:density`` and
 ``primvars:displayOpacity`` (constant-interpolation ``displayColor``): any DCC tool reads
 it as a point cloud / sprite volume.  Solids are written as Sphere/Cube prims.  Optionally
-a PNG slice sequence (the middle z-layer in 3-D).
+a PNG slice sequence (the middle z-layer in 3-D).  The viewer and ``--record`` draw the grid as point
+sprites (render/grid_fluid.py).
 """
 from __future__ import annotations
 
@@ -167,8 +168,13 @@ def density_slice(solver, state):
 
 
 def run_grid_fluid(scene, frames=None, substeps=None, device="cpu", out=None, png_dir=None, threshold=1e-3,
-                   progress=False):
-    """Simulate a smoke scene; write a USD point-cloud fallback (see the module docstring) and PNG slices."""
+                   progress=False, renderers=(), view=None):
+    """Simulate a smoke scene; write a USD point-cloud fallback (see the module docstring) and PNG slices.
+
+    ``renderers``: renderers (viewer, headless recording viewer, ...) that draw each frame
+    as point sprites (render/grid_fluid.py); ``view``: the interactive viewer among them,
+    whose closed window ends the run early.
+    """
     frames = scene.frames if frames is None else int(frames)
     substeps = scene.substeps if substeps is None else int(substeps)
     dt = scene.frame_dt / substeps
@@ -176,10 +182,19 @@ def run_grid_fluid(scene, frames=None, substeps=None, device="cpu", out=None, pn
     s0, s1 = solver.state(), solver.state()
     writer = _UsdSmokeWriter(out, scene, solver) if out else None
     pngs = []
+    from render.grid_fluid import grid_fluid_bounds, render_grid_fluid
+
+    for r in renderers:
+        if hasattr(r, "frame_bounds"):
+            r.frame_bounds(*grid_fluid_bounds(solver))
 
     def record(frame, state):
         if writer is not None:
             writer.frame(frame, state, threshold)
+        for r in renderers:
+            r.begin_frame(frame * scene.frame_dt)
+            render_grid_fluid(r, "smoke", solver, state, threshold)
+            r.end_frame()
         if png_dir:
             import matplotlib
 
@@ -196,6 +211,9 @@ def run_grid_fluid(scene, frames=None, substeps=None, device="cpu", out=None, pn
         solver.emit(s0, *scene.source)
     record(0, s0)
     for f in range(1, frames + 1):
+        if view is not None and not view.is_running():
+            frames = f - 1  # the window was closed
+            break
         for _ in range(substeps):
             if scene.source is not None:
                 solver.emit(s0, *scene.source)

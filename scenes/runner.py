@@ -170,10 +170,32 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
     if getattr(scene, "grid_fluid", False):  # smoke scenes: their own loop and USD output
         from .grid_fluid_scene import run_grid_fluid
 
-        if viewer or record is not None or renderers:
-            raise RunSetupError("the viewer, recording and extra renderers do not draw grid-fluid (smoke) scenes yet; "
-                                "write USD with out=... (scenes/grid_fluid_scene.py also writes PNG slices)")
-        return run_grid_fluid(scene, frames=frames, substeps=substeps, device=device, out=out, progress=progress)
+        # drawn as point sprites (render/grid_fluid.py) into the viewer, the recording and renderers
+        views, closers, view, recorder = list(renderers), [], None, None
+        fps = 1.0 / scene.frame_dt
+        try:
+            if viewer:
+                view = open_viewer(False, f"kcsim: {scene.path}", scene.up_axis) if viewer is True else viewer
+                if viewer is True:
+                    closers.append(view.close)
+                views.append(view)
+            if record is not None:
+                check_record_memory(record, scene.frames if frames is None else int(frames))
+                rec_view = view
+                if rec_view is None:
+                    rec_view = open_viewer(True, "kcsim", scene.up_axis, size=RECORD_SIZE)
+                    closers.append(rec_view.close)
+                    views.append(rec_view)
+                recorder = open_recorder(rec_view, record, fps)
+                closers.insert(0, recorder.close)  # write the file before the viewer goes
+            result = run_grid_fluid(scene, frames=frames, substeps=substeps, device=device, out=out,
+                                    progress=progress, renderers=views, view=view)
+            if recorder is not None:
+                result.recorded = recorder.close()
+            return result
+        finally:
+            for close in closers:
+                close()
     frames = scene.frames if frames is None else int(frames)
     substeps = scene.substeps if substeps is None else int(substeps)
     if frames < 0 or substeps < 1:

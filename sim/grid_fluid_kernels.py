@@ -164,6 +164,25 @@ def maccormack_kernel(q: F3, q_fwd: F3, q_bwd: F3, u: F3, v: F3, w: F3, offset: 
     q_out[i, j, k] = kc.clamp(corrected, bounds[0], bounds[1])
 
 
+@kc.kernel
+def advect_pair_kernel(q1: F3, q2: F3, u: F3, v: F3, w: F3, offset: kc.vec3, h: float, q1_out: F3, q2_out: F3):
+    """advect_kernel for two fields on the same grid (density and temperature): one back-trace for both."""
+    i, j, k = kc.tid()
+    p = kc.vec3(float(i), float(j), float(k)) + offset
+    v1 = velocity_at(u, v, w, p)
+    mid = p - v1 * (0.5 * h)
+    v2 = velocity_at(u, v, w, mid)
+    back = p - v2 * h - offset
+    q1_out[i, j, k] = sample_field(q1, back[0], back[1], back[2])
+    q2_out[i, j, k] = sample_field(q2, back[0], back[1], back[2])
+
+
+def advect_pair(q1, q2, u, v, w, offset, h, q1_out, q2_out):
+    """Semi-Lagrangian advection of two fields of one shape with one back-trace."""
+    kc.launch(advect_pair_kernel, dim=q1.shape, inputs=[q1, q2, u, v, w, kc.vec3(*offset), float(h)],
+              outputs=[q1_out, q2_out], device=q1.device)
+
+
 def advect(q, u, v, w, offset, h, q_out):
     """Launch semi-Lagrangian advection of ``q`` (3-D view) into ``q_out``; offset in cell units."""
     kc.launch(advect_kernel, dim=q.shape, inputs=[q, u, v, w, kc.vec3(*offset), float(h)], outputs=[q_out],
@@ -250,7 +269,8 @@ def confinement_kernel(omega: V3, solid: I3, eps_dx: float, force: V3):
 def face_forces_kernel(q: F3, axis: int, solid: I3, density: F3, temperature: F3, conf: V3, use_conf: int,
                        smoke_weight: float, heat_lift: float, ambient: float, dt: float, q_out: F3):
     """q_out = q + dt f on the free faces of ``axis``: buoyancy ``-smoke_weight rho + heat_lift (T - T_amb)``
-    [m/s^2] along +y (axis 1) plus the vorticity-confinement acceleration, averaged from the two cells."""
+    [m/s^2] along +y (axis 1) plus the vorticity-confinement acceleration, averaged from the two cells;
+    0 on constrained faces (the walls, as enforce_walls_kernel: one pass over the faces instead of two)."""
     i, j, k = kc.tid()
     di = axis_step(axis, 0)
     dj = axis_step(axis, 1)
@@ -265,6 +285,8 @@ def face_forces_kernel(q: F3, axis: int, solid: I3, density: F3, temperature: F3
         if use_conf != 0:
             f = f + 0.5 * (conf[i, j, k][axis] + conf[i - di, j - dj, k - dk][axis])
         val = val + dt * f
+    else:
+        val = 0.0
     q_out[i, j, k] = val
 
 
@@ -366,13 +388,20 @@ def scale_kernel(a: F3, s: float, out: F3):
     out[i, j, k] = s * a[i, j, k]
 
 
+MAX_CHUNK = 1024  # faces per thread of max_abs: one atomic per chunk, not one per face (they all hit out[0])
+
+
 @kc.kernel
-def max_abs_kernel(q: F3, out: kc.array(dtype=float)):
-    i, j, k = kc.tid()
-    a = kc.abs(q[i, j, k])
-    if not kc.isfinite(a):
-        a = 3.0e38  # NaN/inf: max() would skip a NaN; report a huge speed instead
-    kc.atomic_max(out, 0, a)
+def max_abs_kernel(q: kc.array(dtype=float), out: kc.array(dtype=float)):
+    t = kc.tid()
+    n = q.shape[0]
+    m = 0.0
+    for c in range(t * MAX_CHUNK, kc.min(t * MAX_CHUNK + MAX_CHUNK, n)):
+        a = kc.abs(q[c])
+        if not kc.isfinite(a):
+            a = 3.0e38  # NaN/inf: max() would skip a NaN; report a huge speed instead
+        m = kc.max(m, a)
+    kc.atomic_max(out, 0, m)
 
 
 def viscosity_step(q, axis, solid, dims, no_slip, nu_dt_dx2, q_out):
@@ -400,7 +429,11 @@ def scale(a, s, out):
 
 def max_abs(q, out):
     """Atomic max of |q| into out[0] (out must hold 0 or a smaller value first); not recorded on a tape."""
-    kc.launch(max_abs_kernel, dim=q.shape, inputs=[q], outputs=[out], device=q.device, record_tape=False)
+    n = 1
+    for s in q.shape:
+        n *= int(s)
+    kc.launch(max_abs_kernel, dim=(n + MAX_CHUNK - 1) // MAX_CHUNK, inputs=[q.reshape((n,))], outputs=[out],
+              device=q.device, record_tape=False)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ import numpy as np
 import kernelcore as kc
 
 from .. import grid_fluid_kernels as K
+from .. import grid_fluid_levelset as LS
+from .. import grid_fluid_liquid as L
 from ..grid_fluid_cg import PoissonCG, taped_solve
 
 BOUNDARIES = ("free_slip", "no_slip")
@@ -50,6 +52,8 @@ class GridFluidState:
         temperature: (nx, ny[, nz]) [K or any unit, see heat_lift].
         pressure: (nx, ny[, nz]) [Pa] from the last projection (for rho_fluid; zero mean).
         solid: (nx, ny[, nz]) int32, 1 = solid cell (shared with the solver).
+        phi: (nx, ny[, nz]) liquid level set [m], negative inside the liquid (``liquid=True``
+            only; None otherwise); starts all air (phi = nx + ny + nz cells).
     """
 
     def __init__(self, solver, requires_grad):
@@ -69,6 +73,10 @@ class GridFluidState:
         self.temperature = kc.zeros(cells, dtype=float, device=dev, requires_grad=rg)
         self.pressure = kc.zeros(cells, dtype=float, device=dev, requires_grad=rg)
         self.solid = solver.solid_mask
+        self.phi = None
+        if solver.liquid:
+            self.phi = kc.zeros(cells, dtype=float, device=dev)
+            LS.fill(self.phi.reshape(solver._shape3), sum(solver._shape3) * solver.dx)
         self.requires_grad = bool(rg)
         self._scratch = {}
         self._solver_id = id(solver)
@@ -127,12 +135,21 @@ class SolverGridFluid:
         max_iter: CG iteration cap (default 100 + 8 max(res)).
         warm_start: start CG from the pressure potential of the step that made ``state_in``.
         preconditioner: "multigrid" (one geometric V-cycle, sim/grid_fluid_mg.py) or "jacobi".
+        liquid: a free-surface liquid instead of smoke: a level set ``state.phi`` (negative in
+            the liquid; fill it with ``add_liquid_box``) is advected and redistanced, gravity
+            acts, and the pressure is solved on liquid cells only with p = 0 on the surface
+            (ghost fluid, sim/grid_fluid_liquid.py).  Not differentiable (the liquid/air
+            classification of cells is discontinuous): a Tape or ``requires_grad`` raises.
+            Buoyancy and vorticity confinement are smoke features and must stay 0.
+        gravity: downward (-y) acceleration [m/s^2] of the liquid (>= 0; liquid only).
+        redistance_iterations: reinitialisation iterations of phi per step (liquid only).
         device: kernelcore device.
     """
 
     def __init__(self, res, dx, viscosity=0.0, advection="semi_lagrangian", boundary="free_slip",
                  smoke_weight=0.0, heat_lift=0.0, ambient=0.0, vorticity=0.0, rho=1.0, cfl=5.0,
-                 tol=1e-7, max_iter=None, warm_start=True, preconditioner="multigrid", device=None):
+                 tol=1e-7, max_iter=None, warm_start=True, preconditioner="multigrid", liquid=False, gravity=9.81,
+                 redistance_iterations=4, device=None):
         self.res = _positive_int_tuple(res)
         self.dim = len(self.res)
         self.dx = _finite("dx", dx, 0.0, strict=True)
@@ -152,6 +169,13 @@ class SolverGridFluid:
         self.warm_start = bool(warm_start)
         if preconditioner not in PRECONDITIONERS:
             raise ValueError(f"SolverGridFluid: preconditioner must be one of {PRECONDITIONERS}, got {preconditioner!r}")
+        self.liquid = bool(liquid)
+        self.gravity = _finite("gravity", gravity, 0.0)
+        self.redistance_iterations = int(_finite("redistance_iterations", redistance_iterations, 1.0))
+        if self.liquid and (self.smoke_weight != 0.0 or self.heat_lift != 0.0 or self.vorticity != 0.0):
+            raise ValueError("SolverGridFluid: liquid=True takes smoke_weight=0, heat_lift=0 and vorticity=0 (smoke "
+                             f"forces), got smoke_weight={smoke_weight!r}, heat_lift={heat_lift!r}, "
+                             f"vorticity={vorticity!r}")
         self.device = kc.get_device(device)
         self._shape3 = self.res if self.dim == 3 else self.res + (1,)
         self.solid_mask = kc.zeros(self.res, dtype=kc.int32, device=self.device)
@@ -161,6 +185,7 @@ class SolverGridFluid:
         nx, ny, _ = self._shape3
         self._zero_w = kc.zeros((nx, ny, 2), dtype=float, device=self.device) if self.dim == 2 else None
         self._max_speed = kc.zeros(1, dtype=float, device=self.device)
+        self.liquid_cg = L.LiquidPoissonCG(self._solid3, tol=self.tol, max_iter=max_iter) if self.liquid else None
 
     # -- solids ------------------------------------------------------------------------------------
     def _pad(self, p, name):
@@ -219,8 +244,40 @@ class SolverGridFluid:
 
     # -- states ------------------------------------------------------------------------------------
     def state(self, requires_grad=False):
-        """A zero state (fluid at rest, no smoke) on this grid."""
+        """A zero state (fluid at rest, no smoke; with ``liquid=True`` no liquid) on this grid."""
+        if requires_grad and self.liquid:
+            raise ValueError("SolverGridFluid.state: requires_grad=True is not supported with liquid=True (the "
+                             "free surface's liquid/air cell classification is not differentiable)")
         return GridFluidState(self, requires_grad)
+
+    # -- liquid ------------------------------------------------------------------------------------
+    def _require_liquid(self, what):
+        if not self.liquid:
+            raise ValueError(f"SolverGridFluid.{what}: needs a solver made with liquid=True")
+
+    def add_liquid_box(self, state, center, half_extents):
+        """Add liquid in the axis-aligned box (centre, half extents [m] > 0) to ``state.phi``
+        (union with what is there).  A box reaching past the domain walls fills up to them."""
+        self._require_liquid("add_liquid_box")
+        c = self._pad(center, "center")
+        h = np.asarray(half_extents, np.float64).reshape(-1)
+        if h.shape not in ((self.dim,), (3,)) or not np.all(np.isfinite(h)) or np.any(h <= 0):
+            raise ValueError(f"SolverGridFluid.add_liquid_box: half_extents must be {self.dim} finite numbers > 0, "
+                             f"got {half_extents!r}")
+        hh = np.full(3, 1.0e6)
+        hh[:len(h)] = h
+        if self.dim == 2:
+            hh[2] = 1.0e6
+        phi = self._cell(state.phi)
+        LS.add_box(kc.clone(phi), c, hh, self.dx, phi)
+
+    def liquid_volume(self, state):
+        """Liquid volume [m^3; m^2 in 2-D] of ``state``: the sum over fluid cells of
+        clamp(1/2 - phi / dx, 0, 1) dx^d (one device read)."""
+        self._require_liquid("liquid_volume")
+        acc = kc.zeros(1, dtype=kc.float64, device=self.device)
+        LS.volume_cells(self._cell(state.phi), self._solid3, self.dx, acc)
+        return float(acc.numpy()[0]) * self.dx ** self.dim
 
     def _views(self, st):
         s3 = self._shape3
@@ -272,6 +329,8 @@ class SolverGridFluid:
             raise ValueError(f"SolverGridFluid.step: dt={dt:g} s gives a CFL number max|u| dt / dx = "
                              f"{speed:.4g} * {dt:g} / {self.dx:g} = {speed * dt / self.dx:.3g} over the limit "
                              f"cfl={self.cfl:g}; take a smaller dt (at most {self.cfl * self.dx / speed:.4g} s)")
+        if self.liquid:
+            return self._step_liquid(state_in, state_out, dt)
         out = state_out
         d, s3 = self.dim, self._shape3
         solid = self._solid3
@@ -295,8 +354,12 @@ class SolverGridFluid:
 
         # 1. advection
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
-        advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
-        advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
+        if self.advection == "semi_lagrangian":  # one back-trace for both cell fields
+            K.advect_pair(self._cell(state_in.density), self._cell(state_in.temperature), u_in, v_in, w_in,
+                          cell_off, h, self._cell(out.density), self._cell(out.temperature))
+        else:
+            advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
+            advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
         # 2. viscosity, explicit, sub-cycled for stability
         if self.viscosity > 0.0:
             n_sub = self.viscosity_substeps(dt)
@@ -319,13 +382,14 @@ class SolverGridFluid:
                 K.face_forces(vel[a], a, solid, self._cell(out.density), self._cell(out.temperature), conf, use_conf,
                               self.smoke_weight, self.heat_lift, self.ambient, dt, dst)
                 forced.append(dst)
-            vel = forced
-        # 4. walls
-        walled = []
-        for a in range(d):
-            dst = out.scratch(f"wall{a}", face_shapes[a])
-            K.enforce_walls(vel[a], a, solid, dst)
-            walled.append(dst)
+            walled = forced  # face_forces also zeroed the walls' faces
+        else:
+            # 4. walls
+            walled = []
+            for a in range(d):
+                dst = out.scratch(f"wall{a}", face_shapes[a])
+                K.enforce_walls(vel[a], a, solid, dst)
+                walled.append(dst)
         # 5. projection
         w_walled = walled[2] if d == 3 else self._zero_w
         rhs = out.scratch("rhs", s3)
@@ -337,6 +401,72 @@ class SolverGridFluid:
         dst_vel = self._views(out)
         for a in range(d):
             K.subtract_gradient(walled[a], a, solid, psi, dst_vel[a])
+        K.scale(psi, self.rho * self.dx / dt, self._cell(out.pressure))
+
+    def _step_liquid(self, state_in, out, dt):
+        """One free-surface liquid step (see ``liquid`` in the class docstring)."""
+        from kernelcore.device import get_runtime
+
+        if get_runtime().tape_stack:
+            raise RuntimeError("SolverGridFluid.step: liquid=True is not differentiable (the free surface's "
+                               "liquid/air cell classification is discontinuous); step outside a kc.Tape")
+        d, s3 = self.dim, self._shape3
+        solid = self._solid3
+        h = dt / self.dx
+        vel_in = self._views(state_in)
+        u_in, v_in, w_in = vel_in
+        face_shapes = [tuple(q.shape) for q in vel_in]
+        offsets = [(0.0, 0.5, 0.5), (0.5, 0.0, 0.5), (0.5, 0.5, 0.0)]
+
+        def advect(q, offset, name, dst):
+            if self.advection == "semi_lagrangian":
+                K.advect(q, u_in, v_in, w_in, offset, h, dst)
+                return dst
+            fwd = out.scratch(name + "_fwd", q.shape)
+            bwd = out.scratch(name + "_bwd", q.shape)
+            K.advect(q, u_in, v_in, w_in, offset, h, fwd)
+            K.advect(fwd, u_in, v_in, w_in, offset, -h, bwd)
+            K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
+            return dst
+
+        # 1. advection of velocity and level set, then redistancing
+        vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
+        phi_adv = advect(self._cell(state_in.phi), (0.5, 0.5, 0.5), "phi", out.scratch("phi_adv", s3))
+        phi = self._cell(out.phi)
+        LS.redistance(phi_adv, self.dx, self.redistance_iterations, out.scratch("phi_a", s3),
+                      out.scratch("phi_b", s3), phi)
+        # 2. viscosity, 3. gravity, 4. walls
+        if self.viscosity > 0.0:
+            n_sub = self.viscosity_substeps(dt)
+            c = self.viscosity * (dt / n_sub) / (self.dx * self.dx)
+            for s in range(n_sub):
+                vel = [self._viscous(vel[a], a, c, out.scratch(f"visc{s}_{a}", face_shapes[a])) for a in range(d)]
+        if self.gravity != 0.0:
+            g = out.scratch("gravity1", face_shapes[1])
+            L.add_gravity(vel[1], 1, solid, -self.gravity * dt, g)
+            vel[1] = g
+        walled = []
+        for a in range(d):
+            dst = out.scratch(f"wall{a}", face_shapes[a])
+            K.enforce_walls(vel[a], a, solid, dst)
+            walled.append(dst)
+        # 5. projection on the liquid cells, p = 0 on the surface
+        w_walled = walled[2] if d == 3 else self._zero_w
+        rhs = out.scratch("rhs", s3)
+        K.net_outflow(walled[0], walled[1], w_walled, solid, -1.0, rhs)
+        psi = out.scratch("psi", s3)
+        self.liquid_cg.update(phi)
+        self.liquid_cg.solve(rhs, psi)
+        # 6. extend the liquid's velocity into the air, as far as the next step's back-trace reaches
+        sweeps = max(2, int(math.ceil(self.cfl)) + 1)
+        dst_vel = self._views(out)
+        for a in range(d):
+            proj = out.scratch(f"proj{a}", face_shapes[a])
+            valid = out.scratch(f"valid{a}", face_shapes[a], kc.int32)
+            L.subtract_liquid_gradient(walled[a], a, solid, phi, psi, proj, valid)
+            L.extend(proj, valid, sweeps, out.scratch(f"ext{a}", face_shapes[a]),
+                     out.scratch(f"ext_valid{a}", face_shapes[a], kc.int32), dst_vel[a],
+                     out.scratch(f"valid_out{a}", face_shapes[a], kc.int32))
         K.scale(psi, self.rho * self.dx / dt, self._cell(out.pressure))
 
     def viscosity_substeps(self, dt):
