@@ -17,6 +17,7 @@ not oversubscribe its cores.  Workers share the kernel cache directory of their 
 from __future__ import annotations
 
 import os
+import re
 import traceback
 
 __all__ = ["parallel_map", "TaskFailure", "ParallelMapError", "ray_available", "serial_reason"]
@@ -48,6 +49,18 @@ def _short(item, n=120):
 
 def _one_line(e) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())}"[:1000]
+
+
+def _ray_error_text(e) -> str:
+    """The root cause of a Ray error in one line (Ray's own text spans lines, with colour codes)."""
+    cause = getattr(e, "cause", None)
+    while getattr(cause, "cause", None) is not None and cause.cause is not cause:
+        cause = cause.cause
+    if isinstance(cause, BaseException):
+        e = cause
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    return f"{type(e).__name__}: {last}"[:1000] if last and ":" not in last[:60] else (last or type(e).__name__)[:1000]
 
 
 def ray_available() -> bool:
@@ -157,8 +170,8 @@ def _ray_map(fn, items, address, num_cpus, progress):
             i = index[r]
             try:
                 results[i] = ray.get(r)
-            except Exception as e:  # noqa: BLE001 - the worker died (killed, out of memory)
-                results[i] = TaskFailure(i, items[i], f"the Ray task failed: {_one_line(e)}")
+            except Exception as e:  # noqa: BLE001 - the worker died, or fn/item could not be unpickled there
+                results[i] = TaskFailure(i, items[i], f"the Ray task failed: {_ray_error_text(e)}")
             done += 1
             if progress is not None:
                 progress(done, len(items))
