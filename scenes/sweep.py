@@ -215,7 +215,8 @@ def _split(name):
 
 def default_metrics(result, scene) -> dict:
     """Summary numbers of a finished run: centre of mass [m], mean speed [m/s] and kinetic
-    energy [J] of the particles (``p_``) and of the bodies' linear motion (``b_``)."""
+    energy [J] of the particles (``p_``) and of the bodies' linear motion (``b_``, from
+    ``State.body_qd``; a reduced-coordinate solver may leave that at its initial value)."""
     out = {"frames": int(result.frames)}
     model, state = getattr(result, "model", None), getattr(result, "state", None)
     if model is None or state is None:
@@ -227,7 +228,7 @@ def default_metrics(result, scene) -> dict:
     if model.body_count:
         bq, bqd = state.body_q.numpy().astype(np.float64), state.body_qd.numpy().astype(np.float64)
         m = model.body_mass.numpy().astype(np.float64)
-        _motion(out, "b", bq[:, :3], bqd[:, 3:6] if bqd.shape[1] == 6 else bqd[:, :3], m)
+        _motion(out, "b", bq[:, :3], bqd[:, :3], m)  # body_qd: linear velocity [m/s] first
     return out
 
 

@@ -64,6 +64,13 @@ def run_sweep(args) -> int:
             raise ValueError(f"--address {args.address}: {reason}")
         _say(f"{reason}: running the {n} points serially in this process")
         serial = True
+    if not serial:
+        from sim.parallel import ensure_ray
+
+        try:
+            ensure_ray(args.address)  # an unreachable cluster fails here, before the progress bar
+        except RuntimeError as e:
+            raise ValueError(str(e)) from None
     where = "in this process" if serial else f"on Ray ({args.address or 'a local cluster'})"
     print(f"sweep: {n} point(s) of {path} {where}")
     bar = progress_bar(n, desc="points", enabled=not args.no_progress, unit="point")
