@@ -253,7 +253,7 @@ def run_point(task) -> dict:
         variant = os.path.join(tmp, f"point_{task['index']:04d}.usda")
         write_point_scene(task["scene"], task["assignment"], task["types"], variant)
         try:
-            scene = load(variant)
+            scene = load(variant, strict=task.get("strict", False))
         except Exception as e:
             # name the user's scene, not the temporary variant file
             e.args = tuple(str(a).replace(variant, task["scene"]) if isinstance(a, str) else a for a in e.args)
@@ -262,7 +262,7 @@ def run_point(task) -> dict:
         usd = os.path.join(tmp, f"point_{task['index']:04d}.usd") if task.get("write_usd", True) else None
         result = run(scene, frames=task.get("frames"), substeps=task.get("substeps"), out=usd, progress=False)
         metrics = (task.get("metrics") or default_metrics)(result, scene)
-        row = {"seconds": time.perf_counter() - start}
+        row = {"seconds": time.perf_counter() - start, "_warnings": list(scene.warnings)}
         row.update({str(k): _plain(v) for k, v in dict(metrics).items()})
         if usd is not None:
             with open(usd, "rb") as f:
@@ -286,8 +286,9 @@ class SweepTable:
     included), the metrics' columns, and ``usd`` (the point's USD file when written).
     """
 
-    def __init__(self, rows, param_names):
+    def __init__(self, rows, param_names, warnings=()):
         self.rows, self.param_names = list(rows), list(param_names)
+        self.warnings = list(warnings)  # the scene's unsupported features (Scene.warnings), once each
 
     def __len__(self):
         return len(self.rows)
@@ -382,7 +383,7 @@ class SweepTable:
 # -- the sweep ----------------------------------------------------------------------------------------
 
 def sweep(scene, params, frames=None, metrics=None, address=None, out=None, substeps=None, serial=None,
-          progress=None, num_cpus=1) -> SweepTable:
+          progress=None, num_cpus=1, strict=False) -> SweepTable:
     """Simulate every combination of ``params`` over ``scene`` and return a :class:`SweepTable`.
 
     Args:
@@ -398,6 +399,7 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
             ``summary.parquet`` with pyarrow) and ``summary.png``.  None writes nothing.
         serial: True runs in this process; None uses Ray when installed (sim.parallel_map).
         progress: None, or callable(done, total) after each finished point.
+        strict: unsupported scene features fail the points (else they are ``table.warnings``).
     """
     from sim.parallel import TaskFailure, parallel_map
 
@@ -414,10 +416,10 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
     if out is not None:
         os.makedirs(os.path.join(out, "points"), exist_ok=True)
     tasks = [dict(scene=path, index=i, assignment=a, types=types, frames=frames, substeps=substeps, metrics=metrics,
-                  write_usd=out is not None) for i, a in enumerate(points)]
+                  write_usd=out is not None, strict=bool(strict)) for i, a in enumerate(points)]
     results = parallel_map(run_point, tasks, address=address, serial=serial, return_exceptions=True,
                            progress=progress, num_cpus=num_cpus)
-    rows = []
+    rows, warnings = [], []
     for i, (a, res) in enumerate(zip(points, results)):
         row = {"point": i, **a}
         if isinstance(res, TaskFailure):
@@ -425,13 +427,14 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
         else:
             row.update(status="ok", error="")
             usd_bytes = res.pop("_usd_bytes", None)
+            warnings += [w for w in res.pop("_warnings", ()) if w not in warnings]
             row.update(res)
             if usd_bytes is not None and out is not None:
                 row["usd"] = os.path.join(out, "points", f"point_{i:04d}.usd")
                 with open(row["usd"], "wb") as f:
                     f.write(usd_bytes)
         rows.append(row)
-    table = SweepTable(rows, [p.name for p in params])
+    table = SweepTable(rows, [p.name for p in params], warnings)
     if out is not None:
         table.to_csv(os.path.join(out, "summary.csv"))
         table.to_parquet(os.path.join(out, "summary.parquet"))

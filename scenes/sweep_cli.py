@@ -2,7 +2,7 @@
 
     kcsim sweep SCENE --param "/World/grains.kc:material:mu=0.1:0.9:9" [--param ...]
                 --out DIR [--frames N] [--substeps K] [--address auto|ray://HOST:PORT]
-                [--serial] [--no-progress]
+                [--serial] [--no-progress] [--strict]
 
 Every combination of the parameters is one Ray task (a local Ray cluster unless
 ``--address`` names one); without Ray installed the points run one after another here,
@@ -30,6 +30,7 @@ def add_sweep_parser(sub):
                         "(default: start a local Ray cluster)")
     s.add_argument("--serial", action="store_true", help="run the points here, one after another, without Ray")
     s.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    s.add_argument("--strict", action="store_true", help="treat unsupported scene features as errors")
     return s
 
 
@@ -83,7 +84,7 @@ def run_sweep(args) -> int:
     try:
         try:
             table = sweep(path, params, frames=args.frames, substeps=args.substeps, address=args.address,
-                          out=args.out, serial=serial, progress=progress)
+                          out=args.out, serial=serial, progress=progress, strict=args.strict)
         finally:
             bar.close()
     except KeyboardInterrupt:
@@ -91,6 +92,8 @@ def run_sweep(args) -> int:
         return 130
     except RuntimeError as e:  # Ray could not start or reach the cluster
         raise ValueError(str(e)) from None
+    for w in table.warnings:
+        _say(f"warning: {w}")
     failed = table.failed
     print(f"{n - len(failed)} of {n} point(s) finished; summary: {os.path.join(args.out, 'summary.csv')}")
     for r in failed:

@@ -110,3 +110,17 @@ def test_sweep_param_objects_and_dict():
     assert _as_params([SweepParam("/W/a", "x", [1])])[0].values == [1]
     with pytest.raises(ValueError, match="given more than once"):
         _as_params(["/W/a.x=1", "/W/a.x=2"])
+
+
+def test_kcsim_sweep_reports_scene_warnings_once_and_strict_fails_points(tmp_path, capsys):
+    scene = os.path.join(HERE, "bad", "animated_collider_transform.usda")
+    param = "/p.kc:radius=0.04,0.05"
+    code = cli.main(["sweep", scene, "--param", param, "--frames", "1", "--out", str(tmp_path / "a"), "--serial",
+                     "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.count("kcsim: warning: prim /paddle: animated transform") == 1, err
+    code = cli.main(["sweep", scene, "--param", param, "--frames", "1", "--out", str(tmp_path / "b"), "--serial",
+                     "--no-progress", "--strict"])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("failed: SceneError") == 2 and "animated transform" in err
