@@ -3,6 +3,14 @@
 Entries are written to a temporary name and renamed into place (atomic on POSIX), so
 several processes may build the same module at once.  Each binary has a sidecar with
 its SHA-256; an entry whose binary does not match (truncated, corrupted) is rebuilt.
+
+Many processes starting cold at once (a parameter sweep's workers) would otherwise all
+compile the same module, and a reader could see one writer's binary beside another
+writer's digest (compilers need not be byte-reproducible) and delete a good entry that a
+third process is about to load.  So building, publishing and removing an entry happen
+under a per-entry lock file (``fcntl.flock``, released by the OS if a process dies); a
+process that waited for the lock finds the entry built and loads it instead of compiling.
+Where ``fcntl`` is missing (Windows) the lock is a no-op and the atomic renames remain.
 """
 from __future__ import annotations
 
@@ -10,6 +18,12 @@ import hashlib
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 from .version import __version__
 
@@ -47,43 +61,70 @@ def entry_paths(key: str, ext: str):
     return os.path.join(d, f"{key}{ext}"), os.path.join(d, f"{key}{ext}.sha256"), os.path.join(d, f"{key}.cpp")
 
 
+@contextmanager
+def entry_lock(key: str):
+    """Hold the exclusive lock of cache entry ``key`` (across processes) for the block."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(os.path.join(cache_dir(), f"{key}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock; the lock file stays (tiny, reused)
+
+
+def _valid(binary: str, digest: str) -> bool:
+    try:
+        with open(digest) as f:
+            expected = f.read().strip()
+        return file_digest(binary) == expected
+    except OSError:
+        return False
+
+
 def lookup(key: str, ext: str) -> str | None:
     """Path of a valid cached binary, or None (missing or corrupted entries are removed)."""
     binary, digest, _ = entry_paths(key, ext)
     if not (os.path.exists(binary) and os.path.exists(digest)):
         return None
-    try:
-        with open(digest) as f:
-            expected = f.read().strip()
-        if file_digest(binary) == expected:
+    if _valid(binary, digest):
+        return binary
+    with entry_lock(key):  # a writer may be between its two renames: decide under its lock
+        if _valid(binary, digest):
             return binary
-    except OSError:
-        pass
-    for p in (binary, digest):
-        try:
-            os.remove(p)
-        except OSError:
-            pass
+        for p in (binary, digest):
+            try:
+                os.remove(p)
+            except OSError:
+                pass
     return None
 
 
 def store(key: str, ext: str, build) -> str:
-    """Build into a temporary file with build(tmp_path), then publish binary and digest atomically."""
+    """Build into a temporary file with build(tmp_path), then publish binary and digest atomically.
+
+    Under the entry's lock: a process that waited while another built the same entry
+    returns that entry without building (one compile per entry, however many processes)."""
     binary, digest, _ = entry_paths(key, ext)
     d = os.path.dirname(binary)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=ext)
-    os.close(fd)
-    try:
-        build(tmp)
-        dig = file_digest(tmp)
-        fd2, tmpd = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=".sha256")
-        with os.fdopen(fd2, "w") as f:
-            f.write(dig)
-        os.replace(tmp, binary)
-        os.replace(tmpd, digest)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with entry_lock(key):
+        if os.path.exists(binary) and os.path.exists(digest) and _valid(binary, digest):
+            return binary
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=ext)
+        os.close(fd)
+        try:
+            build(tmp)
+            dig = file_digest(tmp)
+            fd2, tmpd = tempfile.mkstemp(dir=d, prefix=f".{key}.", suffix=".sha256")
+            with os.fdopen(fd2, "w") as f:
+                f.write(dig)
+            os.replace(tmp, binary)
+            os.replace(tmpd, digest)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return binary
 
 

@@ -11,11 +11,12 @@ import os
 
 from .usd_loader import Scene, SceneError, load_usd
 from .runner import SimulationError, run
+from .sweep import sweep
 
 LIBRARY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "library")
 DEFAULT_SCENE = "default"
 
-__all__ = ["load", "run", "Scene", "SceneError", "SimulationError", "library_scenes", "resolve", "LIBRARY_DIR",
+__all__ = ["load", "run", "sweep", "Scene", "SceneError", "SimulationError", "library_scenes", "resolve", "LIBRARY_DIR",
            "DEFAULT_SCENE"]
 
 

@@ -4,6 +4,8 @@
               [--viewer] [--record out.mp4|out.gif|frames/] [--strict]
     kcsim info SCENE [--strict]
     kcsim list
+    kcsim sweep SCENE --param PRIM.ATTR=lo:hi:n [--param ...] --out DIR [--frames N]
+                [--substeps K] [--address auto|ray://HOST:PORT] [--serial]
 
 SCENE is a .usda/.usd file, a robot description (.urdf, or MJCF .xml; simulated on a
 ground plane) or the name of a scene in scenes/library; without it ``run`` uses the
@@ -12,7 +14,8 @@ built-in default scene.
 Exit status: 0 success, 2 bad input (scene file, option, output path, device, display:
 one line on stderr, never a traceback), 130 interrupted by Ctrl-C (frames simulated so
 far are saved), 1 an internal error (a bug: one line; ``KCSIM_TRACEBACK=1`` shows the
-traceback).  Warnings about scene features kcsim does not support yet go to stderr;
+traceback).  ``sweep`` exits 3 when some points failed (each is listed with its parameters;
+the others are in DIR/summary.csv).  Warnings about scene features kcsim does not support yet go to stderr;
 ``--strict`` makes them errors.
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 
 from . import DEFAULT_SCENE, SceneError, SimulationError, library_scenes, load, resolve
 from .runner import RunSetupError, SimulationInterrupted, run
+from .sweep_cli import EXIT_POINTS_FAILED, add_sweep_parser, run_sweep  # noqa: F401
 
 EXIT_ERROR = 2
 EXIT_INTERNAL = 1
@@ -56,6 +60,7 @@ def _parser():
     i.add_argument("scene", help="scene file or library name")
     i.add_argument("--strict", action="store_true", help="treat unsupported scene features as errors")
     sub.add_parser("list", help="list the library scenes")
+    add_sweep_parser(sub)
     return p
 
 
@@ -71,6 +76,11 @@ def main(argv=None) -> int:
             for name in library_scenes():
                 print(f"{name}{' (default)' if name == DEFAULT_SCENE else ''}: {resolve(name)}")
             return 0
+        if args.command == "sweep":
+            try:
+                return run_sweep(args)
+            except ValueError as e:  # a bad parameter, scene or option (SceneError included)
+                return _error(e)
         if args.command == "run":
             if args.frames is not None and args.frames < 0:
                 return _error(f"--frames must be >= 0, got {args.frames}")

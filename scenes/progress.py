@@ -43,7 +43,7 @@ class _NoBar:
         pass
 
 
-def progress_bar(total, desc="", enabled=True, stream=None):
+def progress_bar(total, desc="", enabled=True, stream=None, unit="frame"):
     """An object with ``update(k)`` and ``close()``; tqdm's when available."""
     if not enabled:
         return _NoBar()
@@ -51,5 +51,5 @@ def progress_bar(total, desc="", enabled=True, stream=None):
     try:
         from tqdm import tqdm
     except ImportError:
-        return _PlainBar(total, desc, stream, unit="frame")
-    return tqdm(total=total, desc=desc, file=stream, unit="frame")
+        return _PlainBar(total, desc, stream, unit=unit)
+    return tqdm(total=total, desc=desc, file=stream, unit=unit)

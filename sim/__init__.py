@@ -13,6 +13,7 @@ from .solvers import SolverVBD
 from .articulation import eval_fk, eval_ik
 from .builder.joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE)
 from .importers import ModelFileError, ModelImportWarning, parse_mjcf, parse_urdf
+from .parallel import parallel_map
 
 __all__ = [
     "ModelBuilder", "Model", "State", "Control",
@@ -29,6 +30,7 @@ __all__ = [
     "eval_fk", "eval_ik",
     "JOINT_PRISMATIC", "JOINT_REVOLUTE", "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6",
     "parse_urdf", "parse_mjcf", "ModelFileError", "ModelImportWarning",
+    "parallel_map",
 ]
 
 
