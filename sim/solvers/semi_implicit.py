@@ -21,6 +21,7 @@ from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
+from ..toi_body_pairs import body_pair_toi, body_pair_toi_shapes, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -84,9 +85,11 @@ class SolverSemiImplicit:
         self.body_static_pairs = None
         self.body_toi_shapes = None
         self.body_pairs = None
+        self.body_pair_toi_shape = None  # swept bodies for sim/toi_body_pairs.py (None: not needed)
         if model.body_count:
             swept, swept_all = [], []
             if self.toi:
+                warn_unswept_bodies(model, type(self).__name__)
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
                 boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
@@ -97,10 +100,15 @@ class SolverSemiImplicit:
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
+                pair_shapes = body_pair_toi_shapes(model)
+                if needs_body_pair_toi(model.shape_type.numpy()[pair_shapes[pair_shapes >= 0]]):
+                    self.body_pair_toi_shape = kc.array(pair_shapes, dtype=kc.int32, device=model.device)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
+                # pairs with a box or capsule keep their penalty contacts (they hold resting stacks);
+                # sim/toi_body_pairs.py adds the impacts faster than the resting speed
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots)
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
@@ -154,9 +162,14 @@ class SolverSemiImplicit:
             if self.body_mesh_contacts is not None:
                 self.body_mesh_contacts.eval(model, state_in, wrenches, dt)
             if self.toi:
-                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
+                start = state_in
+                if self.body_pair_toi_shape is not None and self.body_pairs is not None and self.body_pairs.active:
+                    # body-body impacts other than sphere-sphere: a virtual start state (sim/toi_body_pairs.py)
+                    start = body_pair_toi(model, state_in, wrenches, state_out, dt, self.body_pair_toi_shape,
+                                          self.body_pairs)
+                integrate_bodies_toi(model, start, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
                                      self._no_speed)
-                integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_shape_toi_ids,
+                integrate_shape_bodies_toi(model, start, wrenches, state_out, dt, self.body_shape_toi_ids,
                                            self.body_shape_toi)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)
