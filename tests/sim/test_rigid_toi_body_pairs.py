@@ -210,3 +210,17 @@ def test_toi_warns_about_bodies_it_does_not_sweep():
     m = b.finalize()
     with pytest.warns(UserWarning, match=r"1 with several shapes \(bodies 0\).*penalty"):
         sim.SolverSemiImplicit(m, toi=True)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda b: b.add_shape_box(body=0, density=-5.0), r"add_shape_box: density must be finite and > 0, got -5.0"),
+    (lambda b: b.add_body(mass=float("nan")), r"add_body: mass must be finite and > 0, got nan"),
+    (lambda b: b.add_shape_sphere(radius=0.1, body=-3), r"add_shape_sphere: body -3 does not exist"),
+])
+def test_builder_names_the_call_and_value_of_bad_body_input(call, match):
+    # the bad-input cases beside those of test_rigid_bodies.py: negative density, a
+    # non-finite mass, a negative body index other than -1
+    b = sim.ModelBuilder()
+    b.add_body(mass=1.0, inertia=(1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match=match):
+        call(b)
