@@ -108,9 +108,11 @@ class SolverSemiImplicit:
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
-                # pairs with a box or capsule keep their penalty contacts (they hold resting stacks);
-                # sim/toi_body_pairs.py adds the impacts faster than the resting speed
-                self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots)
+                # pairs with a box or capsule keep their penalty contacts below the resting speed (they
+                # hold resting stacks); sim/toi_body_pairs.py takes the impacts faster than that
+                impact = swept + swept_all if self.body_pair_toi_shape is not None else []
+                self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
+                                                   impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
