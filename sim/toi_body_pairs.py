@@ -313,11 +313,20 @@ def body_pair_toi_kernel(
                                                        inv_inertia, gravity, dt)
                         xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
                                                        inv_inertia, gravity, dt)
-                        s, depth, n, p = pair_time_of_impact(
-                            shape_type[s_lo], shape_scale[s_lo], shape_pos[s_lo] - body_com[lo], shape_rot[s_lo],
-                            xa, qa, va, wa,
-                            shape_type[s_hi], shape_scale[s_hi], shape_pos[s_hi] - body_com[hi], shape_rot[s_hi],
-                            xb, qb, vb, wb, dt)
+                        off_lo = shape_pos[s_lo] - body_com[lo]
+                        off_hi = shape_pos[s_hi] - body_com[hi]
+                        reach_lo = shape_reach(shape_type[s_lo], shape_scale[s_lo], off_lo)
+                        reach_hi = shape_reach(shape_type[s_hi], shape_scale[s_hi], off_hi)
+                        # bounding balls about the centres of mass that cannot meet in this step: no sweep
+                        closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
+                        s = float(NO_HIT)
+                        depth = float(0.0)
+                        n = kc.vec3(0.0, 1.0, 0.0)
+                        p = xa
+                        if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
+                            s, depth, n, p = pair_time_of_impact(
+                                shape_type[s_lo], shape_scale[s_lo], off_lo, shape_rot[s_lo], xa, qa, va, wa,
+                                shape_type[s_hi], shape_scale[s_hi], off_hi, shape_rot[s_hi], xb, qb, vb, wb, dt)
                         if s < best:
                             # impacts only: slower contacts (resting, sliding) are the penalty contacts
                             if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
