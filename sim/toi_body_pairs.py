@@ -207,8 +207,9 @@ def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat3
     bound = (kc.length(va - vb) + kc.length(wa) * shape_reach(ka, scale_a, off_a)
              + kc.length(wb) * shape_reach(kb, scale_b, off_b)) * dt
     s = float(0.0)
+    done = int(0)  # converged: the remaining iterations evaluate nothing
     for _k in range(CA_ITERATIONS):
-        if s <= 1.0:
+        if s <= 1.0 and done == 0:
             x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
             x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
             d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
@@ -217,6 +218,8 @@ def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat3
                     s = s + (d - TOI_GAP) / bound  # never closer than TOI_GAP: outside normals
                 else:
                     s = 2.0
+            else:
+                done = 1
     hit_s = float(NO_HIT)
     depth = float(0.0)
     n_out = kc.vec3(0.0, 1.0, 0.0)
