@@ -486,10 +486,10 @@ def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
     if several or other:
         parts = []
         if several:
-            parts.append(f"{len(several)} with several shapes (bodies {_first(several)})")
+            parts.append(f"{len(several)} with several shapes (indices {_first(several)})")
         if other:
-            parts.append(f"{len(other)} with a mesh shape (bodies {_first(other)})")
-        warnings.warn(f"{solver_name}(toi=True): {' and '.join(parts)} are not swept; their contacts stay "
+            parts.append(f"{len(other)} with a mesh shape (indices {_first(other)})")
+        warnings.warn(f"{solver_name}(toi=True): bodies not swept: {' and '.join(parts)}; their contacts stay "
                       f"penalty contacts (they can pass through thin things, and bounce gradients depend on ke and "
                       f"dt). Only bodies whose one shape is a sphere, box or capsule get time-of-impact contacts.",
                       stacklevel=3)
