@@ -87,6 +87,7 @@ def generate_body_pair_contacts_kernel(
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_swept: kc.array(dtype=int), shape_world: kc.array(dtype=int),
         cohesion_reach: float, dt: float, slots_per_thread: int,
+        impact_swept: kc.array(dtype=int), impact_speed: float,
         active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
         depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
         count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
@@ -168,6 +169,11 @@ def generate_body_pair_contacts_kernel(
                     contact = x - n * pt[3]
                 v_rel = pair_relative_velocity(contact, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb],
                                                body_com[bb])
+                # two bodies swept by sim/toi_body_pairs.py: it takes every normal speed from impact_speed
+                # up (approaching), and a pair moving apart that fast needs no force (the onset window
+                # would push it, and hard: it is as wide as the step's motion)
+                if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
+                    gap = 1.0e30
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     if used < slots_per_thread:
                         slot = base + used
@@ -190,6 +196,8 @@ def generate_body_pair_contacts_kernel(
                 if found != 0:
                     v_e = pair_relative_velocity(contact_e, tfa, body_qd[ba], body_com[ba], tfe, body_qd[bb],
                                                  body_com[bb])
+                    if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n_e, v_e)) >= impact_speed:
+                        gap_e = 1.0e30
                     if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
                         if used < slots_per_thread:
                             slot_e = base + used
@@ -259,13 +267,17 @@ class BodyPairContacts:
         model: the sim.Model.
         swept_shapes: shape indices that the time-of-impact solver sweeps against each other
             (spheres alone on their body); pairs of two of them are left out here.
+        impact_shapes: shapes whose impacts with each other sim/toi_body_pairs.py handles: a
+            pair of two of them has a penalty contact only while its normal speed is below
+            the resting speed (sim/toi.py's ``resting_speed``).
         grid_dim: hash grid cells per axis (None: from the shape count).
         slots_per_thread: contact slots of each (shape, contact point) thread, i.e. the most
             shapes one box corner, capsule end or sphere may touch in a step (a box's first
             thread also holds its edge-edge contacts); more raises a RuntimeError.
     """
 
-    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None, slots_per_thread: int = 12):
+    def __init__(self, model, swept_shapes=(), grid_dim: int | None = None, slots_per_thread: int = 12,
+                 impact_shapes=()):
         if int(slots_per_thread) < 1:
             raise ValueError(f"BodyPairContacts(slots_per_thread={slots_per_thread}): must be at least 1")
         self.slots_per_thread = int(slots_per_thread)
@@ -286,6 +298,10 @@ class BodyPairContacts:
         swept = set(int(s) for s in swept_shapes)
         self.shape_swept = kc.array(np.array([int(s in swept) for s in ids], np.int32).reshape(-1), dtype=kc.int32,
                                     device=dev)
+        impact = set(int(s) for s in impact_shapes)
+        self.impact_swept = kc.array(np.array([int(s in impact) for s in ids], np.int32).reshape(-1),
+                                     dtype=kc.int32, device=dev)
+        self.has_impact_shapes = bool(impact)
         self.grid = None
         if self.active:
             if grid_dim is None:
@@ -298,6 +314,14 @@ class BodyPairContacts:
                   inputs=[self.shape_ids, model.shape_body, model.shape_pos, body_q], outputs=[self.centers],
                   device=model.device, record_tape=False)
         self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
+
+    def _impact_speed(self, model, dt: float) -> float:
+        """Normal speed [m/s] from which a pair of two ``impact_shapes`` has no penalty contact."""
+        if not self.has_impact_shapes:
+            return 1.0e30
+        from .toi import resting_speed
+
+        return resting_speed(model, dt)
 
     def capacity(self) -> int:
         """Contact slots a step needs: ``slots_per_thread`` for each (shape, contact point) thread."""
@@ -316,7 +340,8 @@ class BodyPairContacts:
                   inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
                           state.body_qd, model.body_com, model.shape_type, model.shape_body, model.shape_pos,
                           model.shape_rot, model.shape_scale, self.shape_swept, model.shape_world,
-                          model.material_max_cohesion_distance, float(dt), self.slots_per_thread],
+                          model.material_max_cohesion_distance, float(dt), self.slots_per_thread,
+                          self.impact_swept, self._impact_speed(model, dt)],
                   outputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
                            contacts.shape_b, contacts.count, contacts.overflow], device=model.device)
         # the generation's adjoint queries the grid again: rebuild it from this state first

@@ -27,8 +27,8 @@ resting ball stays on the ground instead of hopping by ``g dt^2`` each step.  A 
 swept as the box inflated by the radius (its edges and corners are square, not rounded:
 a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early).  One impact per
 step: after a bounce the rest of the step is not swept again.  Static capsules and
-meshes, shapes on other bodies than swept spheres, and particles against body shapes
-keep the penalty contact.
+meshes keep the penalty contact; a sphere body's impacts with swept box and capsule bodies
+are sim/toi_body_pairs.py's, and bodies with several shapes keep penalty contacts.
 """
 from __future__ import annotations
 

@@ -45,8 +45,8 @@ Approach speeds below ``resting_speed`` (two steps of gravity) get no restitutio
 manifold's features left out (they separate or slide), for up to four impacts per step;
 a rocking or tumbling box that lands on a second corner within the same step is caught.
 
-Bodies with several shapes, shapes on other bodies (body-body pairs other than two
-swept spheres, see sim/toi.py) and static meshes keep penalty contacts.
+Bodies with several shapes and static meshes keep penalty contacts; impacts with other
+swept bodies are sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
 """
 from __future__ import annotations
 

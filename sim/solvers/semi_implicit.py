@@ -23,6 +23,7 @@ from ..cloth_forces import eval_cloth_forces
 from ..cloth_attachment import eval_cloth_attachments
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
+from ..toi_body_pairs import body_pair_toi, body_pair_toi_shapes, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -40,11 +41,12 @@ class SolverSemiImplicit:
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
             against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
             for single-shape box and capsule bodies against the ground and static planes,
-            spheres, boxes and capsules, instead of penalty forces: nothing tunnels, bounces
-            have exactly the material's restitution at any step, and gradients through a
-            bounce are those of the real bounce.  Other contacts (bodies with several shapes,
-            body-body pairs other than two spheres, particles against body shapes, static
-            meshes, particle pairs) stay penalty contacts.
+            spheres, boxes and capsules, and (sim/toi_body_pairs.py) for impacts between two
+            such bodies, instead of penalty forces: nothing tunnels, bounces have exactly the
+            material's restitution at any step, and gradients through a bounce are those of
+            the real bounce.  Other contacts (bodies with several shapes or a mesh shape,
+            which the solver names in a warning; slow contacts between swept boxes and
+            capsules; static meshes; particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
     sim/contacts.py) holds the body-static contacts the step found, and
@@ -96,9 +98,11 @@ class SolverSemiImplicit:
         self.body_static_pairs = None
         self.body_toi_shapes = None
         self.body_pairs = None
+        self.body_pair_toi_shape = None  # swept bodies for sim/toi_body_pairs.py (None: not needed)
         if model.body_count:
             swept, swept_all = [], []
             if self.toi:
+                warn_unswept_bodies(model, type(self).__name__)
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
                 boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
@@ -109,11 +113,18 @@ class SolverSemiImplicit:
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
+                pair_shapes = body_pair_toi_shapes(model)
+                if needs_body_pair_toi(model.shape_type.numpy()[pair_shapes[pair_shapes >= 0]]):
+                    self.body_pair_toi_shape = kc.array(pair_shapes, dtype=kc.int32, device=model.device)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
-                self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots)
+                # pairs with a box or capsule keep their penalty contacts below the resting speed (they
+                # hold resting stacks); sim/toi_body_pairs.py takes the impacts faster than that
+                impact = swept + swept_all if self.body_pair_toi_shape is not None else []
+                self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
+                                                   impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
@@ -169,9 +180,14 @@ class SolverSemiImplicit:
             if self.body_mesh_contacts is not None:
                 self.body_mesh_contacts.eval(model, state_in, wrenches, dt)
             if self.toi:
-                integrate_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
+                start = state_in
+                if self.body_pair_toi_shape is not None and self.body_pairs is not None and self.body_pairs.active:
+                    # body-body impacts other than sphere-sphere: a virtual start state (sim/toi_body_pairs.py)
+                    start = body_pair_toi(model, state_in, wrenches, state_out, dt, self.body_pair_toi_shape,
+                                          self.body_pairs)
+                integrate_bodies_toi(model, start, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
                                      self._no_speed)
-                integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt, self.body_shape_toi_ids,
+                integrate_shape_bodies_toi(model, start, wrenches, state_out, dt, self.body_shape_toi_ids,
                                            self.body_shape_toi)
             else:
                 integrate_bodies(model, state_in, wrenches, state_out, dt)

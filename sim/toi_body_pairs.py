@@ -1,0 +1,500 @@
+"""Time-of-impact contacts between two swept bodies other than two spheres (sphere-box, box-box,
+sphere-capsule, capsule-capsule, capsule-box).
+
+With ``SolverSemiImplicit(model, toi=True)`` every body whose only shape is a sphere, a box
+or a capsule is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
+bodies meets here, in a pass that runs before the bodies' own integration (sim/toi.py,
+sim/toi_shapes.py, which handle the ground and the static shapes).
+
+**Paths.**  Each body moves through the step as its integrator moves it: the centre of
+mass along ``x0 + s dt v1`` (``v1 = v0 + dt a``, semi-implicit) and the Cayley rotation of
+the step's midpoint angular velocity ``w`` (sim/body_integrate.py), for s in [0, 1].
+
+**Time of impact.**  The distance of the two shapes is the smallest of their features
+(points against signed distances, segment pairs, the box-box edge-edge axis; the
+functions of sim/toi_shapes.py, there with a static B, here with B on its own path).
+Conservative advancement on both paths, ``s += D(s) / B`` with
+``B = (|v1_a - v1_b| + |w_a| R_a + |w_b| R_b) dt`` bounding how fast the gap can close,
+then two Newton steps on the active feature land on the root, so ``s`` and the state after
+the impact are smooth in the initial conditions (the gradients are those of the real
+impact).
+
+**Impulse.**  At ``s`` both bodies have the velocity ``v0 + s dt a`` and the angular velocity
+that carries their angular momentum at that rotation (so the impulse changes the total
+angular momentum by nothing); the contact
+point is the centroid of the features within 1 mm of the closest one (a box landing flat
+on a box touches on a face, not at one corner), the normal that of the closest feature.
+The impulse on the relative velocity of the two material points, with both bodies'
+effective inverse masses, is Newton's impact law with Coulomb friction capped at the
+impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``|j_t| <= min(mu j_n, |u_t| / w_t)``),
+which never gains energy for ``e <= 1``.
+
+**Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
+are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
+contacts of sim/collide_body_pairs.py, which stay on for every pair with a box or a capsule
+(pairs of two swept spheres have none, sim/toi.py).  Resting stacks then behave as with
+``toi=False``; a fast impact is caught by the sweep before the penalty contact could see
+it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
+a step within half a step's closing distance; that push keeps momentum.
+
+**Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
+swept bodies in the hash grid of sim/collide_body_pairs.py (query radius grown by twice
+the largest body speed times dt), always evaluating a pair with the lower body index as A,
+so both threads of a pair compute bit-identical impulses and momentum is conserved
+exactly.  One body-body impact per body and step: when three bodies meet in one step a
+body keeps only its earliest impact (its partner may have an earlier one elsewhere, and
+then momentum is not exactly conserved in that step).
+
+**Hand-over.**  The impact is turned into a *virtual start*: the pose and velocity at
+s = 0 from which the integrator's free step reproduces "move to the impact, apply the
+impulse, move on for the rest of the step" (``v0' = v' - s dt a``,
+``x0' = x_hit - s dt (v' + (1 - s) dt a)``, ``q0' = q_hit`` turned back by ``w'`` over
+``s dt``, and the angular velocity at ``q0'`` that has the angular momentum after the
+impact less the torque of ``[0, s dt]``).  These go to per-state arrays (``state_out.body_q_toi_start``,
+``state_out.body_qd_toi_start``) that the integrators then read instead of ``state_in``'s,
+so a Tape replays every step on its own.  The ground and static shapes are still swept by
+the integrator from the virtual start.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+
+import geometry  # noqa: F401  (adds the hash_grid_* builtins)
+
+from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .toi_shapes import CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, feature_distance, pose_at
+
+SPHERE = kc.constant(0)
+BOX = kc.constant(1)
+CAPSULE = kc.constant(4)
+FAR = kc.constant(1.0e30)
+NO_HIT = kc.constant(2.0)
+#: a segment/edge feature must be this much closer [m] than the point features to be the closest
+EDGE_TIE = kc.constant(1.0e-5)
+#: the impact is taken this far [m] before touching, where the normals are those of the gap (two
+#: equal boxes meeting face to face touch corner to corner, and a corner on a corner has no normal)
+TOI_GAP = kc.constant(1.0e-5)
+
+
+@kc.func
+def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
+    r = kc.length(offset) + kc.length(scale)
+    if kind == SPHERE:
+        r = kc.length(offset) + scale[0]
+    elif kind == CAPSULE:
+        r = kc.length(offset) + scale[0] + scale[1]
+    return r
+
+
+@kc.func
+def body_path(b: int, body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+              body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+              inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33),
+              inv_inertia: kc.array(dtype=kc.mat33), gravity: kc.vec3, dt: float):
+    """The step's path of body ``b``: (centre of mass x0 [m], rotation q0, semi-implicit velocity
+    v1 [m/s], world midpoint angular velocity w [rad/s], linear acceleration a [m/s^2])."""
+    tf = body_q0[b]
+    q0 = kc.transform_get_rotation(tf)
+    qd = body_qd0[b]
+    f = body_f[b]
+    a = kc.spatial_top(f) * inv_mass[b] + gravity
+    w0 = kc.quat_rotate_inv(q0, kc.spatial_bottom(qd))
+    tau = kc.quat_rotate_inv(q0, kc.spatial_bottom(f))
+    wm = angular_midpoint(w0, tau, inertia[b], inv_inertia[b], dt)
+    return kc.transform_point(tf, body_com[b]), q0, kc.spatial_top(qd) + a * dt, kc.quat_rotate(q0, wm), a
+
+
+@kc.func
+def spin_at(b: int, body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+            body_f: kc.array(dtype=kc.spatial_vector), inertia: kc.array(dtype=kc.mat33),
+            inv_inertia: kc.array(dtype=kc.mat33), q_hit: kc.quat, tau: float) -> kc.vec3:
+    """World angular velocity [rad/s] of body ``b`` at rotation ``q_hit``, ``tau`` [s] into the step: the
+    one with the body's angular momentum then (start value plus torque x tau), so that the impact
+    impulse changes the angular momentum by exactly its moment."""
+    r0 = kc.quat_to_matrix(kc.transform_get_rotation(body_q0[b]))
+    r1 = kc.quat_to_matrix(q_hit)
+    momentum = r0 * inertia[b] * (kc.transpose(r0) * kc.spatial_bottom(body_qd0[b])) + kc.spatial_bottom(body_f[b]) * tau
+    return r1 * inv_inertia[b] * (kc.transpose(r1) * momentum)
+
+
+@kc.func
+def hit_approach(lo: int, hi: int, s: float, n: kc.vec3, p: kc.vec3,
+                 body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+                 body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+                 inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33),
+                 inv_inertia: kc.array(dtype=kc.mat33), gravity: kc.vec3, dt: float) -> float:
+    """Speed [m/s] at which body ``lo``'s surface approaches ``hi``'s at the impact (s, n, p)."""
+    xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                   gravity, dt)
+    xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                   gravity, dt)
+    tau = s * dt
+    qa_hit = rotate_by(qa, wa, tau)
+    qb_hit = rotate_by(qb, wb, tau)
+    wa_hit = spin_at(lo, body_q0, body_qd0, body_f, inertia, inv_inertia, qa_hit, tau)
+    wb_hit = spin_at(hi, body_q0, body_qd0, body_f, inertia, inv_inertia, qb_hit, tau)
+    u = (kc.spatial_top(body_qd0[lo]) + aa * tau + kc.cross(wa_hit, p - xa - va * tau)
+         - kc.spatial_top(body_qd0[hi]) - ab * tau - kc.cross(wb_hit, p - xb - vb * tau))
+    return -kc.dot(n, u)
+
+
+@kc.func
+def pair_closest(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
+                 kb: int, pos_b: kc.vec3, rot_b: kc.mat33, scale_b: kc.vec3):
+    """Closest feature of shapes A and B (world poses): (distance [m], unit normal from B to A, point on A).
+
+    A segment or edge feature (f >= 16, after every point feature) wins only when it is closer by
+    EDGE_TIE: two boxes meeting face to face also touch edge to edge, and the separating-axis
+    test may then report an edge axis (a normal across the faces) at the same distance."""
+    best = float(FAR)
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = pos_a
+    no_ground = kc.vec3(0.0, 1.0, 0.0)
+    for f in range(FEATURES):
+        d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, no_ground, 0.0)
+        margin = float(0.0)
+        if f >= 16:
+            margin = EDGE_TIE
+        if d < best - margin:
+            best = d
+            best_n = n
+            best_p = p
+    return best, best_n, best_p
+
+
+@kc.func
+def pair_manifold_point(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
+                        kb: int, pos_b: kc.vec3, rot_b: kc.mat33, scale_b: kc.vec3, d_min: float) -> kc.vec3:
+    """Centroid [m] of the contact points of the features within MANIFOLD_TOL of the closest one.
+
+    Point features (corners, capsule ends, sphere centres) when any is that close, else the
+    segment and edge features: where both exist (two parallel capsules) a segment feature
+    repeats one of the points and would pull the centroid off the middle."""
+    points = kc.vec3(0.0, 0.0, 0.0)
+    n_points = float(0.0)
+    segments = kc.vec3(0.0, 0.0, 0.0)
+    n_segments = float(0.0)
+    no_ground = kc.vec3(0.0, 1.0, 0.0)
+    for f in range(FEATURES):
+        d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, no_ground, 0.0)
+        if d < d_min + MANIFOLD_TOL:
+            if f < 16:
+                points = points + p
+                n_points = n_points + 1.0
+            else:
+                segments = segments + p
+                n_segments = n_segments + 1.0
+    out = segments / kc.max(n_segments, 1.0)
+    if n_points > 0.0:
+        out = points / n_points
+    return out
+
+
+@kc.func
+def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat33,
+                        xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                        kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33,
+                        xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
+    """First time of impact of shapes A and B on their paths, as a fraction s of the step
+    (NO_HIT when none): (s, depth at s [m] (< 0: overlap), normal from B to A, point on A).
+
+    ``off``: the shape's position relative to its centre of mass, body frame; ``rl`` its
+    rotation in the body frame; (x, q, v, w) the body's path (see :func:`body_path`)."""
+    bound = (kc.length(va - vb) + kc.length(wa) * shape_reach(ka, scale_a, off_a)
+             + kc.length(wb) * shape_reach(kb, scale_b, off_b)) * dt
+    s = float(0.0)
+    done = int(0)  # converged: the remaining iterations evaluate nothing
+    for _k in range(CA_ITERATIONS):
+        if s <= 1.0 and done == 0:
+            x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
+            x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
+            d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+            if d > CONTACT_TOL:
+                if bound > 0.0:
+                    s = s + (d - TOI_GAP) / bound  # never closer than TOI_GAP: outside normals
+                else:
+                    s = 2.0
+            else:
+                done = 1
+    hit_s = float(NO_HIT)
+    depth = float(0.0)
+    n_out = kc.vec3(0.0, 1.0, 0.0)
+    p_out = xa
+    if s <= 1.0:
+        x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
+        x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
+        d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+        if d <= CONTACT_TOL:
+            # Newton on the active feature: lands on the gap TOI_GAP, smooth in the inputs
+            for _newton in range(2):
+                x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
+                x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
+                d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+                h = s * dt * 0.5
+                wa_c = wa / (1.0 + kc.dot(wa, wa) * h * h)
+                wb_c = wb / (1.0 + kc.dot(wb, wb) * h * h)
+                rate = kc.dot(n, va + kc.cross(wa_c, p - x_a) - vb - kc.cross(wb_c, p - x_b)) * dt
+                if rate < 0.0:
+                    s = kc.min(kc.max(s - (d - TOI_GAP) / rate, 0.0), 1.0)
+            x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
+            x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
+            d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+            hit_s = s
+            depth = d
+            n_out = n
+            p_out = pair_manifold_point(ka, pa, ra, scale_a, kb, pb, rb, scale_b, d)
+    return hit_s, depth, n_out, p_out
+
+
+@kc.func
+def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float, ia_inv: kc.mat33,
+                 mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
+    """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
+    ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
+    world inverse inertias; restitution ``e``, Coulomb ``mu``."""
+    un = kc.dot(n, u)
+    j = kc.vec3(0.0, 0.0, 0.0)
+    if un < 0.0:
+        ran = kc.cross(ra, n)
+        rbn = kc.cross(rb, n)
+        w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
+        jn = -(1.0 + e) * un / w_n
+        j = n * jn
+        ut = u - n * un
+        ut_len = kc.length(ut)
+        if ut_len > 0.0:
+            t = ut / ut_len
+            rat = kc.cross(ra, t)
+            rbt = kc.cross(rb, t)
+            w_t = ma_inv + mb_inv + kc.dot(rat, ia_inv * rat) + kc.dot(rbt, ib_inv * rbt)
+            jt = kc.min(mu * jn, ut_len / w_t)
+            j = j - t * jt
+    return j
+
+
+@kc.kernel
+def body_pair_toi_kernel(
+        body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+        body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+        inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
+        body_shape: kc.array(dtype=int), gravity: kc.vec3, dt: float,
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float), resting_speed: float,
+        grid: kc.uint64, pair_shape_ids: kc.array(dtype=int), max_bound: float, speed_bound: kc.array(dtype=float),
+        body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector)):
+    i = kc.tid()
+    q_out = body_q0[i]
+    qd_out = body_qd0[i]
+    sh = body_shape[i]
+    if sh >= 0:
+        ki = shape_type[sh]
+        c0 = kc.transform_point(body_q0[i], shape_pos[sh])
+        radius = shape_reach(ki, shape_scale[sh], kc.vec3(0.0, 0.0, 0.0)) + max_bound + 2.0 * speed_bound[0] * dt
+        best = float(NO_HIT)
+        other = int(-1)
+        query = kc.hash_grid_query(grid, c0, radius)
+        j = int(0)
+        while kc.hash_grid_query_next(query, j):
+            sj = pair_shape_ids[j]
+            bj = shape_body[sj]
+            if bj != i:
+                if body_shape[bj] == sj:
+                    kj = shape_type[sj]
+                    if ki != SPHERE or kj != SPHERE:  # two spheres: sim/toi.py
+                        # the lower body index is A in both threads: bit-identical answers
+                        lo = kc.min(i, bj)
+                        hi = kc.max(i, bj)
+                        s_lo = body_shape[lo]
+                        s_hi = body_shape[hi]
+                        xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                                       inv_inertia, gravity, dt)
+                        xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                                       inv_inertia, gravity, dt)
+                        off_lo = shape_pos[s_lo] - body_com[lo]
+                        off_hi = shape_pos[s_hi] - body_com[hi]
+                        reach_lo = shape_reach(shape_type[s_lo], shape_scale[s_lo], off_lo)
+                        reach_hi = shape_reach(shape_type[s_hi], shape_scale[s_hi], off_hi)
+                        # bounding balls about the centres of mass that cannot meet in this step: no sweep
+                        closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
+                        s = float(NO_HIT)
+                        depth = float(0.0)
+                        n = kc.vec3(0.0, 1.0, 0.0)
+                        p = xa
+                        if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
+                            s, depth, n, p = pair_time_of_impact(
+                                shape_type[s_lo], shape_scale[s_lo], off_lo, shape_rot[s_lo], xa, qa, va, wa,
+                                shape_type[s_hi], shape_scale[s_hi], off_hi, shape_rot[s_hi], xb, qb, vb, wb, dt)
+                        if s < best:
+                            # impacts only: slower contacts (resting, sliding) are the penalty contacts
+                            if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                            inv_inertia, gravity, dt) >= resting_speed:
+                                best = s
+                                other = bj
+        if other >= 0:
+            lo = kc.min(i, other)
+            hi = kc.max(i, other)
+            s_lo = body_shape[lo]
+            s_hi = body_shape[hi]
+            xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                           gravity, dt)
+            xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                           gravity, dt)
+            off_a = shape_pos[s_lo] - body_com[lo]
+            off_b = shape_pos[s_hi] - body_com[hi]
+            s, depth, n, p = pair_time_of_impact(shape_type[s_lo], shape_scale[s_lo], off_a, shape_rot[s_lo],
+                                                 xa, qa, va, wa,
+                                                 shape_type[s_hi], shape_scale[s_hi], off_b, shape_rot[s_hi],
+                                                 xb, qb, vb, wb, dt)
+            tau = s * dt
+            xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, off_a, shape_rot[s_lo])
+            xb_hit, qb_hit, pb, rb_rot = pose_at(xb, qb, vb, wb, tau, off_b, shape_rot[s_hi])
+            va_hit = kc.spatial_top(body_qd0[lo]) + aa * tau
+            vb_hit = kc.spatial_top(body_qd0[hi]) + ab * tau
+            arm_a = p - xa_hit
+            arm_b = p - xb_hit
+            rot_a = kc.quat_to_matrix(qa_hit)
+            rot_b = kc.quat_to_matrix(qb_hit)
+            ia_inv = rot_a * inv_inertia[lo] * kc.transpose(rot_a)
+            ib_inv = rot_b * inv_inertia[hi] * kc.transpose(rot_b)
+            wa_hit = spin_at(lo, body_q0, body_qd0, body_f, inertia, inv_inertia, qa_hit, tau)
+            wb_hit = spin_at(hi, body_q0, body_qd0, body_f, inertia, inv_inertia, qb_hit, tau)
+            u = va_hit + kc.cross(wa_hit, arm_a) - vb_hit - kc.cross(wb_hit, arm_b)
+            ma = shape_material[s_lo]
+            mb = shape_material[s_hi]
+            e = 0.5 * (material_restitution[ma] + material_restitution[mb])
+            mu = 0.5 * (material_mu[ma] + material_mu[mb])
+            jimp = pair_impulse(n, u, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv, e, mu)
+            # this body's share
+            x_hit = xa_hit
+            q_hit = qa_hit
+            v_hit = va_hit
+            w_hit = wa_hit
+            arm = arm_a
+            inv_i = ia_inv
+            a = aa
+            if i == hi:
+                jimp = -jimp
+                x_hit = xb_hit
+                q_hit = qb_hit
+                v_hit = vb_hit
+                w_hit = wb_hit
+                arm = arm_b
+                inv_i = ib_inv
+                a = ab
+            v_new = v_hit + jimp * inv_mass[i]
+            w_new = w_hit + inv_i * kc.cross(arm, jimp)
+            # the virtual start from which the free step reproduces the impact (module docstring)
+            v_rest = v_new + a * ((1.0 - s) * dt)
+            x_start = x_hit - v_rest * tau
+            q_start = rotate_by(q_hit, w_new, -tau)
+            # the angular velocity at the virtual start that carries the angular momentum after the
+            # impact, I_hit w_new (the free step keeps world angular momentum; w_new itself would not
+            # be right for an asymmetric body turned back to q_start)
+            rot_hit = kc.quat_to_matrix(q_hit)
+            rot_start = kc.quat_to_matrix(q_start)
+            # (less the torque of [0, s dt]: the free step applies the step's torque from the start)
+            momentum = rot_hit * inertia[i] * (kc.transpose(rot_hit) * w_new) - kc.spatial_bottom(body_f[i]) * tau
+            w_start = rot_start * inv_inertia[i] * (kc.transpose(rot_start) * momentum)
+            q_out = body_frame_from_com(x_start, q_start, body_com[i])
+            qd_out = kc.spatial_vector(v_new - a * tau, w_start)
+    body_q_start[i] = q_out
+    body_qd_start[i] = qd_out
+
+
+def body_pair_toi_shapes(model):
+    """int (B,): the swept shape of each body whose only shape is a sphere, box or capsule, else -1."""
+    shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
+    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+    out = np.full(model.body_count, -1, np.int32)
+    for b in range(model.body_count):
+        mine = np.nonzero(shape_body == b)[0]
+        if len(mine) == 1 and shape_type[mine[0]] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
+            out[b] = mine[0]
+    return out
+
+
+def needs_body_pair_toi(swept_shape_types) -> bool:
+    """True when at least two bodies are swept and one of them is not a sphere."""
+    kinds = list(swept_shape_types)
+    return len(kinds) >= 2 and any(k != SHAPE_SPHERE for k in kinds)
+
+
+class _StartState:
+    """What the integrators read of ``state_in``: the virtual start of the step."""
+
+    def __init__(self, body_q, body_qd):
+        self.body_q = body_q
+        self.body_qd = body_qd
+
+
+def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs):
+    """Time-of-impact impulses between swept bodies (other than two spheres), as a virtual start state.
+
+    ``body_shape``: kc int (B,) from :func:`body_pair_toi_shapes`; ``pairs``: the solver's
+    ``sim.collide_body_pairs.BodyPairContacts`` whose grid holds ``state_in``'s shapes.
+    Returns an object with ``body_q``, ``body_qd`` (per-state arrays kept on ``state_out``)
+    for the integrators to read in place of ``state_in``'s."""
+    from .toi import body_speed_bound_kernel, resting_speed
+
+    q_start = getattr(state_out, "body_q_toi_start", None)
+    if q_start is None or q_start.shape[0] != model.body_count:
+        q_start = kc.zeros(model.body_count, dtype=kc.transform, device=model.device,
+                           requires_grad=model.requires_grad)
+        qd_start = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=model.device,
+                            requires_grad=model.requires_grad)
+        state_out.body_q_toi_start = q_start
+        state_out.body_qd_toi_start = qd_start
+    qd_start = state_out.body_qd_toi_start
+    kc.launch(body_speed_bound_kernel, dim=model.body_count,
+              inputs=[state_in.body_qd, wrenches, model.body_inv_mass, model.gravity, float(dt)],
+              outputs=[pairs.speed_bound], device=model.device, record_tape=False)
+    kc.launch(body_pair_toi_kernel, dim=model.body_count,
+              inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
+                      model.body_inertia, model.body_inv_inertia, body_shape, model.gravity, float(dt),
+                      model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
+                      model.shape_material, model.material_restitution, model.material_mu,
+                      resting_speed(model, dt), pairs.grid.id, pairs.shape_ids, pairs.max_bound,
+                      pairs.speed_bound],
+              outputs=[q_start, qd_start], device=model.device)
+    pairs.record_rebuild(model, state_in.body_q)
+    return _StartState(q_start, qd_start)
+
+
+def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
+    """Warn (once, at solver construction) about the bodies ``toi=True`` does not sweep: bodies with
+    several shapes or with a mesh shape keep penalty contacts, so they can tunnel and their bounce
+    gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices."""
+    import warnings
+
+    if model.body_count == 0 or model.shape_count == 0:
+        return []
+    shape_body = model.shape_body.numpy()
+    shape_type = model.shape_type.numpy()
+    several, other = [], []
+    for b in range(model.body_count):
+        mine = np.nonzero(shape_body == b)[0]
+        if len(mine) > 1:
+            several.append(b)
+        elif len(mine) == 1 and shape_type[mine[0]] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
+            other.append(b)
+    if several or other:
+        parts = []
+        if several:
+            parts.append(f"{len(several)} with several shapes (indices {_first(several)})")
+        if other:
+            parts.append(f"{len(other)} with a mesh shape (indices {_first(other)})")
+        warnings.warn(f"{solver_name}(toi=True): bodies not swept: {' and '.join(parts)}; their contacts stay "
+                      f"penalty contacts (they can pass through thin things, and bounce gradients depend on ke and "
+                      f"dt). Only bodies whose one shape is a sphere, box or capsule get time-of-impact contacts.",
+                      stacklevel=3)
+    return several + other
+
+
+def _first(ids, n: int = 5) -> str:
+    return ", ".join(str(i) for i in ids[:n]) + (", ..." if len(ids) > n else "")
