@@ -187,8 +187,11 @@ print("TAICHI_JSON " + json.dumps(out))
 
 def taichi_times(n, grid, repeats, threads):
     """Median seconds per case from Taichi (CPU) in a child process; None when not installed."""
+    script = os.path.join(tempfile.mkdtemp(prefix="kc_taichi_"), "taichi_kernels.py")  # Taichi reads kernel source
+    with open(script, "w") as f:
+        f.write(TAICHI_SCRIPT)
     try:
-        proc = subprocess.run([sys.executable, "-c", TAICHI_SCRIPT, str(n), str(grid), str(repeats), str(threads)],
+        proc = subprocess.run([sys.executable, script, str(n), str(grid), str(repeats), str(threads)],
                               capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired):
         return None

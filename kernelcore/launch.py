@@ -476,14 +476,28 @@ class FastLaunch:
 
     def run(self, dim, inputs, outputs):
         """Launch if this is the common case (True); False: nothing happened, take the general path."""
-        if type(dim) is not int or not 0 <= dim <= _MAX_DIM or self.tid_arity > 1:
+        if type(dim) is int:
+            if not 0 <= dim <= _MAX_DIM or self.tid_arity > 1:
+                return False
+            size, shape, ndim = dim, (dim, 0, 0, 0), 1
+        elif type(dim) is tuple and 1 <= len(dim) <= 4:
+            size = 1
+            for d in dim:
+                if type(d) is not int or not 0 <= d <= _MAX_DIM:
+                    return False
+                size *= d
+            arity = self.tid_arity
+            if (arity > 1 and arity != len(dim)) or (arity == 1 and size > _MAX_DIM) or size >= 1 << 62:
+                return False
+            shape, ndim = dim + (0, 0, 0)[:4 - len(dim)], len(dim)
+        else:
             return False
         params = (*inputs, *outputs)
         if len(params) != self.nargs or config.verify_nan or get_runtime().tape_stack:
             return False
         if options_key() != self.key:
             return False
-        nthreads = 1 if dim < config.parallel_grain else num_threads()
+        nthreads = 1 if size < config.parallel_grain else num_threads()
         if nthreads > 1 and self.needs_policy:
             return False
         serial = nthreads <= 1
@@ -512,9 +526,9 @@ class FastLaunch:
                     values.append(bytes(pack_value(t, v, "", self.kernel)))
                 except (TypeError, ValueError):
                     return False
-        if dim == 0:
+        if size == 0:
             return True
-        self.entry(_BOUNDS.pack(dim, 0, 0, 0, 1, nthreads, dim, 0, 0), self.fmt.pack(*values))
+        self.entry(_BOUNDS.pack(*shape, ndim, nthreads, size, 0, 0), self.fmt.pack(*values))
         return True
 
 
