@@ -433,7 +433,7 @@ class FastLaunch:
     """
 
     __slots__ = ("kernel", "ir", "entry", "dev", "key", "kinds", "types", "fmt", "nargs", "needs_policy",
-                 "tid_arity", "has_arrays")
+                 "tid_arity", "has_arrays", "sizes")
 
     @classmethod
     def create(cls, kernel, ir, lk, dev, args_struct):
@@ -441,9 +441,10 @@ class FastLaunch:
             return None
         f = cls()
         f.kernel, f.ir, f.entry, f.dev, f.key = kernel, ir, lk.fwd, dev, options_key()
-        f.kinds, f.types, fmt, pos = [], list(kernel.arg_types), ["="], 0
+        f.kinds, f.types, f.sizes, fmt, pos = [], list(kernel.arg_types), [], ["="], 0
         for (name, ctype_), t in zip(args_struct._fields_, kernel.arg_types):
             field = getattr(args_struct, name)
+            f.sizes.append(field.size)
             if field.offset > pos:
                 fmt.append(f"{field.offset - pos}x")
             if isinstance(t, ArrayType):
@@ -505,7 +506,8 @@ class FastLaunch:
         if not self.has_arrays and get_device(None) is not dev:
             return False
         values = []
-        for kind, t, v in zip(self.kinds, self.types, params):
+        size_of = self.sizes
+        for k, (kind, t, v) in enumerate(zip(self.kinds, self.types, params)):
             tv = type(v)
             if kind == 0:
                 if tv is not array or v.dtype is not t.dtype or v.ndim != t.ndim or v.device is not dev:
@@ -523,9 +525,12 @@ class FastLaunch:
                 if tv is array or isinstance(v, np.ndarray):  # one-element arrays: gradient variants
                     return False
                 try:
-                    values.append(bytes(pack_value(t, v, "", self.kernel)))
+                    b = bytes(pack_value(t, v, "", self.kernel))
                 except (TypeError, ValueError):
                     return False
+                if len(b) != size_of[k]:  # struct's "Ns" would pad or cut it silently
+                    return False
+                values.append(b)
         if size == 0:
             return True
         self.entry(_BOUNDS.pack(*shape, ndim, nthreads, size, 0, 0), self.fmt.pack(*values))

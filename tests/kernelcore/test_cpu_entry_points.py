@@ -329,3 +329,32 @@ def test_fast_launch_results_and_tape():
         kc.launch(square, dim=5, inputs=[a, b])
     tape.backward(grads={b: kc.array(np.ones(5, np.float32))})
     np.testing.assert_array_equal(a.grad.numpy(), 2 * np.arange(5, dtype=np.float32))
+
+
+@kc.struct
+class Gains:
+    scale: float
+    offset: kc.vec3
+
+
+@kc.kernel(enable_backward=False)
+def mixed_args_k(out: kc.array(dtype=kc.vec3), g: Gains, flip: bool, k: kc.int64, h: kc.float64):
+    i = kc.tid()
+    s = g.scale * float(k) + float(h)
+    if flip:
+        s = -s
+    out[i] = g.offset * s
+
+
+def test_fast_launch_packs_every_value_afresh():
+    """Struct, bool, int64 and float64 arguments (packed by pack_value on the fast path): each
+    launch sees its own values, never the first launch's."""
+    out = kc.zeros(3, dtype=kc.vec3)
+    for scale, flip, k, h in [(1.0, False, 2, 0.5), (3.0, True, 5, 0.25), (0.5, False, -7, 1.0)]:
+        g = Gains()
+        g.scale = scale
+        g.offset = kc.vec3(1.0, 2.0, 3.0)
+        kc.launch(mixed_args_k, dim=3, inputs=[out, g, flip, k, h])
+        s = (scale * k + h) * (-1 if flip else 1)
+        np.testing.assert_allclose(out.numpy(), np.tile([s, 2 * s, 3 * s], (3, 1)), rtol=1e-6)
+    assert mixed_args_k._fast_launch is not None
