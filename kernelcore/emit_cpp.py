@@ -802,22 +802,28 @@ _DIVISIONS = ("div", "mod", "floordiv", "cw_div")  # argument 1 is the divisor
 
 
 def streamable(ir) -> bool:
-    """Straight-line kernels: no loops, branches (other than the if-converted ones), prints,
-    calls of @kc.func or atomics; their forward gets a vectorised entry point (see
-    Emitter.emit_streaming_entry). Their threads are independent when no array aliases another."""
+    """Straight-line kernels: no loops, branches (other than the if-converted ones), prints or
+    atomics, and calls only of @kc.func functions that are straight-line too; their forward
+    gets a vectorised entry point (see Emitter.emit_streaming_entry). Their threads are
+    independent when no array aliases another."""
     cached = getattr(ir, "_streamable", None)
-    if cached is not None:
-        return cached
-    ok = not ir.has_print
-    for s in ir.block.walk() if ok else ():
-        if isinstance(s, (Loop, FuncCall, Print)) or (isinstance(s, If) and not (_speculatable(s.body) and _speculatable(s.orelse))):
-            ok = False
-        elif isinstance(s, Call) and s.builtin.side_effect and s.builtin.name != "store":
-            ok = False
-        if not ok:
-            break
-    ir._streamable = ok
-    return ok
+    if cached is None:
+        cached = ir._streamable = not ir.has_print and _straight_line(ir.block, set())
+    return cached
+
+
+def _straight_line(block, seen) -> bool:
+    for s in block.walk():
+        if isinstance(s, (Loop, Print)) or (isinstance(s, If) and not (_speculatable(s.body) and _speculatable(s.orelse))):
+            return False
+        if isinstance(s, Call) and s.builtin.side_effect and s.builtin.name != "store":
+            return False
+        if isinstance(s, FuncCall) and id(s.func) not in seen:
+            seen.add(id(s.func))
+            fir = getattr(s.func, "ir", None)  # None: a native snippet, which may loop
+            if fir is None or fir.has_print or not _straight_line(fir.block, seen):
+                return False
+    return True
 
 
 def _is_integer(t) -> bool:

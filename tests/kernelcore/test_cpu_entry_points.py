@@ -83,6 +83,31 @@ def shift_k(x: kc.array(dtype=float), y: kc.array(dtype=float)):
     y[i] = x[i] + 1.0
 
 
+@kc.func
+def lerp_f(a: float, b: float, t: float):
+    return a + (b - a) * t
+
+
+@kc.func
+def power_f(a: float, n: int):
+    r = float(1.0)
+    for _ in range(n):
+        r = r * a
+    return r
+
+
+@kc.kernel(enable_backward=False)
+def lerp_k(x: kc.array(dtype=float), y: kc.array(dtype=float), t: float):
+    i = kc.tid()
+    y[i] = lerp_f(x[i], y[i], t)
+
+
+@kc.kernel(enable_backward=False)
+def power_k(x: kc.array(dtype=float), y: kc.array(dtype=float), n: int):
+    i = kc.tid()
+    y[i] = power_f(x[i], n)
+
+
 @pytest.fixture
 def threads(monkeypatch):
     """Set the thread count and make every launch above 16 threads parallel."""
@@ -106,6 +131,23 @@ def test_straight_line_kernels_are_streamable():
     assert streamable(transcendental_k.ir())
     assert not streamable(index2_loop_k.ir())  # a loop
     assert not streamable(scatter2_k.ir())  # an atomic
+    assert streamable(lerp_k.ir())  # calls a straight-line function
+    assert not streamable(power_k.ir())  # calls a function with a loop
+
+
+def test_function_calls_identical_on_every_entry_point(threads):
+    rng = np.random.default_rng(5)
+    xh, yh = rng.standard_normal(203).astype(np.float32), rng.standard_normal(203).astype(np.float32)
+    out = []
+    for t in (1, 2):
+        threads(t)
+        for make in (kc.array, strided):
+            x, y = make(xh), make(yh)
+            kc.launch(lerp_k, dim=203, inputs=[x, y, 0.3])
+            out.append(y.numpy())
+    for o in out:
+        np.testing.assert_array_equal(o, out[0])
+    np.testing.assert_allclose(out[0], xh + (yh - xh) * np.float32(0.3), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("n", [1, 7, 33, 1001])
