@@ -12,12 +12,8 @@ from .errors import NativeBuildError
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
 # -fno-tree-loop-vectorize: the loop vectorizer versions the 2-4 iteration component loops of the
 # adjoint builtins for aliasing, which made adjoints 2-3x slower; SLP vectorization stays on.
-# -ffp-contract=off: a*b+c stays two roundings. GCC fuses it into an FMA or not depending on how
-# the code around it was optimised (a product hoisted out of a loop is not fused), so the
-# vectorised streaming entry point and the generic one gave results 1 ulp apart (emit_cpp.py
-# promises the same numbers whichever entry point runs, tests/kernelcore/test_cpu_entry_points.py).
 COMMON_FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native", "-fno-math-errno",
-                "-ffp-contract=off", "-fvisibility=hidden", "-w"]
+                "-fvisibility=hidden", "-w"]
 GCC_FLAGS = ["-fno-tree-loop-vectorize"]
 CPU_FLAGS = COMMON_FLAGS + GCC_FLAGS  # the default compiler's flags (g++)
 
