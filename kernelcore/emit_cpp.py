@@ -652,8 +652,7 @@ class Emitter:
             self.emit_streaming_entry(kernel_name, ir, arity)
         flush = " fflush(stdout);" if ir.has_print else ""
         for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)):
-            same_rounding = _NO_FMA + " " if stream and kind == "fwd" else ""
-            self.w(f'extern "C" KC_EXPORT {same_rounding}void {kernel_name}_{kind}(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{')
+            self.w(f'extern "C" KC_EXPORT void {kernel_name}_{kind}(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{')
             if stream and kind == "fwd":
                 self.w(f"    if ({kernel_name}_fwd_stream(b, a)) return;")
             self.w("    const kc::int64 n = b->size;")
@@ -703,13 +702,13 @@ class Emitter:
         compiler vectorises it: saxpy went from ~0.55 to the C loop's bandwidth. The loop
         vectoriser is off for everything else (toolchain.py), hence the optimize attribute.
         Each thread computes exactly what the generic entry point's would (same statements,
-        same rounding), so results do not depend on which entry point runs: both entry points
-        compile the thread function without FMA contraction (_NO_FMA).
+        same rounding: no FMA contraction, see toolchain.py), so results do not depend on which
+        entry point runs.
         """
         arrays = [v for v in ir.args if isinstance(v.type, ArrayType)]
         # one thread's static share; the copies are its own locals, so the constant strides reach
         # the loop (shared with an OpenMP region they would be read back from memory)
-        self.w(f"static __attribute__((optimize(\"tree-loop-vectorize\", \"fp-contract=off\"))) void {kernel_name}_fwd_share("
+        self.w(f"static __attribute__((optimize(\"tree-loop-vectorize\"))) void {kernel_name}_fwd_share("
                f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
         self.indent += 1
         for v in ir.args:
@@ -802,13 +801,6 @@ class Emitter:
 
 _DIVISIONS = ("div", "mod", "floordiv", "cw_div")  # argument 1 is the divisor
 
-# On the entry points of a streamable kernel's forward (the thread function is inlined into
-# them and takes their setting): GCC fuses a*b+c into an FMA or not depending on how the code
-# around it was optimised (a product hoisted out of the loop is not fused), so the vectorised
-# and the generic entry point gave results 1 ulp apart. These kernels are memory-bound; the
-# others keep GCC's default (-ffp-contract=fast: with it off everywhere, the MPM benchmark measured
-# slower, in one run on a loaded machine).
-_NO_FMA = '__attribute__((optimize("fp-contract=off")))'
 
 
 def streamable(ir) -> bool:
