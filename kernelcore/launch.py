@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import struct
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from .array import ArrayType, array, array_ctypes
 from .device import get_device, get_runtime, num_threads
 from .errors import KernelRuntimeError, assertion_report
 from .module import error_state_ctypes  # noqa: F401  (defined where the library is loaded; importable here too)
+from .module import options_key
 
 
 class launch_bounds_ctypes(ctypes.Structure):
@@ -176,6 +178,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     ``adjoint=True`` the kernel's adjoint runs: array gradients come from
     ``adj_inputs``/``adj_outputs`` when given, else from each array's ``.grad``.
     """
+    fast = getattr(kernel, "_fast_launch", None)
+    if fast is not None and not adjoint and adj_inputs is None and adj_outputs is None and device is None \
+            and stream is None and fast.run(dim, inputs, outputs):
+        return
     if not isinstance(kernel, _kernel_class()):
         raise TypeError(f"kc.launch needs a @kc.kernel, got {type(kernel).__name__}")
     params = list(inputs) + list(outputs)
@@ -254,6 +260,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         entry(ctypes.addressof(bounds), ctypes.addressof(packed))
         if config.mode == "debug":
             _check_error_state(kernel, lk.chunk.error_state)
+        elif not adjoint:
+            fast = kernel.__dict__.get("_fast_launch")
+            if fast is None or fast.key != options_key():  # the next launches skip what this one did
+                kernel._fast_launch = FastLaunch.create(kernel, ir, lk, dev, args_struct)
     if config.verify_nan and not adjoint:
         from .verify_nan import check_forward
 
@@ -406,3 +416,140 @@ def _check_error_state(kernel, st):
         raise KernelRuntimeError(f"kernel '{kernel.key}': {text} failed{': ' + message if message else ''} "
                                  f"at {file}:{line} (thread {thread})")
     raise KernelRuntimeError(f"kernel '{kernel.key}': index {idx} out of bounds for array of shape {shape} {where}")
+
+
+class FastLaunch:
+    """The CPU forward launch of one kernel with its per-launch work that does not depend on the
+    values done once: the loaded entry point, the argument struct's layout (a struct.Struct
+    format, so packing is one call), the checks each argument needs (by position), and each
+    array's packed descriptor (cached on the array, see _packed_array).
+
+    ``run`` handles the common case (int dim, kc arrays of the declared dtype/ndim on the CPU,
+    Python floats/ints for float32/int32, values of other non-array types, no tape, no
+    verify_nan, no private accumulation copies) and returns False for anything else, before
+    doing anything observable: kc.launch then takes its general path, which raises the usual
+    errors. A launch used to spend ~10 us in Python with four arguments, most of it repacking
+    what the previous launch had packed.
+    """
+
+    __slots__ = ("kernel", "ir", "entry", "dev", "key", "kinds", "types", "fmt", "nargs", "needs_policy",
+                 "tid_arity", "has_arrays", "sizes")
+
+    @classmethod
+    def create(cls, kernel, ir, lk, dev, args_struct):
+        if lk.fwd is None or kernel.generic or kernel.indexed or dev.is_cuda:
+            return None
+        f = cls()
+        f.kernel, f.ir, f.entry, f.dev, f.key = kernel, ir, lk.fwd, dev, options_key()
+        f.kinds, f.types, f.sizes, fmt, pos = [], list(kernel.arg_types), [], ["="], 0
+        for (name, ctype_), t in zip(args_struct._fields_, kernel.arg_types):
+            field = getattr(args_struct, name)
+            f.sizes.append(field.size)
+            if field.offset > pos:
+                fmt.append(f"{field.offset - pos}x")
+            if isinstance(t, ArrayType):
+                f.kinds.append(0)
+                fmt.append(f"{field.size}s")
+            elif t is T.float32:
+                f.kinds.append(1)
+                fmt.append("f")
+            elif t is T.int32:
+                f.kinds.append(2)
+                fmt.append("i")
+            else:
+                f.kinds.append(3)  # packed by pack_value (vectors, structs, other scalars)
+                fmt.append(f"{field.size}s")
+            pos = field.offset + field.size
+        size = ctypes.sizeof(args_struct)
+        if size > pos:
+            fmt.append(f"{size - pos}x")
+        if not kernel.arg_types:
+            fmt = ["=", f"{size}x"]
+        f.fmt = struct.Struct("".join(fmt))
+        if f.fmt.size != size:
+            return None
+        f.nargs = len(kernel.arg_types)
+        p = accumulation_plan(ir, False)
+        f.needs_policy = bool(p.targets or p.shared)
+        f.tid_arity = ir.tid_arity
+        f.has_arrays = 0 in f.kinds
+        return f
+
+    def run(self, dim, inputs, outputs):
+        """Launch if this is the common case (True); False: nothing happened, take the general path."""
+        if type(dim) is int:
+            if not 0 <= dim <= _MAX_DIM or self.tid_arity > 1:
+                return False
+            size, shape, ndim = dim, (dim, 0, 0, 0), 1
+        elif type(dim) is tuple and 1 <= len(dim) <= 4:
+            size = 1
+            for d in dim:
+                if type(d) is not int or not 0 <= d <= _MAX_DIM:
+                    return False
+                size *= d
+            arity = self.tid_arity
+            if (arity > 1 and arity != len(dim)) or (arity == 1 and size > _MAX_DIM) or size >= 1 << 62:
+                return False
+            shape, ndim = dim + (0, 0, 0)[:4 - len(dim)], len(dim)
+        else:
+            return False
+        params = (*inputs, *outputs)
+        if len(params) != self.nargs or config.verify_nan or get_runtime().tape_stack:
+            return False
+        if options_key() != self.key:
+            return False
+        nthreads = 1 if size < config.parallel_grain else num_threads()
+        if nthreads > 1 and self.needs_policy:
+            return False
+        serial = nthreads <= 1
+        dev = self.dev
+        if not self.has_arrays and get_device(None) is not dev:
+            return False
+        values = []
+        size_of = self.sizes
+        for k, (kind, t, v) in enumerate(zip(self.kinds, self.types, params)):
+            tv = type(v)
+            if kind == 0:
+                if tv is not array or v.dtype is not t.dtype or v.ndim != t.ndim or v.device is not dev:
+                    return False
+                values.append(_packed_array(v, serial))
+            elif kind == 1:
+                if tv is not float:
+                    return False
+                values.append(v)
+            elif kind == 2:
+                if tv is not int or not -0x80000000 <= v <= 0x7FFFFFFF:
+                    return False
+                values.append(v)
+            else:
+                if tv is array or isinstance(v, np.ndarray):  # one-element arrays: gradient variants
+                    return False
+                try:
+                    b = bytes(pack_value(t, v, "", self.kernel))
+                except (TypeError, ValueError):
+                    return False
+                if len(b) != size_of[k]:  # struct's "Ns" would pad or cut it silently
+                    return False
+                values.append(b)
+        if size == 0:
+            return True
+        self.entry(_BOUNDS.pack(*shape, ndim, nthreads, size, 0, 0), self.fmt.pack(*values))
+        return True
+
+
+_BOUNDS = struct.Struct("=4iiiqii")  # launch_bounds_ctypes, packed in one call
+assert _BOUNDS.size == ctypes.sizeof(launch_bounds_ctypes)
+
+
+def _packed_array(a, serial):
+    """The bytes of ``a``'s array_ctypes descriptor (no keep_grad; serial as given), cached on
+    the array and rebuilt when its buffer or gradient changes."""
+    grad = a.grad
+    c = a.__dict__.get("_kc_packed")
+    if c is None or c[0] is not a._buf or c[1] is not grad or (grad is not None and c[2] != grad.ptr):
+        s = pack_array(a)
+        s.serial = 0
+        b0 = bytes(s)
+        s.serial = 1
+        c = a._kc_packed = (a._buf, grad, grad.ptr if grad is not None else 0, b0, bytes(s))
+    return c[4] if serial else c[3]

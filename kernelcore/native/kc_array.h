@@ -303,6 +303,66 @@ inline int64 launch_chunk(int64 n, int nthreads) {
     int64 c = n / ((int64)(nthreads > 0 ? nthreads : 1) * 16);
     return c > 0 ? c : 1;
 }
+// Calls f(t, outer, j) for the flat thread indices t in [begin, end) of a launch of b.ndim > 1
+// dimensions, row by row: `outer` holds the indices of the leading dimensions, j the last one.
+// The flat index is decomposed once per call and once per row, not with a 64-bit div/mod per
+// thread and dimension (kc::tid_dim), which cost more than a small 2-D kernel's own work.
+template <typename F> inline void for_each_index(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+    if (begin >= end) return;
+    const int last = b.ndim - 1;
+    const int32 width = b.shape[last];
+    int32 outer[4] = {0, 0, 0, 0};
+    int64 rem = begin / width;
+    int32 j = (int32)(begin - rem * width);
+    for (int d = last - 1; d >= 0; --d) { outer[d] = (int32)(rem % b.shape[d]); rem /= b.shape[d]; }
+    int64 t = begin;
+    while (t < end) {
+        const int32 stop = (int32)(end - t < (int64)(width - j) ? j + (end - t) : width);
+        for (int32 k = j; k < stop; ++k) f(t + (k - j), (const int32*)outer, k);
+        t += stop - j;
+        j = 0;
+        for (int d = last - 1; d >= 0; --d) {  // carry into the leading dimensions
+            if (++outer[d] < b.shape[d]) break;
+            outer[d] = 0;
+        }
+    }
+}
+// libgomp's schedule(static) share of thread `tn` of `team` over n items: [begin, end)
+inline void static_share(int64 n, int tn, int team, int64& begin, int64& end) {
+    const int64 q = n / team, r = n % team;
+    begin = tn * q + (tn < r ? tn : r);
+    end = begin + q + (tn < r ? 1 : 0);
+}
+// Streaming entry points (emit_cpp.py) take arrays in C order only: then they pass copies whose
+// last stride is the constant sizeof(T), so the compiler sees unit-stride accesses.
+template <typename T> inline bool c_contiguous(const array_t<T>& a) {
+    int64 step = sizeof(T);
+    for (int d = a.ndim - 1; d >= 0; --d) {
+        if (a.shape[d] > 1 && a.strides[d] != step) return false;
+        step *= a.shape[d];
+    }
+    return true;
+}
+template <int NDIM, typename T> inline array_t<T> c_order(const array_t<T>& a) {
+    array_t<T> c = a;
+    c.strides[NDIM - 1] = sizeof(T);
+    for (int d = NDIM - 2; d >= 0; --d) c.strides[d] = c.strides[d + 1] * c.shape[d + 1];
+    return c;
+}
+// [first, last) bytes of an array's data (empty for a null or empty array)
+template <typename T> inline void byte_range(const array_t<T>& a, uintptr_t& first, uintptr_t& last) {
+    first = (uintptr_t)a.data;
+    int64 n = a.data ? (int64)sizeof(T) : 0;
+    for (int d = 0; d < a.ndim; ++d) n *= a.shape[d];
+    last = first + (uintptr_t)n;
+}
+// No two of the n byte ranges overlap (arrays written by a streaming kernel must not alias its reads)
+inline bool disjoint(const uintptr_t* first, const uintptr_t* last, int n) {
+    for (int i = 0; i < n; ++i)
+        for (int k = i + 1; k < n; ++k)
+            if (first[i] < last[k] && first[k] < last[i]) return false;
+    return true;
+}
 template <typename T> KC_FUNC int64 element_count(const array_t<T>& a) {
     int64 n = 1;
     for (int d = 0; d < a.ndim; ++d) n *= a.shape[d];
