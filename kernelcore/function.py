@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import re
+import types as _pytypes
 from typing import Any
 
 from . import types as T
@@ -9,17 +11,18 @@ from .array import ArrayType
 from .builtins.registry import WeakLiteral
 from .frontend import FuncDef, build_ir
 
-_functions: dict = {}   # (module, qualname) -> Function: redefinition with a new signature adds an overload
+_functions: dict = {}   # (module, qualname, closure) -> Function: redefinition with a new signature adds an overload
 _building: dict = {}    # specialisations whose IR is being built (a second request is recursion)
 
 
 class Function:
     """A kernel function: callable from kernels, specialised per argument types."""
 
-    def __init__(self, name, module):
+    def __init__(self, name, module, closure=""):
         self.__name__ = name
         self.name = name
         self.module = module
+        self.closure = closure   # captured values (closure_key): two closures of one def are two functions
         self.overloads: list[FuncDef] = []
         self.instances: dict = {}
         self.custom_grad: FuncDef | None = None
@@ -98,7 +101,8 @@ class FuncInstance:
         self.function = function
         self.defn = defn
         self.arg_types = list(arg_types)
-        key = f"{defn.module}.{defn.fdef.name}:{defn.firstline}:" + ",".join(T.type_key(t) for t in arg_types)
+        key = (f"{defn.module}.{defn.fdef.name}:{defn.firstline}:" + ",".join(T.type_key(t) for t in arg_types)
+               + (f"|{function.closure}" if function.closure else ""))
         self.cname = f"f_{defn.name}_{hashlib.sha256(key.encode()).hexdigest()[:10]}"
         self.native = function.native
         self.replay_ir = None
@@ -139,14 +143,68 @@ class FuncInstance:
         return deps
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _value_key(v, depth=0) -> str:
+    """A string that differs when a captured value would compile differently.  Stable across
+    processes for what kernels can use as constants (numbers, strings, kernelcore types, other
+    kernel functions and kernels, modules), so the kernel cache keeps hitting; anything else is
+    keyed by identity, which is only correct, never stale."""
+    if depth > 8:
+        return f"id{id(v)}"
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+        return f"{type(v).__name__}:{v!r}"
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(_value_key(x, depth + 1) for x in v) + ")"
+    if isinstance(v, Function):
+        return f"F:{v.module}.{v.name}[{v.closure}]"
+    if isinstance(v, _pytypes.ModuleType):
+        return f"M:{v.__name__}"
+    cname = getattr(v, "cname", None)       # a Kernel (its cname is unique within its module)
+    if isinstance(cname, str):
+        return f"K:{cname}"
+    if isinstance(v, type) or hasattr(v, "_ctype"):
+        try:
+            return f"T:{T.type_key(v)}:{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', '')}"
+        except Exception:
+            pass
+    r = repr(v)
+    if _ADDRESS.search(r) is None and len(r) < 512:
+        return f"{type(v).__qualname__}:{r}"
+    return f"id{id(v)}"
+
+
+def closure_key(pyfunc) -> str:
+    """Key of the values a nested function captures from its enclosing function ("" for none).
+    Names not yet assigned when the function is decorated (functions defined after it) are left
+    out: they are read when the function compiles."""
+    cells = pyfunc.__closure__ or ()
+    parts = []
+    for name, cell in zip(pyfunc.__code__.co_freevars, cells):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        parts.append(f"{name}={_value_key(value)}")
+    if not parts:
+        return ""
+    return hashlib.sha256(";".join(parts).encode()).hexdigest()[:12]
+
+
 def func(pyfunc=None, *, module=None):
-    """Decorator: a function callable from kernels (overloaded by argument annotations)."""
+    """Decorator: a function callable from kernels (overloaded by argument annotations).
+
+    A ``@kc.func`` defined inside a factory function is one function per captured values:
+    ``make(2.0)`` and ``make(3.0)`` each get their own, and both can be used in one kernel
+    module; a redefinition that captures the same values adds (or replaces) an overload."""
     def wrap(f):
         defn = FuncDef(f, "func")
-        key = (f.__module__, f.__qualname__)
+        closure = closure_key(f)
+        key = (f.__module__, f.__qualname__, closure)
         fn = _functions.get(key)
         if fn is None:
-            fn = Function(f.__name__, f.__module__)
+            fn = Function(f.__name__, f.__module__, closure)
             _functions[key] = fn
         fn.add_overload(defn)
         fn.__doc__ = f.__doc__
