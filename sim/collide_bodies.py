@@ -421,6 +421,6 @@ def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts
     if meshes is not None and meshes.static_capacity():
         contacts.overflow.zero_()
         meshes.generate_static(model, state, contacts, primitive, dt)
-        if meshes.vertex_count:
+        if meshes.vertex_count or meshes.edges is not None:
             meshes.check_overflow(contacts)
     apply_body_static_contacts(model, state, contacts, wrenches, dt)

@@ -47,6 +47,7 @@ from kernelcore.device import get_runtime
 
 from .collide_bodies import shape_point, spatial_wrench, static_distance
 from .collide_body_pairs import shape_bounding_radius
+from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
@@ -529,6 +530,10 @@ class BodyMeshContacts:
         self.static_items = [kc.array(np.ascontiguousarray(items[:, j]), dtype=kc.int32, device=dev)
                              for j in range(3)]
         self.static_count = len(items)
+        # sharp mesh edges across box faces (a box on a ridge, a mesh body on a box's edge)
+        self.edges = MeshEdgeContacts(model, slots)
+        if not self.edges.capacity():
+            self.edges = None
         # body pairs with a mesh on at least one side
         ids = body_meshes + body_prims
         self.pair_count = 0
@@ -551,12 +556,13 @@ class BodyMeshContacts:
 
     @property
     def active(self) -> bool:
-        return self.static_count > 0 or self.pair_count > 0 or self.vertex_count > 0
+        return self.static_count > 0 or self.pair_count > 0 or self.vertex_count > 0 or self.edges is not None
 
     def static_capacity(self) -> int:
         """Contact slots of the body-static mesh contacts: one per static work item, then
         ``vertex_slots`` per (body shape, static mesh) vertex work item."""
-        return self.static_count + self.vertex_count * self.vertex_slots
+        return (self.static_count + self.vertex_count * self.vertex_slots
+                + (self.edges.capacity() if self.edges is not None else 0))
 
     def pair_capacity(self) -> int:
         """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item."""
@@ -582,6 +588,9 @@ class BodyMeshContacts:
                               model.material_max_cohesion_distance, float(dt), int(offset + self.static_count),
                               self.vertex_slots],
                       outputs=_contact_outputs(contacts), device=model.device)
+        if self.edges is not None:  # edges across faces (sim/collide_mesh_edges.py)
+            self.edges.generate(model, state, contacts,
+                                offset + self.static_count + self.vertex_count * self.vertex_slots, dt)
 
     def generate_pairs(self, model, state, contacts, offset: int, dt: float):
         """Write ``state``'s body-body contacts with a mesh into ``contacts`` from slot ``offset`` on
