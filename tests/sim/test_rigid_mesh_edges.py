@@ -95,3 +95,36 @@ def test_mesh_body_rests_across_the_edge_of_a_static_box(edges):
         assert np.abs(qd).max() < 1e-2
     else:  # its vertices alone: the edge cuts into it (or it falls off)
         assert deepest > 2e-2 or q[1] < top[1] - 0.1
+
+
+def test_gradient_through_an_edge_contact_matches_finite_differences():
+    # a box dropped across the prism's ridge, spinning a little: only edge contacts hold it
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=2e4, restitution=0.5, mu=0.4)
+    b.add_shape_mesh(*_prism())
+    body = b.add_body(kc.transform(kc.vec3(0.0, RIDGE_Y + 0.08, 0.0), kc.quat(0, 0, 0, 1)))
+    b.add_shape_box(half_extents=(0.3, 0.05, 0.1), body=body, density=200.0)
+    m = b.finalize(requires_grad=True)
+    solver = sim.SolverSemiImplicit(m)
+    steps, dt, eps = 100, 1e-3, 2e-4
+    states = [m.state() for _ in range(steps + 1)]
+    w = np.array([[1.0, 0.6, -0.5, 0.2, 0.3, 0.1, 0.0]])
+    qd0 = np.array([0.2, -0.8, 0.1, 0.3, 0.2, -0.4])
+
+    def run(v):
+        states[0].body_qd.numpy()[0] = v
+        for k in range(steps):
+            solver.step(m, states[k], states[k + 1], None, dt)
+        return float((states[-1].body_q.numpy().astype(np.float64) * w).sum())
+
+    tape = kc.Tape()
+    with tape:
+        run(qd0)
+    edge_contacts = sum(int(s.contacts.count.numpy()[0]) for s in states[1:])
+    tape.backward(grads={states[-1].body_q: w.astype(np.float32)})
+    grad = states[0].body_qd.grad.numpy()[0].astype(np.float64)
+    fd = np.array([(run(qd0 + e) - run(qd0 - e)) / (2 * eps) for e in np.eye(6) * eps])
+    assert edge_contacts > 20                                  # it hit the ridge
+    assert states[-1].body_qd.numpy()[0, 1] > -0.5            # and was stopped by it
+    assert np.abs(fd).max() > 0.02
+    np.testing.assert_allclose(grad, fd, rtol=0.03, atol=1e-3)
