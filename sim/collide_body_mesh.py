@@ -1,4 +1,4 @@
-"""Contacts that involve triangle meshes and rigid bodies: penalty forces (kernels + launchers).
+"""Contacts that involve triangle meshes and rigid bodies: contact generation (kernels + launchers).
 
 Mesh shapes on bodies keep their vertices in their own frame (``geometry.Mesh`` built once
 at finalize); a point is brought into that frame to query the mesh's BVH, so nothing is
@@ -27,13 +27,25 @@ Contact points, one thread each:
 Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
 particle's centre against the mesh in its frame, the reaction on the body).
 
-Not seen: mesh edges against edges (a box edge across a mesh face away from its
-vertices, a terrain ridge across a box face).
+Sharp mesh edges across box faces (a box body on a static mesh's ridge, a mesh body on a
+static box's edge): sim/collide_mesh_edges.py, generated here with the static contacts.
+Not seen: edges against edges of two bodies (a mesh body's edge across a box body's
+face), mesh edges against mesh edges.
 
-The force is the contact law of sim/contact.py with the effective inverse mass of the
+Contacts are generated, like the primitives' (sim/collide_bodies.py,
+sim/collide_body_pairs.py), into the step's sim/contacts.py arrays, after the primitives'
+slots: body-static ones into ``state_out.contacts`` (:meth:`BodyMeshContacts.generate_static`,
+``shape_a`` the body shape, ``shape_b`` the static shape or -1 for the ground), body-body ones
+into ``state_out.body_pair_contacts`` (:meth:`BodyMeshContacts.generate_pairs`, ``shape_a``
+the shape the force acts on along ``normal``, the reaction going to ``shape_b``); the point
+lies on ``shape_a``'s surface.  Threads that may find several contacts (a static mesh's
+vertices under a body shape, the shapes at a mesh vertex) own ``slots`` slots each; more
+raise an error naming ``SolverSemiImplicit(mesh_contact_slots=)``.  The solver's apply
+kernels then add the contact law of sim/contact.py with the effective inverse mass of the
 contact point along the normal, ``1/m + (r x n) . I_world^-1 (r x n)`` (summed over both
-bodies for a pair), added to the bodies' wrenches with ``atomic_add``.  Kernels read only
-``state_in``; on a Tape the grid is rebuilt from that state before the adjoint runs.
+bodies for a pair).  Generation reads only ``state_in``; on a Tape the grid is rebuilt from
+that state before the generation's adjoint runs, and the adjoint of the force sees exactly
+the contacts its forward used.
 """
 from __future__ import annotations
 
@@ -45,7 +57,7 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* and hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
-from .collide_bodies import shape_point, spatial_wrench, static_distance
+from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
 from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force

@@ -7,15 +7,17 @@ some vertex meets a face.  Here each *sharp* mesh edge (a boundary edge, or one 
 triangles meet at more than ``SHARP_ANGLE`` and convexly; the diagonals of a flat face are
 not sharp) is a segment tested against the box's signed distance.
 
-Along a segment the box's signed distance is convex, so its minimum is found by a golden
-section search (``SEARCH_STEPS`` steps); where it is flat (an edge lying across a face) the
-set of near-minimal points is an interval, whose two ends (found by bisection) are the two
-contact points, with the depth and the normal of its midpoint: a ridge under a box bottom
-gives two contacts where the ridge crosses the box's bottom edges, so the box does not roll
-about a single point.  An end at a segment end point is left out (the mesh vertex or box
-corner contact is there already).  The search's parameters depend on the pose only
-through comparisons, so the gradient of a contact's depth is that of the box distance at
-the found point (exact at the minimum, where the derivative along the segment is zero).
+Along a segment the box's signed distance is convex: a golden section search
+(``SEARCH_STEPS`` steps) finds its minimum, bisection the stretch within ``FLAT_TOLERANCE``
+of it (flat where an edge lies across a face), and the middle of that stretch names the
+box face the edge is under.  The segment clipped to that face's extent gives two contact
+points, each with its own depth below the face and the face's normal: a ridge under a box
+bottom gives two contacts where it crosses the box's bottom edges, whose depths change
+smoothly as the box tilts.  Outside the box (the onset window of sim/contact.py) the
+closest point is the one contact.  Clip ends at a segment end point are left out (the
+mesh vertex or box corner contact is there already).  The search and the face choice
+depend on the pose only through comparisons; the clip points and depths are smooth
+functions of the pose, and their gradients are what a Tape carries.
 
 Contacts (written into sim/contacts.py arrays like the other mesh contacts):
 
