@@ -128,3 +128,51 @@ def test_gradient_through_an_edge_contact_matches_finite_differences():
     assert states[-1].body_qd.numpy()[0, 1] > -0.5            # and was stopped by it
     assert np.abs(fd).max() > 0.02
     np.testing.assert_allclose(grad, fd, rtol=0.03, atol=1e-3)
+
+
+def test_edge_contact_arrays_have_the_gradient_of_finite_differences():
+    from sim.contacts import Contacts
+
+    b = sim.ModelBuilder()
+    b.add_shape_mesh(*_prism())
+    axis = np.array([0.9, 0.1, 0.42]) / np.linalg.norm([0.9, 0.1, 0.42])
+    body = b.add_body(kc.transform(kc.vec3(0.01, RIDGE_Y + 0.048, 0.02), kc.quat(*np.append(axis * np.sin(0.015),
+                                                                                               np.cos(0.015)))))
+    b.add_shape_box(half_extents=(0.3, 0.05, 0.1), body=body, density=200.0)
+    m = b.finalize(requires_grad=True)
+    meshes = sim.SolverSemiImplicit(m).body_mesh_contacts
+    state = m.state()
+    contacts = Contacts(meshes.static_capacity(), m.device, True)
+    rng = np.random.default_rng(1)
+    wd, wp, wn = (rng.normal(size=s).astype(np.float32) for s in
+                  (contacts.capacity, (contacts.capacity, 3), (contacts.capacity, 3)))
+
+    def loss():
+        contacts.count.zero_()
+        meshes.generate_static(m, state, contacts, 0, 1e-3)
+        on = contacts.active.numpy()[:contacts.capacity] != 0
+        return float((contacts.depth.numpy()[on] * wd[on]).sum() + (contacts.point.numpy()[on] * wp[on]).sum()
+                     + (contacts.normal.numpy()[on] * wn[on]).sum()), on
+
+    tape = kc.Tape()
+    with tape:
+        _, on = loss()
+    assert on.sum() >= 1
+    tape.backward(grads={contacts.depth: np.where(on, wd, 0).astype(np.float32),
+                         contacts.point: np.where(on[:, None], wp, 0).astype(np.float32),
+                         contacts.normal: np.where(on[:, None], wn, 0).astype(np.float32)})
+    grad = state.body_q.grad.numpy()[0].astype(np.float64)
+    q0 = state.body_q.numpy()[0].copy()
+    checked = 0
+    for i in range(7):
+        e = np.zeros(7, np.float32)
+        e[i] = 1e-3
+        state.body_q.numpy()[0] = q0 + e
+        plus, on_plus = loss()
+        state.body_q.numpy()[0] = q0 - e
+        minus, on_minus = loss()
+        state.body_q.numpy()[0] = q0
+        if (on_plus == on).all() and (on_minus == on).all():  # the same contacts on both sides
+            np.testing.assert_allclose(grad[i], (plus - minus) / 2e-3, rtol=0.02, atol=2e-3)
+            checked += 1
+    assert checked >= 5
