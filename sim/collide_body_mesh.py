@@ -1,4 +1,4 @@
-"""Contacts that involve triangle meshes and rigid bodies: penalty forces (kernels + launchers).
+"""Contacts that involve triangle meshes and rigid bodies: contact generation (kernels + launchers).
 
 Mesh shapes on bodies keep their vertices in their own frame (``geometry.Mesh`` built once
 at finalize); a point is brought into that frame to query the mesh's BVH, so nothing is
@@ -27,13 +27,25 @@ Contact points, one thread each:
 Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
 particle's centre against the mesh in its frame, the reaction on the body).
 
-Not seen: mesh edges against edges (a box edge across a mesh face away from its
-vertices, a terrain ridge across a box face).
+Sharp mesh edges across box faces (a box body on a static mesh's ridge, a mesh body on a
+static box's edge): sim/collide_mesh_edges.py, generated here with the static contacts.
+Not seen: edges against edges of two bodies (a mesh body's edge across a box body's
+face), mesh edges against mesh edges.
 
-The force is the contact law of sim/contact.py with the effective inverse mass of the
+Contacts are generated, like the primitives' (sim/collide_bodies.py,
+sim/collide_body_pairs.py), into the step's sim/contacts.py arrays, after the primitives'
+slots: body-static ones into ``state_out.contacts`` (:meth:`BodyMeshContacts.generate_static`,
+``shape_a`` the body shape, ``shape_b`` the static shape or -1 for the ground), body-body ones
+into ``state_out.body_pair_contacts`` (:meth:`BodyMeshContacts.generate_pairs`, ``shape_a``
+the shape the force acts on along ``normal``, the reaction going to ``shape_b``); the point
+lies on ``shape_a``'s surface.  Threads that may find several contacts (a static mesh's
+vertices under a body shape, the shapes at a mesh vertex) own ``slots`` slots each; more
+raise an error naming ``SolverSemiImplicit(mesh_contact_slots=)``.  The solver's apply
+kernels then add the contact law of sim/contact.py with the effective inverse mass of the
 contact point along the normal, ``1/m + (r x n) . I_world^-1 (r x n)`` (summed over both
-bodies for a pair), added to the bodies' wrenches with ``atomic_add``.  Kernels read only
-``state_in``; on a Tape the grid is rebuilt from that state before the adjoint runs.
+bodies for a pair).  Generation reads only ``state_in``; on a Tape the grid is rebuilt from
+that state before the generation's adjoint runs, and the adjoint of the force sees exactly
+the contacts its forward used.
 """
 from __future__ import annotations
 
@@ -45,8 +57,9 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* and hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
-from .collide_bodies import shape_point, spatial_wrench, static_distance
+from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
+from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
@@ -93,20 +106,18 @@ def inverse_mass_along(n: kc.vec3, arm: kc.vec3, q: kc.transform, inv_mass: floa
 
 
 @kc.kernel
-def eval_body_mesh_static_contacts_kernel(
+def generate_body_mesh_static_contacts_kernel(
         item_shape: kc.array(dtype=int), item_static: kc.array(dtype=int), item_k: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         shape_bound: kc.array(dtype=float), shape_vertex_count: kc.array(dtype=int),
-        ground_normal: kc.vec3, ground_offset: float, ground_material: int,
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        ground_normal: kc.vec3, ground_offset: float, cohesion_reach: float, dt: float, offset: int,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
     t = kc.tid()
     s = item_shape[t]
     c = item_static[t]
@@ -123,14 +134,12 @@ def eval_body_mesh_static_contacts_kernel(
     c_pos = kc.vec3(0.0, 0.0, 0.0)
     c_rot = kc.identity(3, dtype=float)
     c_scale = kc.vec3(0.0, 0.0, 0.0)
-    c_material = ground_material
     c_mesh = kc.uint64(0)
     if c >= 0:
         c_kind = shape_type[c]
         c_pos = shape_pos[c]
         c_rot = shape_rot[c]
         c_scale = shape_scale[c]
-        c_material = shape_material[c]
         c_mesh = shape_mesh[c]
     # how far a contact may be found: the smoothing window of sim/contact.py plus some overlap
     speed = kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * shape_bound[s]
@@ -181,31 +190,35 @@ def eval_body_mesh_static_contacts_kernel(
                 n = kc.vec3(nd[0], nd[1], nd[2])
                 gap = nd[3] - pt[3]
                 contact = x - n * pt[3]
+    on = int(0)
     if gap < FAR:
         arm = contact - com
         v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
         if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-            w = inverse_mass_along(n, arm, tf, body_inv_mass[b], body_inv_inertia[b])
-            f = mixed_contact_force(n, gap, v, w, shape_material[s], c_material, material_ke,
-                                    material_damping_ratio, material_mu, material_cohesion,
-                                    material_cohesion_distance, dt)
-            kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+            on = 1
+            kc.atomic_add(count, 0, 1)
+    slot = offset + t
+    active[slot] = on
+    point[slot] = contact
+    normal[slot] = n
+    depth[slot] = -gap
+    shape_a[slot] = s
+    shape_b[slot] = c
 
 
 @kc.kernel
-def eval_static_mesh_vertex_contacts_kernel(
+def generate_static_mesh_vertex_contacts_kernel(
         item_shape: kc.array(dtype=int), item_mesh: kc.array(dtype=int), vertex_bvh: kc.array(dtype=kc.uint64),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         shape_bound: kc.array(dtype=float),
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
     t = kc.tid()
     s = item_shape[t]
     c = item_mesh[t]
@@ -220,6 +233,11 @@ def eval_static_mesh_vertex_contacts_kernel(
     margin = cohesion_reach + dt * speed
     ext = shape_bound[s] + margin
     reach = kc.vec3(ext, ext, ext)
+    # this thread's slots: [base, base + slots_per_thread), filled in the query's order
+    base = offset + t * slots_per_thread
+    for u in range(slots_per_thread):
+        active[base + u] = 0
+    used = int(0)
     # the static mesh's vertices in the shape's bounding box, each once (a BVH over the vertices)
     query = kc.bvh_query_aabb(vertex_bvh[c], pos_s - reach, pos_s + reach)
     v = int(0)
@@ -239,11 +257,18 @@ def eval_static_mesh_vertex_contacts_kernel(
             arm = x - com
             vb = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
             if gap < cohesion_reach + 0.5 * dt * kc.length(vb):
-                w = inverse_mass_along(n, arm, tf, body_inv_mass[b], body_inv_inertia[b])
-                f = mixed_contact_force(n, gap, vb, w, shape_material[s], shape_material[c], material_ke,
-                                        material_damping_ratio, material_mu, material_cohesion,
-                                        material_cohesion_distance, dt)
-                kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+                if used < slots_per_thread:
+                    slot = base + used
+                    active[slot] = 1
+                    point[slot] = x + n * gap  # the body's surface point nearest the vertex
+                    normal[slot] = n
+                    depth[slot] = -gap
+                    shape_a[slot] = s
+                    shape_b[slot] = c
+                    kc.atomic_add(count, 0, 1)
+                else:
+                    kc.atomic_add(overflow, 0, 1)
+                used = used + 1
 
 
 @kc.kernel
@@ -256,21 +281,20 @@ def mesh_pair_shape_centers_kernel(shape_ids: kc.array(dtype=int), shape_body: k
 
 
 @kc.kernel
-def eval_mesh_body_pair_contacts_kernel(
+def generate_mesh_body_pair_contacts_kernel(
         grid: kc.uint64, item_slot: kc.array(dtype=int), item_k: kc.array(dtype=int),
         shape_ids: kc.array(dtype=int), slot_bound: kc.array(dtype=float), max_bound: float,
         centers: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_com: kc.array(dtype=kc.vec3),
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         shape_vertex_count: kc.array(dtype=int),
-        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
-        material_cohesion_distance: kc.array(dtype=float), cohesion_reach: float, dt: float,
-        body_f: kc.array(dtype=kc.spatial_vector)):
+        cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
     t = kc.tid()
     i = item_slot[t]
     k = item_k[t]
@@ -283,6 +307,11 @@ def eval_mesh_body_pair_contacts_kernel(
     pos_a = kc.transform_point(tfa, shape_pos[sa])
     mesh_a = shape_mesh[sa]
     bound_a = slot_bound[i]
+    # this thread's slots: [base, base + slots_per_thread), filled in the grid query's order
+    base = offset + t * slots_per_thread
+    for u in range(slots_per_thread):
+        active[base + u] = 0
+    used = int(0)
     has_vertex = int(0)
     xa = pos_a
     if k < shape_vertex_count[sa]:
@@ -332,13 +361,18 @@ def eval_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    w = (inverse_mass_along(n, arm_a, tfa, body_inv_mass[ba], body_inv_inertia[ba])
-                         + inverse_mass_along(n, arm_b, tfb, body_inv_mass[bb], body_inv_inertia[bb]))
-                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sa], shape_material[sb], material_ke,
-                                            material_damping_ratio, material_mu, material_cohesion,
-                                            material_cohesion_distance, dt)
-                    kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))
-                    kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
+                    if used < slots_per_thread:
+                        slot = base + used
+                        active[slot] = 1
+                        point[slot] = xa
+                        normal[slot] = n
+                        depth[slot] = -gap
+                        shape_a[slot] = sa
+                        shape_b[slot] = sb
+                        kc.atomic_add(count, 0, 1)
+                    else:
+                        kc.atomic_add(overflow, 0, 1)
+                    used = used + 1
             # 2. point k of primitive b (sphere centre, capsule end, box corner) against this mesh
             gap = FAR
             contact = pos_b
@@ -359,13 +393,18 @@ def eval_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    w = (inverse_mass_along(n, arm_a, tfa, body_inv_mass[ba], body_inv_inertia[ba])
-                         + inverse_mass_along(n, arm_b, tfb, body_inv_mass[bb], body_inv_inertia[bb]))
-                    f = mixed_contact_force(n, gap, v_rel, w, shape_material[sb], shape_material[sa], material_ke,
-                                            material_damping_ratio, material_mu, material_cohesion,
-                                            material_cohesion_distance, dt)
-                    kc.atomic_add(body_f, bb, spatial_wrench(f, arm_b))
-                    kc.atomic_add(body_f, ba, spatial_wrench(-f, arm_a))
+                    if used < slots_per_thread:
+                        slot = base + used
+                        active[slot] = 1
+                        point[slot] = contact
+                        normal[slot] = n
+                        depth[slot] = -gap
+                        shape_a[slot] = sb
+                        shape_b[slot] = sa
+                        kc.atomic_add(count, 0, 1)
+                    else:
+                        kc.atomic_add(overflow, 0, 1)
+                    used = used + 1
 
 
 @kc.kernel
@@ -451,7 +490,11 @@ class BodyMeshContacts:
         grid_dim: hash grid cells per axis (None: from the shape count).
     """
 
-    def __init__(self, model, grid_dim: int | None = None):
+    def __init__(self, model, grid_dim: int | None = None, slots: int = 16):
+        if int(slots) < 1:
+            raise ValueError(f"BodyMeshContacts(slots={slots}): must be at least 1")
+        #: contact slots of one (body shape, static mesh) vertex query and of one mesh vertex's pair query
+        self.vertex_slots = self.pair_slots = int(slots)
         k = model.shape_count
         shape_body = model.shape_body.numpy() if k else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if k else np.zeros(0, np.int32)
@@ -499,6 +542,10 @@ class BodyMeshContacts:
         self.static_items = [kc.array(np.ascontiguousarray(items[:, j]), dtype=kc.int32, device=dev)
                              for j in range(3)]
         self.static_count = len(items)
+        # sharp mesh edges across box faces (a box on a ridge, a mesh body on a box's edge)
+        self.edges = MeshEdgeContacts(model, slots)
+        if not self.edges.capacity():
+            self.edges = None
         # body pairs with a mesh on at least one side
         ids = body_meshes + body_prims
         self.pair_count = 0
@@ -521,41 +568,83 @@ class BodyMeshContacts:
 
     @property
     def active(self) -> bool:
-        return self.static_count > 0 or self.pair_count > 0 or self.vertex_count > 0
+        return self.static_count > 0 or self.pair_count > 0 or self.vertex_count > 0 or self.edges is not None
+
+    def static_capacity(self) -> int:
+        """Contact slots of the body-static mesh contacts: one per static work item, then
+        ``vertex_slots`` per (body shape, static mesh) vertex work item."""
+        return (self.static_count + self.vertex_count * self.vertex_slots
+                + (self.edges.capacity() if self.edges is not None else 0))
+
+    def pair_capacity(self) -> int:
+        """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item."""
+        return self.pair_count * self.pair_slots
+
+    def generate_static(self, model, state, contacts, offset: int, dt: float):
+        """Write ``state``'s mesh contacts between bodies and static shapes (the ground too) into
+        ``contacts`` (sim.contacts.Contacts) from slot ``offset`` on (:meth:`static_capacity` slots);
+        ``count`` and ``overflow`` are added to, not reset."""
+        if self.static_count:
+            kc.launch(generate_body_mesh_static_contacts_kernel, dim=self.static_count,
+                      inputs=[*self.static_items, state.body_q, state.body_qd, model.body_com, model.shape_type,
+                              model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
+                              model.shape_material, model.shape_mesh, self.shape_bound, self.shape_vertex_count,
+                              model.ground_normal, model.ground_offset, model.material_max_cohesion_distance,
+                              float(dt), int(offset)],
+                      outputs=_contact_outputs(contacts), device=model.device)
+        if self.vertex_count:
+            kc.launch(generate_static_mesh_vertex_contacts_kernel, dim=self.vertex_count,
+                      inputs=[*self.vertex_items, self.vertex_bvh, state.body_q, state.body_qd, model.body_com,
+                              model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
+                              model.shape_scale, model.shape_material, model.shape_mesh, self.shape_bound,
+                              model.material_max_cohesion_distance, float(dt), int(offset + self.static_count),
+                              self.vertex_slots],
+                      outputs=_contact_outputs(contacts), device=model.device)
+        if self.edges is not None:  # edges across faces (sim/collide_mesh_edges.py)
+            self.edges.generate(model, state, contacts,
+                                offset + self.static_count + self.vertex_count * self.vertex_slots, dt)
+
+    def generate_pairs(self, model, state, contacts, offset: int, dt: float):
+        """Write ``state``'s body-body contacts with a mesh into ``contacts`` from slot ``offset`` on
+        (:meth:`pair_capacity` slots); ``count`` and ``overflow`` are added to, not reset."""
+        if not self.pair_count:
+            return
+        self._rebuild(model, state.body_q)
+        kc.launch(generate_mesh_body_pair_contacts_kernel, dim=self.pair_count,
+                  inputs=[self.grid.id, *self.pair_items, self.shape_ids, self.slot_bound, self.max_bound,
+                          self.centers, state.body_q, state.body_qd, model.body_com, model.shape_type,
+                          model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
+                          model.shape_material, model.shape_mesh, self.shape_vertex_count,
+                          model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots],
+                  outputs=_contact_outputs(contacts), device=model.device)
+        tapes = get_runtime().tape_stack
+        if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
+            body_q = state.body_q
+            tapes[-1].record_func(lambda: self._rebuild(model, body_q), [])
+
+    def check_overflow(self, contacts):
+        """Raise when a mesh contact thread found more contacts than its slots (``contacts.overflow``)."""
+        dropped = int(contacts.overflow.numpy()[0])
+        if dropped:
+            raise RuntimeError(
+                f"mesh contacts: {dropped} contacts did not fit in their slots (vertex_slots={self.vertex_slots} "
+                f"static mesh vertices under one body shape, pair_slots={self.pair_slots} shapes at one mesh "
+                f"vertex); pass a larger mesh_contact_slots to SolverSemiImplicit")
 
     def eval(self, model, state, wrenches, dt: float):
-        """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,)."""
-        if self.static_count:
-            kc.launch(eval_body_mesh_static_contacts_kernel, dim=self.static_count,
-                      inputs=[*self.static_items, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
-                              model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos,
-                              model.shape_rot, model.shape_scale, model.shape_material, model.shape_mesh,
-                              self.shape_bound, self.shape_vertex_count, model.ground_normal, model.ground_offset,
-                              model.ground_material, *material_inputs(model), model.material_max_cohesion_distance,
-                              float(dt)],
-                      outputs=[wrenches], device=model.device)
-        if self.vertex_count:
-            kc.launch(eval_static_mesh_vertex_contacts_kernel, dim=self.vertex_count,
-                      inputs=[*self.vertex_items, self.vertex_bvh, state.body_q, state.body_qd, model.body_com,
-                              model.body_inv_mass, model.body_inv_inertia, model.shape_type, model.shape_body,
-                              model.shape_pos, model.shape_rot, model.shape_scale, model.shape_material,
-                              model.shape_mesh, self.shape_bound, *material_inputs(model),
-                              model.material_max_cohesion_distance, float(dt)],
-                      outputs=[wrenches], device=model.device)
-        if self.pair_count:
-            self._rebuild(model, state.body_q)
-            kc.launch(eval_mesh_body_pair_contacts_kernel, dim=self.pair_count,
-                      inputs=[self.grid.id, *self.pair_items, self.shape_ids, self.slot_bound, self.max_bound,
-                              self.centers, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
-                              model.body_inv_inertia, model.shape_type, model.shape_body, model.shape_pos,
-                              model.shape_rot, model.shape_scale, model.shape_material, model.shape_mesh,
-                              self.shape_vertex_count, *material_inputs(model), model.material_max_cohesion_distance,
-                              float(dt)],
-                      outputs=[wrenches], device=model.device)
-            tapes = get_runtime().tape_stack
-            if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
-                body_q = state.body_q
-                tapes[-1].record_func(lambda: self._rebuild(model, body_q), [])
+        """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,),
+        through temporary contact arrays (the solver generates into the state's arrays instead)."""
+        from .collide_bodies import apply_body_static_contacts
+        from .collide_body_pairs import apply_body_pair_contacts
+        from .contacts import Contacts
+
+        for capacity, generate, apply in ((self.static_capacity(), self.generate_static, apply_body_static_contacts),
+                                          (self.pair_capacity(), self.generate_pairs, apply_body_pair_contacts)):
+            if capacity:
+                contacts = Contacts(capacity, model.device, model.requires_grad)
+                generate(model, state, contacts, 0, dt)
+                self.check_overflow(contacts)
+                apply(model, state, contacts, wrenches, dt)
 
     def _rebuild(self, model, body_q):
         kc.launch(mesh_pair_shape_centers_kernel, dim=self.centers.shape[0],
@@ -564,9 +653,14 @@ class BodyMeshContacts:
         self.grid.build(self.centers, 2.1 * self.max_bound + model.material_max_cohesion_distance)
 
 
-def make_body_mesh_contacts(model):
+def _contact_outputs(contacts):
+    return [contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a, contacts.shape_b,
+            contacts.count, contacts.overflow]
+
+
+def make_body_mesh_contacts(model, slots: int = 16):
     """A :class:`BodyMeshContacts` when the model has bodies and meshes that can touch, else None."""
     if not model.body_count or not (model.body_mesh_shape_indices or model.mesh_shape_indices):
         return None
-    contacts = BodyMeshContacts(model)
+    contacts = BodyMeshContacts(model, slots=slots)
     return contacts if contacts.active else None

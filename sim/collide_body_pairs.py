@@ -251,6 +251,19 @@ def apply_body_pair_contacts_kernel(
         kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
 
 
+def apply_body_pair_contacts(model, state, contacts, wrenches, dt: float):
+    """Add the penalty wrenches [N, N m] of the body-body ``contacts`` (found in ``state``; the primitive
+    pairs' and those of sim/collide_body_mesh.py) to ``wrenches`` (B,)."""
+    if contacts.capacity == 0 or contacts.count.numpy()[0] == 0:
+        return  # nothing touches (count was read back by the generation's overflow check anyway)
+    kc.launch(apply_body_pair_contacts_kernel, dim=contacts.capacity,
+              inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
+                      contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
+                      model.body_inv_inertia, model.shape_body, model.shape_material, *material_inputs(model),
+                      float(dt)],
+              outputs=[wrenches], device=model.device)
+
+
 def shape_bounding_radius(kind: int, scale) -> float:
     """Radius [m] of a ball about the shape's centre that holds the shape."""
     if kind == SHAPE_SPHERE:
@@ -355,27 +368,26 @@ class BodyPairContacts:
 
     def apply(self, model, state, contacts, wrenches, dt: float):
         """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
-        if not self.active or contacts.capacity == 0 or contacts.count.numpy()[0] == 0:
-            return  # nothing touches (count was read back by generate's overflow check anyway)
-        kc.launch(apply_body_pair_contacts_kernel, dim=contacts.capacity,
-                  inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
-                          contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
-                          model.body_inv_inertia, model.shape_body, model.shape_material, *material_inputs(model),
-                          float(dt)],
-                  outputs=[wrenches], device=model.device)
+        apply_body_pair_contacts(model, state, contacts, wrenches, dt)
 
-    def eval(self, model, state, wrenches, dt: float, contacts=None):
+    def eval(self, model, state, wrenches, dt: float, contacts=None, meshes=None):
         """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,)).
 
         ``contacts``: the sim.contacts.Contacts to generate into (the solver passes
-        ``state_out.body_pair_contacts``); None: a temporary one."""
+        ``state_out.body_pair_contacts``); None: a temporary one.  ``meshes``: a
+        sim.collide_body_mesh.BodyMeshContacts whose body-body mesh contacts go into the same
+        arrays, in the slots after the primitives' (``contacts`` then needs room for both)."""
         from .contacts import Contacts
 
-        if not self.active:
+        mesh_capacity = meshes.pair_capacity() if meshes is not None else 0
+        if not self.active and not mesh_capacity:
             return
         if contacts is None:
-            contacts = Contacts(self.capacity(), model.device, model.requires_grad)
+            contacts = Contacts(self.capacity() + mesh_capacity, model.device, model.requires_grad)
         self.generate(model, state, contacts, dt)
+        if mesh_capacity:
+            meshes.generate_pairs(model, state, contacts, self.capacity(), dt)
+            meshes.check_overflow(contacts)
         self.apply(model, state, contacts, wrenches, dt)
 
     def record_rebuild(self, model, body_q):

@@ -22,6 +22,8 @@ Fields (``C = capacity`` slots):
 
 The solver keeps body-static contacts in ``state_out.contacts`` and body-body contacts in
 ``state_out.body_pair_contacts`` (there ``shape_a`` and ``shape_b`` are both body shapes).
+Contacts with triangle meshes (sim/collide_body_mesh.py, sim/collide_mesh_edges.py) are in
+the same arrays, in the slots after the sphere/box/capsule ones.
 
 ``contacts.numpy()`` gives the active contacts as numpy arrays (a dict with the same
 names), for inspection; it reads back to the host, so call it outside the step loop's

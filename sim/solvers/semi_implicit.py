@@ -69,6 +69,10 @@ class SolverSemiImplicit:
         resolve them, ``dt < 0.2 sqrt(min(m, I) / joint_attach_ke)``.  ``state.joint_q`` is not
         updated (``sim.eval_ik`` reads the coordinates from the bodies); d6 joints raise.
 
+    mesh_contact_slots: contact slots per mesh contact query (static mesh vertices under one
+        body shape; shapes at one vertex of a mesh body) (default 16); a step that finds more
+        raises an error naming this argument.
+
     self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``
         with its defaults; or a ``sim.ClothSelfContact``): vertex-triangle and edge-edge
         repulsion with a thickness and a step bound so that cloth never passes through
@@ -80,7 +84,8 @@ class SolverSemiImplicit:
 
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
                  brute_force_contacts: bool = False, toi: bool = False, self_contact=None,
-                 body_pair_slots: int = 12, joint_attach_ke: float = 1.0e4, joint_attach_kd: float = 1.0e2):
+                 body_pair_slots: int = 12, mesh_contact_slots: int = 16, joint_attach_ke: float = 1.0e4,
+                 joint_attach_kd: float = 1.0e2):
         self.model = model
         self.joint_attach_ke = _non_negative(joint_attach_ke, "joint_attach_ke")
         self.joint_attach_kd = _non_negative(joint_attach_kd, "joint_attach_kd")
@@ -125,7 +130,7 @@ class SolverSemiImplicit:
                 impact = swept + swept_all if self.body_pair_toi_shape is not None else []
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
-        self.body_mesh_contacts = make_body_mesh_contacts(model)  # mesh shapes that bodies touch (or None)
+        self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
         #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)
@@ -168,17 +173,18 @@ class SolverSemiImplicit:
             eval_body_control_forces(model, control, wrenches)
             if self._joint_bodies:
                 eval_joint_forces(model, state_in, control, wrenches, self.joint_attach_ke, self.joint_attach_kd)
-            contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs), model.device,
+            mesh = self.body_mesh_contacts  # mesh contacts go into the same arrays, after the primitives'
+            contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs)
+                                      + (mesh.static_capacity() if mesh is not None else 0), model.device,
                                       model.requires_grad)
-            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts, meshes=mesh)
             self.contacts = contacts
             if self.body_pairs is not None:
-                pair_contacts = state_contacts(state_out, self.body_pairs.capacity(), model.device,
+                pair_contacts = state_contacts(state_out, self.body_pairs.capacity()
+                                               + (mesh.pair_capacity() if mesh is not None else 0), model.device,
                                                model.requires_grad, name="body_pair_contacts")
-                self.body_pairs.eval(model, state_in, wrenches, dt, pair_contacts)
+                self.body_pairs.eval(model, state_in, wrenches, dt, pair_contacts, meshes=mesh)
                 self.body_pair_contacts = pair_contacts
-            if self.body_mesh_contacts is not None:
-                self.body_mesh_contacts.eval(model, state_in, wrenches, dt)
             if self.toi:
                 start = state_in
                 if self.body_pair_toi_shape is not None and self.body_pairs is not None and self.body_pairs.active:
