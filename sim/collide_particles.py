@@ -16,18 +16,21 @@ from .contact import material_inputs, mixed_contact_force
 
 
 @kc.func
-def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: int,
+def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: int, wi: int,
                q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
                inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+               particle_world: kc.array(dtype=int),
                material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
                material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
                material_cohesion_distance: kc.array(dtype=float), reach: float, dt: float) -> kc.vec3:
     """Force [N] on particle i (position x, velocity v, radius r, inverse mass w > 0) from particle j.
 
     reach: the largest cohesion distance of any material [m].
+    wi: i's environment; particles of two different environments never touch (-1: shared).
     """
     f = kc.vec3(0.0, 0.0, 0.0)
-    if j != i:
+    wj = particle_world[j]
+    if j != i and (wi == wj or wi < 0 or wj < 0):
         d = x - q[j]
         dist = kc.length(d)
         gap = dist - r - radius[j]
@@ -43,7 +46,7 @@ def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: i
 @kc.kernel
 def eval_particle_contacts_kernel(
         grid: kc.uint64, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int), particle_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), search: float, reach: float, dt: float,
@@ -57,11 +60,13 @@ def eval_particle_contacts_kernel(
             v = qd[i]
             r = radius[i]
             mi = particle_material[i]
+            wi = particle_world[i]
             fi = kc.vec3(0.0, 0.0, 0.0)
             query = kc.hash_grid_query(grid, x, r + search)
             j = int(0)
             while kc.hash_grid_query_next(query, j):
-                fi = fi + pair_force(i, j, x, v, r, w, mi, q, qd, radius, inv_mass, particle_material, material_ke,
+                fi = fi + pair_force(i, j, x, v, r, w, mi, wi, q, qd, radius, inv_mass, particle_material,
+                                     particle_world, material_ke,
                                      material_damping_ratio, material_mu, material_cohesion,
                                      material_cohesion_distance, reach, dt)
             f[i] += fi
@@ -70,7 +75,7 @@ def eval_particle_contacts_kernel(
 @kc.kernel
 def eval_particle_contacts_brute_kernel(
         n: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int), particle_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), reach: float, dt: float, f: kc.array(dtype=kc.vec3)):
@@ -81,10 +86,11 @@ def eval_particle_contacts_brute_kernel(
         v = qd[i]
         r = radius[i]
         mi = particle_material[i]
+        wi = particle_world[i]
         fi = kc.vec3(0.0, 0.0, 0.0)
         for j in range(n):
-            fi = fi + pair_force(i, j, x, v, r, w, mi, q, qd, radius, inv_mass, particle_material, material_ke,
-                                 material_damping_ratio, material_mu, material_cohesion,
+            fi = fi + pair_force(i, j, x, v, r, w, mi, wi, q, qd, radius, inv_mass, particle_material,
+                                 particle_world, material_ke, material_damping_ratio, material_mu, material_cohesion,
                                  material_cohesion_distance, reach, dt)
         f[i] += fi
 
@@ -137,7 +143,7 @@ def eval_particle_contacts(model, state, forces, dt, grid):
     q = state.particle_q
     _build_off_tape(grid, q, cell)
     inputs = [grid.id, q, state.particle_qd, model.particle_radius, model.particle_inv_mass, model.particle_material,
-              *material_inputs(model), search, model.material_max_cohesion_distance, float(dt)]
+              model.particle_world, *material_inputs(model), search, model.material_max_cohesion_distance, float(dt)]
     kc.launch(eval_particle_contacts_kernel, dim=n, inputs=inputs, outputs=[forces], device=model.device)
     tapes = get_runtime().tape_stack
     if tapes:
@@ -152,6 +158,7 @@ def eval_particle_contacts_brute(model, state, forces, dt):
         return
     kc.launch(eval_particle_contacts_brute_kernel, dim=n,
               inputs=[n, state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
-                      model.particle_material, *material_inputs(model), model.material_max_cohesion_distance,
+                      model.particle_material, model.particle_world, *material_inputs(model),
+                      model.material_max_cohesion_distance,
                       float(dt)],
               outputs=[forces], device=model.device)
