@@ -58,8 +58,11 @@ class ReplicateBuilder:
     def _add_builder_b_particles(self, other, offsets, xf, world):
         moff = offsets["material"]
         self._pad_particle_world()  # this builder's own particles first
-        self.particle_q.extend(tuple(xf[:3] + quat_rotate(xf[3:], p)) for p in other.particle_q)
-        self.particle_qd.extend(tuple(quat_rotate(xf[3:], v)) for v in other.particle_qd)
+        if other.particle_count:  # all particles at once (quat_rotate broadcasts over rows): packing is cheap
+            q = np.asarray(other.particle_q, np.float64).reshape(-1, 3)
+            qd = np.asarray(other.particle_qd, np.float64).reshape(-1, 3)
+            self.particle_q.extend(map(tuple, (xf[:3] + quat_rotate(xf[3:], q)).tolist()))
+            self.particle_qd.extend(map(tuple, quat_rotate(xf[3:], qd).tolist()))
         self.particle_mass.extend(other.particle_mass)
         self.particle_radius.extend(other.particle_radius)
         self.particle_material.extend(m + moff for m in other.particle_material)
