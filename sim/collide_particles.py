@@ -198,7 +198,8 @@ def eval_particle_contacts(model, state, forces, dt, grid):
     shift = world_grid_shift(model, grid, cell)
     grid_q = q if shift is None else _shifted_buffer(grid, q)
     _build_off_tape(grid, q, cell, shift, grid_q)
-    inputs = [grid.id, grid_q, q, state.particle_qd, model.particle_radius, model.particle_inv_mass, model.particle_material,
+    inputs = [grid.id, grid_q, q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
+              model.particle_material,
               model.particle_world, *material_inputs(model), search, model.material_max_cohesion_distance, float(dt)]
     kc.launch(eval_particle_contacts_kernel, dim=n, inputs=inputs, outputs=[forces], device=model.device)
     tapes = get_runtime().tape_stack

@@ -160,10 +160,11 @@ def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False, wr
         wrenches = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
     kc.launch(eval_particle_shape_contacts_kernel, dim=model.particle_count,
               inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
-                      model.particle_material, model.particle_world, int(model.ground), model.ground_normal, model.ground_offset,
-                      model.ground_material, model.shape_count, model.shape_type, model.shape_body,
+                      model.particle_material, model.particle_world, int(model.ground), model.ground_normal,
+                      model.ground_offset, model.ground_material, model.shape_count, model.shape_type, model.shape_body,
                       model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, model.shape_world, state.body_q, state.body_qd, model.body_com,
+                      model.shape_scale, model.shape_material, model.shape_world, state.body_q, state.body_qd,
+                      model.body_com,
                       model.body_inv_mass, model.body_inv_inertia, *material_inputs(model),
                       model.material_max_cohesion_distance, float(dt), int(bool(toi))],
               outputs=[forces, wrenches], device=model.device)

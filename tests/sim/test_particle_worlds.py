@@ -83,3 +83,23 @@ def test_shared_particles_touch_every_world():
     q = _run(m, steps=5, dt=1e-4)
     assert q[0, 0] < 0 and q[1, 0] < 0 and q[2, 0] > 0.015  # pushed apart
     np.testing.assert_allclose(q[0], q[1], atol=1e-7)  # the two copies do not push each other
+
+
+def test_overlapping_worlds_get_separate_grid_offsets():
+    """Packed copies at one place are spread over the hash table (else each query meets K times the
+    neighbours); one world, or shared particles, keep the plain grid."""
+    from sim.collide_particles import make_particle_grid, world_grid_shift
+
+    one = _scene()
+    m = _packed([one, one, one])
+    grid = make_particle_grid(m)
+    shift = world_grid_shift(m, grid, 0.05).numpy().reshape(3, one.particle_count, 3)
+    assert np.all(shift[:, :1] == shift[:, :])  # one offset per world
+    assert len({tuple(np.round(s[0], 6)) for s in shift}) == 3  # and a different one for each
+    assert world_grid_shift(one.finalize(), make_particle_grid(one.finalize()), 0.05) is None
+    b = sim.ModelBuilder()
+    b.add_builder(one)
+    b.add_builder(one)
+    b.add_particle((0.0, 1.0, 0.0), radius=0.01)  # shared: every world's queries must meet it
+    m2 = b.finalize()
+    assert world_grid_shift(m2, make_particle_grid(m2), 0.05) is None
