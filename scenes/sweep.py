@@ -14,10 +14,10 @@ animation comes back to the caller as bytes, so workers on other machines need n
 file system.  A point that fails (bad value, non-finite state, ...) becomes a row with
 ``status = "failed"`` and its one-line error; the other points finish.
 
-Batching: a task simulates exactly one point.  Packing same-topology variants into one
-model (``ModelBuilder.add_builder``) is not done: particles carry no environment index,
-so particles of different variants would collide with each other and with every copy of
-the static colliders (see docs/distributed.md, "Batching").
+Batching (``batch=K`` / ``kcsim sweep --batch K``; off by default): K consecutive points
+form one task, and when they share topology and every model-wide setting they are packed
+into one model (one environment each, ``add_builder``) and simulated together; see
+scenes/sweep_batch.py for the exact rule and docs/distributed.md, "When batching happens".
 """
 from __future__ import annotations
 
@@ -289,6 +289,7 @@ class SweepTable:
     def __init__(self, rows, param_names, warnings=()):
         self.rows, self.param_names = list(rows), list(param_names)
         self.warnings = list(warnings)  # the scene's unsupported features (Scene.warnings), once each
+        self.notices = []  # batches that could not be packed into one model, and why (one line each)
 
     def __len__(self):
         return len(self.rows)
@@ -383,7 +384,7 @@ class SweepTable:
 # -- the sweep ----------------------------------------------------------------------------------------
 
 def sweep(scene, params, frames=None, metrics=None, address=None, out=None, substeps=None, serial=None,
-          progress=None, num_cpus=1, strict=False) -> SweepTable:
+          progress=None, num_cpus=1, strict=False, batch=1) -> SweepTable:
     """Simulate every combination of ``params`` over ``scene`` and return a :class:`SweepTable`.
 
     Args:
@@ -400,6 +401,11 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
         serial: True runs in this process; None uses Ray when installed (sim.parallel_map).
         progress: None, or callable(done, total) after each finished point.
         strict: unsupported scene features fail the points (else they are ``table.warnings``).
+        batch: points per task (1: off).  K > 1 packs K consecutive points into one model when
+            they can share one (scenes/sweep_batch.py; else they run one by one in the task and
+            ``table.notices`` says why); results equal the unbatched ones to float32 round-off.
+            ``seconds`` is then the batch's time divided by its points; ``batch_size`` says how
+            many points shared a model.
     """
     from sim.parallel import TaskFailure, parallel_map
 
@@ -411,21 +417,30 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
         raise ValueError("sweep: give at least one parameter (PRIM.ATTR=lo:hi:n)")
     if frames is not None and int(frames) < 0:
         raise ValueError(f"--frames must be >= 0, got {frames}")
+    batch = _check_batch(batch)
     types = check_params(path, params)
     points = points_of(params)
     if out is not None:
         os.makedirs(os.path.join(out, "points"), exist_ok=True)
     tasks = [dict(scene=path, index=i, assignment=a, types=types, frames=frames, substeps=substeps, metrics=metrics,
                   write_usd=out is not None, strict=bool(strict)) for i, a in enumerate(points)]
-    results = parallel_map(run_point, tasks, address=address, serial=serial, return_exceptions=True,
-                           progress=progress, num_cpus=num_cpus)
-    rows, warnings = [], []
+    if batch > 1:
+        results = _run_batched(tasks, batch, address, serial, progress, num_cpus)
+    else:
+        results = parallel_map(run_point, tasks, address=address, serial=serial, return_exceptions=True,
+                               progress=progress, num_cpus=num_cpus)
+    rows, warnings, notices = [], [], []
     for i, (a, res) in enumerate(zip(points, results)):
         row = {"point": i, **a}
         if isinstance(res, TaskFailure):
             row.update(status="failed", error=res.error)
+        elif "_error" in res:
+            row.update(status="failed", error=res["_error"])
         else:
             row.update(status="ok", error="")
+            notice = res.pop("_notice", None)
+            if notice and notice not in notices:
+                notices.append(notice)
             usd_bytes = res.pop("_usd_bytes", None)
             warnings += [w for w in res.pop("_warnings", ()) if w not in warnings]
             row.update(res)
@@ -435,6 +450,7 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
                     f.write(usd_bytes)
         rows.append(row)
     table = SweepTable(rows, [p.name for p in params], warnings)
+    table.notices = notices
     if out is not None:
         table.to_csv(os.path.join(out, "summary.csv"))
         table.to_parquet(os.path.join(out, "summary.parquet"))
@@ -443,3 +459,39 @@ def sweep(scene, params, frames=None, metrics=None, address=None, out=None, subs
                        "substeps": substeps, "points": len(points), "failed": len(table.failed)}, f, indent=1)
         table.plot(os.path.join(out, "summary.png"))
     return table
+
+
+def _check_batch(batch) -> int:
+    try:
+        k = int(batch)
+    except (TypeError, ValueError):
+        raise ValueError(f"--batch must be a whole number >= 1, got {batch!r}") from None
+    if k < 1 or k != batch:
+        raise ValueError(f"--batch must be a whole number >= 1, got {batch!r}")
+    return k
+
+
+def _run_batched(tasks, batch, address, serial, progress, num_cpus):
+    """Chunks of ``batch`` consecutive points, one task each (scenes/sweep_batch.run_batch); returns one
+    result per point (a row dict, ``{"_error": ...}`` or the chunk's TaskFailure)."""
+    from sim.parallel import TaskFailure, parallel_map
+
+    from .sweep_batch import run_batch
+
+    chunks = [tasks[i:i + batch] for i in range(0, len(tasks), batch)]
+    done = [0]
+
+    def chunk_progress(finished, total):  # the caller counts points, not chunks
+        if progress is not None:
+            done[0] = sum(len(c) for c in chunks[:finished]) if finished < total else len(tasks)
+            progress(done[0], len(tasks))
+
+    out = parallel_map(run_batch, chunks, address=address, serial=serial, return_exceptions=True,
+                       progress=chunk_progress, num_cpus=num_cpus)
+    results = []
+    for chunk, res in zip(chunks, out):
+        if isinstance(res, TaskFailure):
+            results += [res] * len(chunk)
+        else:
+            results += res
+    return results

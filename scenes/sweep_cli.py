@@ -2,12 +2,14 @@
 
     kcsim sweep SCENE --param "/World/grains.kc:material:mu=0.1:0.9:9" [--param ...]
                 --out DIR [--frames N] [--substeps K] [--address auto|ray://HOST:PORT]
-                [--serial] [--no-progress] [--strict]
+                [--serial] [--no-progress] [--strict] [--batch K]
 
 Every combination of the parameters is one Ray task (a local Ray cluster unless
 ``--address`` names one); without Ray installed the points run one after another here,
 and kcsim says so.  Writes DIR/points/point_NNNN.usd, DIR/summary.csv (and .parquet with
 pyarrow), DIR/summary.png and DIR/sweep.json.  Exit status 3 when some points failed.
+``--batch K`` packs K points into one model per task when they share topology
+(scenes/sweep_batch.py says when; off by default).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ def add_sweep_parser(sub):
     s.add_argument("--serial", action="store_true", help="run the points here, one after another, without Ray")
     s.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     s.add_argument("--strict", action="store_true", help="treat unsupported scene features as errors")
+    s.add_argument("--batch", type=int, default=1, metavar="K",
+                   help="points per task, packed into one model when they share topology (default 1: off)")
     return s
 
 
@@ -48,6 +52,8 @@ def run_sweep(args) -> int:
 
     if args.frames is not None and args.frames < 0:
         raise ValueError(f"--frames must be >= 0, got {args.frames}")
+    if args.batch < 1:
+        raise ValueError(f"--batch must be >= 1, got {args.batch}")
     if args.substeps is not None and args.substeps < 1:
         raise ValueError(f"--substeps must be >= 1, got {args.substeps}")
     path = os.path.abspath(resolve(args.scene))
@@ -84,7 +90,8 @@ def run_sweep(args) -> int:
     try:
         try:
             table = sweep(path, params, frames=args.frames, substeps=args.substeps, address=args.address,
-                          out=args.out, serial=serial, progress=progress, strict=args.strict)
+                          out=args.out, serial=serial, progress=progress, strict=args.strict,
+                          batch=args.batch)
         finally:
             bar.close()
     except KeyboardInterrupt:
@@ -94,6 +101,8 @@ def run_sweep(args) -> int:
         raise ValueError(str(e)) from None
     for w in table.warnings:
         _say(f"warning: {w}")
+    for note in table.notices:
+        _say(f"note: {note}")
     failed = table.failed
     print(f"{n - len(failed)} of {n} point(s) finished; summary: {os.path.join(args.out, 'summary.csv')}")
     for r in failed:

@@ -14,8 +14,9 @@ from .contact import material_inputs, mixed_contact_force
 @kc.kernel
 def eval_particle_mesh_contacts_kernel(
         q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int), particle_world: kc.array(dtype=int),
         mesh_count: int, mesh_shapes: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64), shape_material: kc.array(dtype=int),
+        shape_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), reach: float, dt: float, f: kc.array(dtype=kc.vec3)):
@@ -23,7 +24,10 @@ def eval_particle_mesh_contacts_kernel(
     i = t // mesh_count
     s = mesh_shapes[t - i * mesh_count]
     w = inv_mass[i]
-    if w > 0.0:
+    wi = particle_world[i]
+    ws = shape_world[s]
+    # a mesh of another environment is not there for this particle (-1: shared by all)
+    if w > 0.0 and (wi < 0 or ws < 0 or ws == wi):
         x = q[i]
         v = qd[i]
         r = radius[i]
@@ -53,6 +57,7 @@ def eval_particle_mesh_contacts(model, state, forces, dt):
         return
     kc.launch(eval_particle_mesh_contacts_kernel, dim=model.particle_count * k,
               inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
-                      model.particle_material, k, model.mesh_shapes, model.shape_mesh, model.shape_material,
+                      model.particle_material, model.particle_world, k, model.mesh_shapes, model.shape_mesh,
+                      model.shape_material, model.shape_world,
                       *material_inputs(model), model.material_max_cohesion_distance, float(dt)],
               outputs=[forces], device=model.device)

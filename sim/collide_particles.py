@@ -3,6 +3,11 @@
 Every particle gathers the forces from its neighbours (each pair is evaluated from both
 sides with the same law, so momentum is conserved and no atomics are needed between
 threads).  Threads run in the grid's cell order for memory locality.
+
+Environments (``Model.particle_world``): pairs of two different environments are skipped.
+When several environments overlap in space (sweep variants packed at the same place), the
+grid is built over positions shifted by a per-environment offset, so that each query meets
+its own environment's particles, not K times as many; forces use the true positions.
 """
 from __future__ import annotations
 
@@ -16,18 +21,21 @@ from .contact import material_inputs, mixed_contact_force
 
 
 @kc.func
-def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: int,
+def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: int, wi: int,
                q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
                inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+               particle_world: kc.array(dtype=int),
                material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
                material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
                material_cohesion_distance: kc.array(dtype=float), reach: float, dt: float) -> kc.vec3:
     """Force [N] on particle i (position x, velocity v, radius r, inverse mass w > 0) from particle j.
 
     reach: the largest cohesion distance of any material [m].
+    wi: i's environment; particles of two different environments never touch (-1: shared).
     """
     f = kc.vec3(0.0, 0.0, 0.0)
-    if j != i:
+    wj = particle_world[j]
+    if j != i and (wi == wj or wi < 0 or wj < 0):
         d = x - q[j]
         dist = kc.length(d)
         gap = dist - r - radius[j]
@@ -42,12 +50,14 @@ def pair_force(i: int, j: int, x: kc.vec3, v: kc.vec3, r: float, w: float, mi: i
 
 @kc.kernel
 def eval_particle_contacts_kernel(
-        grid: kc.uint64, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        grid: kc.uint64, grid_q: kc.array(dtype=kc.vec3), q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
+        radius: kc.array(dtype=float), inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        particle_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), search: float, reach: float, dt: float,
         f: kc.array(dtype=kc.vec3)):
+    # grid_q: the positions the grid was built over (q, or q shifted per environment)
     t = kc.tid()
     i = kc.hash_grid_point_id(grid, t)
     if i >= 0:
@@ -57,20 +67,28 @@ def eval_particle_contacts_kernel(
             v = qd[i]
             r = radius[i]
             mi = particle_material[i]
+            wi = particle_world[i]
             fi = kc.vec3(0.0, 0.0, 0.0)
-            query = kc.hash_grid_query(grid, x, r + search)
+            query = kc.hash_grid_query(grid, grid_q[i], r + search)
             j = int(0)
             while kc.hash_grid_query_next(query, j):
-                fi = fi + pair_force(i, j, x, v, r, w, mi, q, qd, radius, inv_mass, particle_material, material_ke,
+                fi = fi + pair_force(i, j, x, v, r, w, mi, wi, q, qd, radius, inv_mass, particle_material,
+                                     particle_world, material_ke,
                                      material_damping_ratio, material_mu, material_cohesion,
                                      material_cohesion_distance, reach, dt)
             f[i] += fi
 
 
 @kc.kernel
+def shift_points_kernel(q: kc.array(dtype=kc.vec3), shift: kc.array(dtype=kc.vec3), out: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    out[i] = q[i] + shift[i]
+
+
+@kc.kernel
 def eval_particle_contacts_brute_kernel(
         n: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int), particle_world: kc.array(dtype=int),
         material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float), reach: float, dt: float, f: kc.array(dtype=kc.vec3)):
@@ -81,10 +99,11 @@ def eval_particle_contacts_brute_kernel(
         v = qd[i]
         r = radius[i]
         mi = particle_material[i]
+        wi = particle_world[i]
         fi = kc.vec3(0.0, 0.0, 0.0)
         for j in range(n):
-            fi = fi + pair_force(i, j, x, v, r, w, mi, q, qd, radius, inv_mass, particle_material, material_ke,
-                                 material_damping_ratio, material_mu, material_cohesion,
+            fi = fi + pair_force(i, j, x, v, r, w, mi, wi, q, qd, radius, inv_mass, particle_material,
+                                 particle_world, material_ke, material_damping_ratio, material_mu, material_cohesion,
                                  material_cohesion_distance, reach, dt)
         f[i] += fi
 
@@ -108,7 +127,34 @@ def make_particle_grid(model, grid_dim=None):
     return grid
 
 
-def _build_off_tape(grid, points, cell):
+def world_grid_shift(model, grid, cell):
+    """Per-particle grid offsets [m] (vec3, (N,)) that spread overlapping environments over the
+    grid's hash table, or None when the particles are in at most one environment or some are
+    shared (world -1).
+
+    Environment w moves by ``cell * dim * frac(w * alpha)`` per axis (a Weyl sequence with
+    irrational ``alpha``): spread evenly over the periodic table whatever the count.  Cached
+    on the grid per cell size.
+    """
+    cached = getattr(grid, "_world_shift", None)
+    if cached is not None and cached[0] == cell and cached[1] == model.particle_count:
+        return cached[2]
+    import numpy as np
+
+    world = model.particle_world.numpy()
+    if len(np.unique(world[world >= 0])) <= 1 or (world < 0).any():
+        shift = None  # one environment, or shared particles that every environment's queries must meet
+    else:
+        alpha = np.array([0.6180339887, 0.7548776662, 0.5698402910])
+        dims = np.array([grid.dim_x, grid.dim_y, grid.dim_z], np.float64)
+        w = np.maximum(world, 0).astype(np.float64)[:, None]
+        off = cell * dims * np.mod(w * alpha, 1.0)
+        shift = kc.array(off.astype(np.float32), dtype=kc.vec3, device=model.device)
+    grid._world_shift = (cell, model.particle_count, shift)
+    return shift
+
+
+def _build_off_tape(grid, points, cell, shift=None, shifted=None):
     """grid.build without recording its (non-differentiable) build launch on an active Tape.
 
     The build kernel has no adjoint, and a recorded launch without one makes
@@ -118,9 +164,23 @@ def _build_off_tape(grid, points, cell):
     saved = stack[:]
     stack.clear()
     try:
+        if shift is not None:
+            kc.launch(shift_points_kernel, dim=len(points), inputs=[points, shift], outputs=[shifted],
+                      device=points.device)
+            points = shifted
         grid.build(points, cell)
     finally:
         stack[:] = saved
+
+
+def _shifted_buffer(grid, q):
+    """The array the shifted positions go into (kept on the grid; a new one per launch on a Tape,
+    so that each recorded launch keeps its own)."""
+    buf = getattr(grid, "_shifted_q", None)
+    if buf is None or len(buf) != len(q) or get_runtime().tape_stack:
+        buf = kc.empty(len(q), dtype=kc.vec3, device=q.device)
+        grid._shifted_q = buf
+    return buf
 
 
 def eval_particle_contacts(model, state, forces, dt, grid):
@@ -135,14 +195,17 @@ def eval_particle_contacts(model, state, forces, dt, grid):
     search = contact_search_distance(model)
     cell = model.particle_max_radius + search
     q = state.particle_q
-    _build_off_tape(grid, q, cell)
-    inputs = [grid.id, q, state.particle_qd, model.particle_radius, model.particle_inv_mass, model.particle_material,
-              *material_inputs(model), search, model.material_max_cohesion_distance, float(dt)]
+    shift = world_grid_shift(model, grid, cell)
+    grid_q = q if shift is None else _shifted_buffer(grid, q)
+    _build_off_tape(grid, q, cell, shift, grid_q)
+    inputs = [grid.id, grid_q, q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
+              model.particle_material,
+              model.particle_world, *material_inputs(model), search, model.material_max_cohesion_distance, float(dt)]
     kc.launch(eval_particle_contacts_kernel, dim=n, inputs=inputs, outputs=[forces], device=model.device)
     tapes = get_runtime().tape_stack
     if tapes:
         # runs just before this launch's adjoint in the reverse pass: restore the grid it used
-        tapes[-1].record_func(lambda: _build_off_tape(grid, q, cell), [])
+        tapes[-1].record_func(lambda: _build_off_tape(grid, q, cell, shift, grid_q), [])
 
 
 def eval_particle_contacts_brute(model, state, forces, dt):
@@ -152,6 +215,7 @@ def eval_particle_contacts_brute(model, state, forces, dt):
         return
     kc.launch(eval_particle_contacts_brute_kernel, dim=n,
               inputs=[n, state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
-                      model.particle_material, *material_inputs(model), model.material_max_cohesion_distance,
+                      model.particle_material, model.particle_world, *material_inputs(model),
+                      model.material_max_cohesion_distance,
                       float(dt)],
               outputs=[forces], device=model.device)

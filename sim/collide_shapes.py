@@ -51,12 +51,12 @@ def box_closest(p: kc.vec3, h: kc.vec3) -> kc.vec4:
 @kc.kernel
 def eval_particle_shape_contacts_kernel(
         q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
-        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int),
+        inv_mass: kc.array(dtype=float), particle_material: kc.array(dtype=int), particle_world: kc.array(dtype=int),
         ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int),
+        shape_material: kc.array(dtype=int), shape_world: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
         body_inv_inertia: kc.array(dtype=kc.mat33),
@@ -71,6 +71,7 @@ def eval_particle_shape_contacts_kernel(
         v = qd[i]
         r = radius[i]
         mi = particle_material[i]
+        wi = particle_world[i]
         fi = kc.vec3(0.0, 0.0, 0.0)
         if ground != 0 and toi == 0:
             # no force beyond the cohesion range plus half the smoothing window (sim/contact.py)
@@ -80,62 +81,65 @@ def eval_particle_shape_contacts_kernel(
                                               material_damping_ratio, material_mu, material_cohesion,
                                               material_cohesion_distance, dt)
         for s in range(shape_count):
-            t = shape_type[s]
-            b = shape_body[s]
-            if toi != 0 and ((b < 0 and t != CAPSULE) or t == SPHERE or t == BOX):
-                t = MESH  # swept in the integrator (sim/toi.py)
-            pos = shape_pos[s]
-            rot = shape_rot[s]
-            if b >= 0:  # carried by a body: its pose in world now
-                tf = body_q[b]
-                rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * rot
-                pos = kc.transform_point(tf, pos)
-            n = kc.vec3(0.0, 1.0, 0.0)
-            gap = float(1.0e30)
-            if t == SPHERE:
-                d = x - pos
-                dist = kc.length(d)
-                if dist > 0.0:
-                    n = d / dist
-                gap = dist - shape_scale[s][0] - r
-            elif t == BOX:
-                local = kc.transpose(rot) * (x - pos)
-                nd = box_closest(local, shape_scale[s])
-                n = rot * kc.vec3(nd[0], nd[1], nd[2])
-                gap = nd[3] - r
-            elif t == CAPSULE:
-                axis = rot * kc.vec3(0.0, 1.0, 0.0)
-                h = shape_scale[s][1]
-                rel = x - pos
-                along = kc.clamp(kc.dot(rel, axis), -h, h)
-                d = rel - axis * along
-                dist = kc.length(d)
-                if dist > 0.0:
-                    n = d / dist
-                gap = dist - shape_scale[s][0] - r
-            elif t == PLANE:
-                n = rot * kc.vec3(0.0, 1.0, 0.0)
-                gap = kc.dot(n, x - pos) - r
-            # the surface's velocity and effective inverse mass (a static shape: 0 and 0)
-            v_rel = v
-            w_sum = w
-            arm = kc.vec3(0.0, 0.0, 0.0)
-            if b >= 0:
-                arm = x - n * r - kc.transform_point(body_q[b], body_com[b])
-                v_rel = v - kc.spatial_top(body_qd[b]) - kc.cross(kc.spatial_bottom(body_qd[b]), arm)
-                rb = kc.quat_to_matrix(kc.transform_get_rotation(body_q[b]))
-                rn = kc.cross(arm, n)
-                w_sum = w + body_inv_mass[b] + kc.dot(rn, rb * body_inv_inertia[b] * kc.transpose(rb) * rn)
-            if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                fs = mixed_contact_force(n, gap, v_rel, w_sum, mi, shape_material[s], material_ke,
-                                         material_damping_ratio, material_mu, material_cohesion,
-                                         material_cohesion_distance, dt)
-                fi = fi + fs
+            ws = shape_world[s]
+            # a shape of another environment is not there for this particle (-1: shared by all)
+            if wi < 0 or ws < 0 or ws == wi:
+                t = shape_type[s]
+                b = shape_body[s]
+                if toi != 0 and ((b < 0 and t != CAPSULE) or t == SPHERE or t == BOX):
+                    t = MESH  # swept in the integrator (sim/toi.py)
+                pos = shape_pos[s]
+                rot = shape_rot[s]
+                if b >= 0:  # carried by a body: its pose in world now
+                    tf = body_q[b]
+                    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * rot
+                    pos = kc.transform_point(tf, pos)
+                n = kc.vec3(0.0, 1.0, 0.0)
+                gap = float(1.0e30)
+                if t == SPHERE:
+                    d = x - pos
+                    dist = kc.length(d)
+                    if dist > 0.0:
+                        n = d / dist
+                    gap = dist - shape_scale[s][0] - r
+                elif t == BOX:
+                    local = kc.transpose(rot) * (x - pos)
+                    nd = box_closest(local, shape_scale[s])
+                    n = rot * kc.vec3(nd[0], nd[1], nd[2])
+                    gap = nd[3] - r
+                elif t == CAPSULE:
+                    axis = rot * kc.vec3(0.0, 1.0, 0.0)
+                    h = shape_scale[s][1]
+                    rel = x - pos
+                    along = kc.clamp(kc.dot(rel, axis), -h, h)
+                    d = rel - axis * along
+                    dist = kc.length(d)
+                    if dist > 0.0:
+                        n = d / dist
+                    gap = dist - shape_scale[s][0] - r
+                elif t == PLANE:
+                    n = rot * kc.vec3(0.0, 1.0, 0.0)
+                    gap = kc.dot(n, x - pos) - r
+                # the surface's velocity and effective inverse mass (a static shape: 0 and 0)
+                v_rel = v
+                w_sum = w
+                arm = kc.vec3(0.0, 0.0, 0.0)
                 if b >= 0:
-                    # the reaction on the body, along the same line as the force on the particle (through
-                    # its centre): a particle cannot spin, so friction at the surface would create angular
-                    # momentum; this way the pair conserves it
-                    kc.atomic_add(body_f, b, kc.spatial_vector(-fs, kc.cross(arm + n * r, -fs)))
+                    arm = x - n * r - kc.transform_point(body_q[b], body_com[b])
+                    v_rel = v - kc.spatial_top(body_qd[b]) - kc.cross(kc.spatial_bottom(body_qd[b]), arm)
+                    rb = kc.quat_to_matrix(kc.transform_get_rotation(body_q[b]))
+                    rn = kc.cross(arm, n)
+                    w_sum = w + body_inv_mass[b] + kc.dot(rn, rb * body_inv_inertia[b] * kc.transpose(rb) * rn)
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                    fs = mixed_contact_force(n, gap, v_rel, w_sum, mi, shape_material[s], material_ke,
+                                             material_damping_ratio, material_mu, material_cohesion,
+                                             material_cohesion_distance, dt)
+                    fi = fi + fs
+                    if b >= 0:
+                        # the reaction on the body, along the same line as the force on the particle (through
+                        # its centre): a particle cannot spin, so friction at the surface would create angular
+                        # momentum; this way the pair conserves it
+                        kc.atomic_add(body_f, b, kc.spatial_vector(-fs, kc.cross(arm + n * r, -fs)))
         f[i] += fi
 
 
@@ -156,10 +160,11 @@ def eval_particle_shape_contacts(model, state, forces, dt, toi: bool = False, wr
         wrenches = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
     kc.launch(eval_particle_shape_contacts_kernel, dim=model.particle_count,
               inputs=[state.particle_q, state.particle_qd, model.particle_radius, model.particle_inv_mass,
-                      model.particle_material, int(model.ground), model.ground_normal, model.ground_offset,
-                      model.ground_material, model.shape_count, model.shape_type, model.shape_body,
+                      model.particle_material, model.particle_world, int(model.ground), model.ground_normal,
+                      model.ground_offset, model.ground_material, model.shape_count, model.shape_type, model.shape_body,
                       model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, state.body_q, state.body_qd, model.body_com,
+                      model.shape_scale, model.shape_material, model.shape_world, state.body_q, state.body_qd,
+                      model.body_com,
                       model.body_inv_mass, model.body_inv_inertia, *material_inputs(model),
                       model.material_max_cohesion_distance, float(dt), int(bool(toi))],
               outputs=[forces, wrenches], device=model.device)

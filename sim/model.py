@@ -127,6 +127,8 @@ class Model:
         particle_q, particle_qd: vec3 (N,) — initial positions [m] / velocities [m/s].
         particle_mass: float (N,) [kg]; particle_inv_mass: float (N,) [1/kg], 0 = fixed.
         particle_radius: float (N,) [m]; particle_material: int (N,) index into material_*.
+        particle_world: int32 (N,) — environment index (-1: shared, touches every environment);
+            particles of different environments do not collide, nor with other environments' shapes.
         particle_volume: float (N,) — continuum volume [m^3] (SolverMPM), 0 for plain particles;
         particle_continuum: bool — some particle has a volume (states then carry F, C, Jp).
         particle_max_radius: float [m] — largest radius (sizes the contact search).

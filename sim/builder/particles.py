@@ -26,6 +26,7 @@ class ParticleBuilder:
         self.particle_radius = []
         self.particle_material = []
         self.particle_volume = []   # MPM volume [m^3] (area [m^2] in 2-D); 0 for plain particles
+        self.particle_world = []    # environment index (-1: shared), see add_builder / begin_world
 
     @property
     def particle_count(self) -> int:
@@ -53,6 +54,7 @@ class ParticleBuilder:
         self.particle_radius.append(float(radius))
         self.particle_material.append(material)
         self.particle_volume.append(volume)
+        self._pad_particle_world()
         return len(self.particle_q) - 1
 
     def add_particles(self, pos, vel=None, mass=1.0, radius=None, material: int = 0, volume=0.0,
@@ -98,6 +100,7 @@ class ParticleBuilder:
         self.particle_radius.extend(radius.tolist())
         self.particle_material.extend([material] * n)
         self.particle_volume.extend(volume.tolist())
+        self._pad_particle_world()
         return range(start, start + n)
 
     def add_particle_grid(self, lower, vel, dim_x: int, dim_y: int, dim_z: int, spacing: float,
@@ -147,6 +150,14 @@ class ParticleBuilder:
         if not np.isfinite(radius) or radius <= 0:
             raise ValueError(f"{who}: radius must be finite and > 0, got {radius!r}")
 
+    def _pad_particle_world(self) -> list:
+        """``particle_world`` grown to ``particle_count``: particles appended without it (by other
+        domains) join the current world (-1 outside begin_world/end_world)."""
+        missing = self.particle_count - len(self.particle_world)
+        if missing > 0:
+            self.particle_world.extend([getattr(self, "current_world", -1)] * missing)
+        return self.particle_world
+
     def _finalize_particles(self, m, device, requires_grad):
         n = self.particle_count
         q = np.asarray(self.particle_q, np.float32).reshape(n, 3)
@@ -163,6 +174,8 @@ class ParticleBuilder:
                                      device=device, requires_grad=requires_grad)
         m.particle_material = kc.array(np.asarray(self.particle_material, np.int32).reshape(n), dtype=kc.int32,
                                        device=device)
+        m.particle_world = kc.array(np.asarray(self._pad_particle_world(), np.int32).reshape(n), dtype=kc.int32,
+                                    device=device)
         m.particle_max_radius = float(max(self.particle_radius)) if n else 0.0
         m.particle_damping = float(self.particle_damping)
         self._finalize_particle_volumes(m, device, requires_grad)

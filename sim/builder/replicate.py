@@ -5,9 +5,10 @@ offsets, xform, world)``; ``add_builder`` calls every such method it finds, so a
 mixin joins by defining one.  ``offsets`` maps "particle", "body", "shape", "joint",
 "coord", "dof", "material", "spring" to the counts of this builder before the copy.
 
-The copy belongs to environment ``world`` (a new one by default): ``shape_world`` and
-``body_world`` record it and the contact kernels let two shapes touch only when they
-are in the same environment or one of them is shared (world -1, like the ground).
+The copy belongs to environment ``world`` (a new one by default): ``shape_world``,
+``body_world`` and ``particle_world`` record it and the contact kernels let two shapes,
+a particle and a shape, or two particles touch only when they are in the same
+environment or one of them is shared (world -1, like the ground).
 """
 from __future__ import annotations
 
@@ -56,12 +57,17 @@ class ReplicateBuilder:
 
     def _add_builder_b_particles(self, other, offsets, xf, world):
         moff = offsets["material"]
-        self.particle_q.extend(tuple(xf[:3] + quat_rotate(xf[3:], p)) for p in other.particle_q)
-        self.particle_qd.extend(tuple(quat_rotate(xf[3:], v)) for v in other.particle_qd)
+        self._pad_particle_world()  # this builder's own particles first
+        if other.particle_count:  # all particles at once (quat_rotate broadcasts over rows): packing is cheap
+            q = np.asarray(other.particle_q, np.float64).reshape(-1, 3)
+            qd = np.asarray(other.particle_qd, np.float64).reshape(-1, 3)
+            self.particle_q.extend(map(tuple, (xf[:3] + quat_rotate(xf[3:], q)).tolist()))
+            self.particle_qd.extend(map(tuple, quat_rotate(xf[3:], qd).tolist()))
         self.particle_mass.extend(other.particle_mass)
         self.particle_radius.extend(other.particle_radius)
         self.particle_material.extend(m + moff for m in other.particle_material)
         self.particle_volume.extend(other.particle_volume)
+        self.particle_world.extend(world if w < 0 else w for w in other._pad_particle_world())
 
     def _add_builder_c_springs(self, other, offsets, xf, world):
         poff = offsets["particle"]
@@ -103,6 +109,8 @@ class ReplicateBuilder:
             self.shape_body.append(b + boff if b >= 0 else -1)
             self.shape_density.append(other.shape_density[s])
             self.shape_mesh_data.append(mesh)
+            self.shape_mesh_closed.append(other.shape_mesh_closed[s])
+            self.shape_mesh_convex.append(other.shape_mesh_convex[s])
             self.shape_name.append(other.shape_name[s])
             ow = other.shape_world[s]
             self.shape_world.append(world if ow < 0 else ow)

@@ -175,3 +175,17 @@ def test_parallel_map_reports_the_failing_item(ray_cluster):
     assert res[2].error == "ValueError: two is not allowed"
     with pytest.raises(sim.parallel.ParallelMapError, match=r"item 2 \(2\) failed: ValueError: two is not allowed"):
         sim.parallel_map(f, range(4))
+
+
+def test_batched_sweep_on_ray_equals_batched_serial(ray_cluster, tmp_path):
+    """--batch on Ray: the same rows (bitwise: same packing, one thread) and USD files as in this process."""
+    scene = os.path.join(HERE, "data", "sweep_dem_tiny.usda")
+    params = ["/World/grains.kc:material:mu=0.1,0.5,0.9"]
+    on_ray = scenes.sweep(scene, params, frames=4, metrics=digest_metrics, batch=2, out=str(tmp_path / "ray"))
+    here = scenes.sweep(scene, params, frames=4, metrics=digest_metrics, batch=2, serial=True,
+                        out=str(tmp_path / "here"))
+    assert [r["batch_size"] for r in on_ray] == [2, 2, 1]
+    assert _without_time(on_ray) == _without_time(here)
+    for a, b in zip(on_ray, here):
+        with open(a["usd"], "rb") as fa, open(b["usd"], "rb") as fb:
+            assert len(fa.read()) == len(fb.read())
