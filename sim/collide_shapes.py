@@ -48,6 +48,41 @@ def box_closest(p: kc.vec3, h: kc.vec3) -> kc.vec4:
     return kc.vec4(n[0], n[1], n[2], dmax)
 
 
+@kc.func
+def shape_point_gap(t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.vec3, x: kc.vec3, r: float,
+                    default_normal: kc.vec3) -> kc.vec4:
+    """Outward normal and gap [m] of a sphere of radius ``r`` at ``x`` against an analytic shape
+    of type ``t`` (SPHERE, BOX, CAPSULE or PLANE) at world pose (``pos``, ``rot``) with its
+    ``scale``, packed as (nx, ny, nz, gap); a negative gap is penetration.  Other types (MESH,
+    handled elsewhere) give a gap of 1e30.  ``default_normal`` is kept where the normal is
+    undefined (a point at a sphere's centre or on a capsule's axis)."""
+    n = default_normal
+    gap = float(1.0e30)
+    if t == SPHERE:
+        d = x - pos
+        dist = kc.length(d)
+        if dist > 0.0:
+            n = d / dist
+        gap = dist - scale[0] - r
+    elif t == BOX:
+        nd = box_closest(kc.transpose(rot) * (x - pos), scale)
+        n = rot * kc.vec3(nd[0], nd[1], nd[2])
+        gap = nd[3] - r
+    elif t == CAPSULE:
+        axis = rot * kc.vec3(0.0, 1.0, 0.0)
+        h = scale[1]
+        rel = x - pos
+        d = rel - axis * kc.clamp(kc.dot(rel, axis), -h, h)
+        dist = kc.length(d)
+        if dist > 0.0:
+            n = d / dist
+        gap = dist - scale[0] - r
+    elif t == PLANE:
+        n = rot * kc.vec3(0.0, 1.0, 0.0)
+        gap = kc.dot(n, x - pos) - r
+    return kc.vec4(n[0], n[1], n[2], gap)
+
+
 @kc.kernel
 def eval_particle_shape_contacts_kernel(
         q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
@@ -94,32 +129,9 @@ def eval_particle_shape_contacts_kernel(
                     tf = body_q[b]
                     rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * rot
                     pos = kc.transform_point(tf, pos)
-                n = kc.vec3(0.0, 1.0, 0.0)
-                gap = float(1.0e30)
-                if t == SPHERE:
-                    d = x - pos
-                    dist = kc.length(d)
-                    if dist > 0.0:
-                        n = d / dist
-                    gap = dist - shape_scale[s][0] - r
-                elif t == BOX:
-                    local = kc.transpose(rot) * (x - pos)
-                    nd = box_closest(local, shape_scale[s])
-                    n = rot * kc.vec3(nd[0], nd[1], nd[2])
-                    gap = nd[3] - r
-                elif t == CAPSULE:
-                    axis = rot * kc.vec3(0.0, 1.0, 0.0)
-                    h = shape_scale[s][1]
-                    rel = x - pos
-                    along = kc.clamp(kc.dot(rel, axis), -h, h)
-                    d = rel - axis * along
-                    dist = kc.length(d)
-                    if dist > 0.0:
-                        n = d / dist
-                    gap = dist - shape_scale[s][0] - r
-                elif t == PLANE:
-                    n = rot * kc.vec3(0.0, 1.0, 0.0)
-                    gap = kc.dot(n, x - pos) - r
+                ng = shape_point_gap(t, pos, rot, shape_scale[s], x, r, kc.vec3(0.0, 1.0, 0.0))
+                n = kc.vec3(ng[0], ng[1], ng[2])
+                gap = ng[3]
                 # the surface's velocity and effective inverse mass (a static shape: 0 and 0)
                 v_rel = v
                 w_sum = w

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_shapes import BOX, CAPSULE, PLANE, SPHERE, box_closest
+from .collide_shapes import shape_point_gap
 
 
 @kc.kernel
@@ -175,32 +175,10 @@ def vbd_vertex_update(
             if ground != 0:
                 gap = kc.dot(nrm, x) - ground_offset - r
         elif shape_body[s] < 0:
-            st = shape_type[s]
-            pos = shape_pos[s]
-            rot = shape_rot[s]
             mu_s = shape_mu[s]
-            if st == SPHERE:
-                dd = x - pos
-                dist = kc.length(dd)
-                if dist > 0.0:
-                    nrm = dd / dist
-                gap = dist - shape_scale[s][0] - r
-            elif st == BOX:
-                nd = box_closest(kc.transpose(rot) * (x - pos), shape_scale[s])
-                nrm = rot * kc.vec3(nd[0], nd[1], nd[2])
-                gap = nd[3] - r
-            elif st == CAPSULE:
-                axis = rot * kc.vec3(0.0, 1.0, 0.0)
-                hh = shape_scale[s][1]
-                rel = x - pos
-                dd = rel - axis * kc.clamp(kc.dot(rel, axis), -hh, hh)
-                dist = kc.length(dd)
-                if dist > 0.0:
-                    nrm = dd / dist
-                gap = dist - shape_scale[s][0] - r
-            elif st == PLANE:
-                nrm = rot * kc.vec3(0.0, 1.0, 0.0)
-                gap = kc.dot(nrm, x - pos) - r
+            ng = shape_point_gap(shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], x, r, nrm)
+            nrm = kc.vec3(ng[0], ng[1], ng[2])
+            gap = ng[3]
         if gap < 0.0:
             fn = -contact_ke * gap
             f = f + nrm * fn

@@ -18,7 +18,7 @@ from __future__ import annotations
 import kernelcore as kc
 
 from .cloth_forces import dihedral_gradient, dihedral_theta
-from .collide_shapes import BOX, CAPSULE, PLANE, SPHERE, box_closest
+from .collide_shapes import shape_point_gap
 
 
 @kc.kernel
@@ -118,32 +118,10 @@ def xpbd_contact_kernel(q0: kc.array(dtype=kc.vec3), radius: kc.array(dtype=floa
                 if ground != 0:
                     gap = kc.dot(n, x) - ground_offset - r
             elif shape_body[s] < 0:
-                t = shape_type[s]
-                pos = shape_pos[s]
-                rot = shape_rot[s]
                 mu = shape_mu[s]
-                if t == SPHERE:
-                    d = x - pos
-                    dist = kc.length(d)
-                    if dist > 0.0:
-                        n = d / dist
-                    gap = dist - shape_scale[s][0] - r
-                elif t == BOX:
-                    nd = box_closest(kc.transpose(rot) * (x - pos), shape_scale[s])
-                    n = rot * kc.vec3(nd[0], nd[1], nd[2])
-                    gap = nd[3] - r
-                elif t == CAPSULE:
-                    axis = rot * kc.vec3(0.0, 1.0, 0.0)
-                    h = shape_scale[s][1]
-                    rel = x - pos
-                    d = rel - axis * kc.clamp(kc.dot(rel, axis), -h, h)
-                    dist = kc.length(d)
-                    if dist > 0.0:
-                        n = d / dist
-                    gap = dist - shape_scale[s][0] - r
-                elif t == PLANE:
-                    n = rot * kc.vec3(0.0, 1.0, 0.0)
-                    gap = kc.dot(n, x - pos) - r
+                ng = shape_point_gap(shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], x, r, n)
+                n = kc.vec3(ng[0], ng[1], ng[2])
+                gap = ng[3]
             if gap < 0.0:
                 x = x - n * gap
                 # friction: the tangential motion of this step shrinks by up to mu times the push
