@@ -101,8 +101,11 @@ class FuncInstance:
         self.function = function
         self.defn = defn
         self.arg_types = list(arg_types)
+        # the name says everything the C++ depends on (source, captured values, argument types), so two
+        # instances with one name are the same code: a module emits it once (module._ordered_functions)
         key = (f"{defn.module}.{defn.fdef.name}:{defn.firstline}:" + ",".join(T.type_key(t) for t in arg_types)
-               + (f"|{function.closure}" if function.closure else ""))
+               + (f"|{function.closure}" if function.closure else "")
+               + "|" + hashlib.sha256(defn.source.encode()).hexdigest()[:12])
         self.cname = f"f_{defn.name}_{hashlib.sha256(key.encode()).hexdigest()[:10]}"
         self.native = function.native
         self.replay_ir = None

@@ -205,9 +205,11 @@ def _ordered_functions(irs):
     order, seen = [], set()
 
     def visit(inst):
-        if id(inst) in seen:
+        # by C++ name: a redefinition with the same source and captured values (a factory called
+        # twice with one value) is a second instance of the same code, emitted once
+        if inst.cname in seen:
             return
-        seen.add(id(inst))
+        seen.add(inst.cname)
         for d in inst.dependencies():
             visit(d)
         order.append(inst)

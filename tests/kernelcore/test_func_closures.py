@@ -100,3 +100,17 @@ def test_closure_over_a_closure_function():
     x = np.arange(1, 5, dtype=np.float32)
     np.testing.assert_array_equal(_run(outer(2.0)), 4 * x)
     np.testing.assert_array_equal(_run(outer(3.0)), 9 * x)
+
+
+def test_kernels_of_two_identical_closures_build_in_one_module():
+    """A factory called twice with one value gives two instances of the same code; the module's
+    translation unit (all its kernels together, as the CUDA build does) defines it once."""
+    from kernelcore.module import _ordered_functions
+
+    _, k_a = make_scaler(6.0)
+    first = _run(k_a)            # k_a's IR holds the first instance
+    _, k_b = make_scaler(6.0)    # a second instance of the same code
+    np.testing.assert_array_equal(_run(k_b), first)
+    names = [f.cname for f in _ordered_functions([k_a.ir(), k_b.ir()])]
+    assert len(names) == len(set(names))
+    k_a.module._build_cpu_chunk([k_a, k_b])   # one translation unit with both kernels compiles
