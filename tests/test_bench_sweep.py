@@ -15,6 +15,9 @@ def test_bench_sweep_serial_smoke(tmp_path):
         sys.path.pop(0)
     out = tmp_path / "sweep.json"
     res = bench_sweep.main(["--points", "2", "--frames", "1", "--no-ray", "--out", str(out)])
-    assert set(res["seconds"]) == {"serial_1thread", "serial_default"}
+    assert set(res["seconds"]) == {"serial_1thread", "serial_1thread_batched", "serial_default"}
     assert all(v["median"] > 0 for v in res["seconds"].values())
+    # the batched rows (both points packed into one model) agree with the unbatched ones
+    assert res["batch"] == 8 and res["batched_notices"] == []
+    assert res["batched_max_rel_diff"] <= 1e-6
     assert json.loads(out.read_text())["points"] == 2
