@@ -21,6 +21,7 @@ import numpy as np
 
 import kernelcore as kc
 
+from ..worlds import require_one_environment
 from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
 from ..body_integrate import add_spatial_kernel, integrate_bodies_kernel, zero_body_forces
 from ..mpm_colliders import body_contact_mass
@@ -114,6 +115,7 @@ class SolverMPM:
         self.friction = float(friction)
         if not (math.isfinite(cfl) and cfl > 0):
             raise ValueError(f"SolverMPM: cfl must be finite and > 0, got {cfl!r}")
+        require_one_environment(model, "SolverMPM", "the shared background grid")
         self.model = model
         self.dim = int(dim)
         self.dx = float(dx)

@@ -78,6 +78,7 @@ import numpy as np
 import kernelcore as kc
 
 from .checks import check_step_arguments, reports_non_finite
+from ..worlds import require_one_environment
 
 
 class PBFNeighbors:
@@ -160,6 +161,7 @@ class SolverPBF:
 
         self.K = pbf_kernels
         K = pbf_kernels
+        require_one_environment(model, "SolverPBF", "the fluid's particle neighbourhoods")
         self.model = model
         self.h = _positive("smoothing_length (the kernel radius; it sets the resolution)", smoothing_length)
         if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:

@@ -11,6 +11,7 @@ import numpy as np
 
 import kernelcore as kc
 
+from ..worlds import require_one_environment
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
 from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh_contacts
 from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
@@ -25,6 +26,18 @@ from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integ
 from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
 from ..toi_body_pairs import body_pair_toi, body_pair_toi_shapes, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
+
+
+def _refuse_mixed_environments(solver, model):
+    """The features of this solver whose kernels do not read particle_world/body_world/shape_world
+    raise when the model holds several environments (sim/worlds.py)."""
+    where = type(solver).__name__
+    if solver.toi:
+        require_one_environment(model, where, "toi=True (time of impact)")
+    if solver.self_contact is not None:
+        require_one_environment(model, where, "cloth self-contact")
+    if solver.body_mesh_contacts is not None or (model.body_mesh_shape_indices and model.particle_count):
+        require_one_environment(model, where, "contact with mesh shapes on or against bodies")
 
 
 class SolverSemiImplicit:
@@ -131,6 +144,7 @@ class SolverSemiImplicit:
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
+        _refuse_mixed_environments(self, model)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
         #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)

@@ -12,6 +12,7 @@ import numpy as np
 import kernelcore as kc
 from kernelcore.device import get_runtime
 
+from ..worlds import require_one_environment, static_shapes_in_environments
 from ..vbd_cloth import (vbd_chebyshev, vbd_chebyshev_copy, vbd_predict, vbd_solve_colour, vbd_solve_colour_copy,
                         vbd_velocities)
 from .checks import check_step_arguments, reports_non_finite
@@ -122,6 +123,8 @@ class SolverVBD:
             raise ValueError(f"SolverVBD: the model has {model.attachment_count} cloth attachments to bodies, which "
                              f"SolverVBD does not step; use SolverSemiImplicit")
         _warn_unhandled(model)
+        if static_shapes_in_environments(model):
+            require_one_environment(model, "SolverVBD", "contact with static shapes of one environment")
         self.model = model
         self.iterations = iterations
         self.contact_ke = float(contact_ke)

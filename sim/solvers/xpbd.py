@@ -10,6 +10,7 @@ import numpy as np
 import kernelcore as kc
 from kernelcore.device import get_runtime
 
+from ..worlds import require_one_environment, static_shapes_in_environments
 from ..xpbd_cloth import (xpbd_predict, xpbd_project_bending, xpbd_project_contacts, xpbd_project_stretch,
                           xpbd_velocities)
 from .checks import check_step_arguments, reports_non_finite
@@ -21,6 +22,8 @@ def colour_constraints(constraints, particle_count, inv_mass=None):
     ``constraints``: (m, k) particle indices.  Particles with inverse mass 0 never move, so
     they do not conflict.  Returns a list of int32 numpy arrays.
     """
+    if len(constraints) == 0:   # a model without cloth (particles only): nothing to colour
+        return []
     constraints = np.asarray(constraints, np.int64).reshape(len(constraints), -1)
     used = [set() for _ in range(particle_count)]   # colours already touching each particle
     colours = []
@@ -73,6 +76,8 @@ class SolverXPBD:
         iterations = int(iterations)
         if iterations < 1:
             raise ValueError(f"SolverXPBD: iterations must be >= 1, got {iterations}")
+        if static_shapes_in_environments(model):
+            require_one_environment(model, "SolverXPBD", "contact with static shapes of one environment")
         self.model = model
         self.iterations = iterations
         dev = model.device
