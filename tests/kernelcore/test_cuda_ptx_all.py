@@ -14,20 +14,16 @@ Without NVRTC these tests skip, unless ``KERNELCORE_REQUIRE_NVRTC=1`` (scripts/t
 makes that a failure: NVRTC comes with the ``[test]`` extra.
 """
 import os
-import sys
 import types
 
 import pytest
 
-from kernelcore import nvrtc
-from kernelcore.device import get_runtime
+from kernelcore import cuda_check, nvrtc
 from kernelcore.errors import NativeBuildError
 
 pytestmark = [pytest.mark.run_last]
 
-ARCH = "sm_80"
-# a checking compile: the full front end with minimal optimisation (about 3x faster; NVRTC >= 12.8)
-FAST = ("-Ofc=max",) if nvrtc.is_available() and nvrtc.version() >= (12, 8) else ()
+ARCH = cuda_check.ARCH
 
 
 def _nvrtc_load_error():
@@ -55,82 +51,28 @@ def _needs_nvrtc():
     _check_nvrtc()
 
 
-def _valid_kernels(module):
-    out = []
-    for k in list(module.kernels):
-        try:
-            k.ir()
-        except Exception:
-            continue  # a kernel that does not type-check (tests of frontend errors)
-        out.append(k)
-    return out
-
-
-def _source(module, kernels):
-    source = module.generate(kernels, "cuda")
-    return "cuda_" + module._cache_key(source, "cuda", nvrtc.NVRTC_FLAGS), source
-
-
-def _compile(key_source, name):
-    """None, or the NativeBuildError of this translation unit (compiled to a CUBIN)."""
-    try:
-        nvrtc.cached_cubin(key_source[0], key_source[1], f"{name}.cu", ARCH, options=FAST)
-    except NativeBuildError as e:
-        return e
-    return None
-
-
-def _valid_on_cpu(module, kernel):
-    if any(kernel in table for (target, _), table in module.loaded.items() if target == "cpu"):
-        return True  # built (and probably run) earlier in this session
-    try:
-        module._build_cpu_chunk([kernel])
-        return True
-    except Exception:
-        return False
-
-
 def test_every_kernel_of_the_session_compiles_to_ptx():
-    modules = [m for m in list(get_runtime().modules.values()) if _valid_kernels(m)]
+    """Under pytest-xdist this sees only its worker's kernels so far; every worker runs the same
+    check again over all of its kernels when it finishes (tests/conftest.py)."""
+    modules = cuda_check.session_modules()
     if not modules:
         pytest.skip("no kernels registered in this session: run this test together with the others")
-    errors = [_compile(_source(m, _valid_kernels(m)), m.name) for m in modules]
-    failures = _failures(modules, errors, _compile)
-    assert not failures, "kernels that compile on the CPU but not with NVRTC:\n" + "\n".join(
-        f"  {name}:\n    " + "\n    ".join(log) for name, log in failures)
+    found = cuda_check.check_modules(modules)
+    assert not found, cuda_check.format_failures(found)
 
 
-def _failures(modules, errors, compile_one):
-    """[(name, first log lines)] for the modules whose translation unit failed to compile."""
-    failures = []
-    for m, err in zip(modules, errors):
-        if err is None:
-            continue
-        culprits = 0
-        for k in _valid_kernels(m):  # find the culprits one by one
-            e = compile_one(_source(m, [k]), m.name)
-            if e is None:
-                continue
-            culprits += 1
-            if _valid_on_cpu(m, k):
-                failures.append((f"{m.name}.{k.key}", e.log.strip().splitlines()[:6]))
-        if not culprits:  # only the whole module fails (e.g. two kernels' helpers clash)
-            failures.append((f"{m.name} (whole module; each kernel compiles alone)", err.log.strip().splitlines()[:6]))
-    return failures
-
-
-def test_module_error_is_reported_when_every_kernel_compiles_alone(monkeypatch):
+def test_module_error_is_reported_when_every_kernel_compiles_alone():
     """The combined translation unit fails although each kernel alone compiles: that is a failure too."""
     kernel = types.SimpleNamespace(key="k", ir=lambda: None)
     module = types.SimpleNamespace(name="two_kernels", kernels=[kernel, kernel])
-    monkeypatch.setattr(sys.modules[__name__], "_source", lambda m, ks: (f"key{len(ks)}", "source"))
+    fake_source = lambda m, ks: (f"key{len(ks)}", "source")  # noqa: E731
     whole = NativeBuildError(module.name, "two_kernels.cu(12): error: function \"helper\" has already been defined", "m.cu")
     alone = []
-    failures = _failures([module], [whole], lambda key_source, name: alone.append(key_source))
+    failures = cuda_check.failures([module], [whole], lambda key_source, name: alone.append(key_source), fake_source)
     assert alone == [("key1", "source")] * 2  # each kernel was tried alone and compiled
     assert failures == [("two_kernels (whole module; each kernel compiles alone)",
                          ['two_kernels.cu(12): error: function "helper" has already been defined'])]
-    assert _failures([module], [None], lambda key_source, name: None) == []
+    assert cuda_check.failures([module], [None], lambda key_source, name: None, fake_source) == []
 
 
 def test_cubin_catches_an_undefined_device_function():

@@ -1,0 +1,104 @@
+"""Check that kernels compile for CUDA with NVRTC, without a GPU.
+
+``check_modules(modules)`` generates each kernel module as one CUDA translation unit, as the
+CUDA backend would build it, and compiles it all the way to a CUBIN (NVRTC runs ptxas too, so
+a device function that is declared but defined nowhere fails here rather than when a driver
+loads the PTX).  It returns the failures: a kernel that fails is named with the first lines of
+the NVRTC log, unless it is also invalid on the CPU (a kernel that does not type-check, as tests
+of compile errors define); a module whose kernels compile one by one but not together is
+reported with the module's own log.  Results are cached in the kernel cache, keyed by source.
+
+The test suite runs it over every kernel a test session defined (tests/kernelcore/
+test_cuda_ptx_all.py, and at the end of each pytest-xdist worker: tests/conftest.py).
+"""
+from __future__ import annotations
+
+from . import nvrtc
+from .errors import NativeBuildError
+
+__all__ = ["check_modules", "session_modules"]
+
+ARCH = "sm_80"
+
+
+def _fast_options():
+    """A checking compile: the full front end with minimal optimisation (about 3x faster; NVRTC >= 12.8)."""
+    return ("-Ofc=max",) if nvrtc.version() >= (12, 8) else ()
+
+
+def valid_kernels(module) -> list:
+    """The kernels of ``module`` that type-check (tests of frontend errors define others)."""
+    out = []
+    for k in list(module.kernels):
+        try:
+            k.ir()
+        except Exception:  # noqa: BLE001 - any frontend error: not a kernel to check
+            continue
+        out.append(k)
+    return out
+
+
+def session_modules() -> list:
+    """The kernel modules of this process that hold at least one valid kernel."""
+    from .device import get_runtime
+
+    return [m for m in list(get_runtime().modules.values()) if valid_kernels(m)]
+
+
+def source(module, kernels):
+    """(cache key, CUDA source) of ``kernels`` of ``module`` as one translation unit."""
+    text = module.generate(kernels, "cuda")
+    return "cuda_" + module._cache_key(text, "cuda", nvrtc.NVRTC_FLAGS), text
+
+
+def compile_unit(key_source, name, arch=ARCH):
+    """None, or the NativeBuildError of this translation unit (compiled to a CUBIN)."""
+    try:
+        nvrtc.cached_cubin(key_source[0], key_source[1], f"{name}.cu", arch, options=_fast_options())
+    except NativeBuildError as e:
+        return e
+    return None
+
+
+def _valid_on_cpu(module, kernel) -> bool:
+    if any(kernel in table for (target, _), table in module.loaded.items() if target == "cpu"):
+        return True  # built (and probably run) earlier in this process
+    try:
+        module._build_cpu_chunk([kernel])
+        return True
+    except Exception:  # noqa: BLE001 - invalid on the CPU too: not a CUDA problem
+        return False
+
+
+def failures(modules, errors, compile_one, source_of=None) -> list:
+    """[(name, first log lines)] for the modules whose translation unit failed (``errors``, one per
+    module); the culprits are found by compiling each kernel alone with ``compile_one``."""
+    source_of = source_of or source
+    out = []
+    for m, err in zip(modules, errors):
+        if err is None:
+            continue
+        culprits = 0
+        for k in valid_kernels(m):
+            e = compile_one(source_of(m, [k]), m.name)
+            if e is None:
+                continue
+            culprits += 1
+            if _valid_on_cpu(m, k):
+                out.append((f"{m.name}.{k.key}", e.log.strip().splitlines()[:6]))
+        if not culprits:  # only the whole module fails (e.g. two kernels' helpers clash)
+            out.append((f"{m.name} (whole module; each kernel compiles alone)", err.log.strip().splitlines()[:6]))
+    return out
+
+
+def check_modules(modules=None, arch=ARCH) -> list:
+    """[(kernel or module name, first NVRTC log lines)] of the ``modules`` (default: every module of
+    this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
+    modules = session_modules() if modules is None else modules
+    errors = [compile_unit(source(m, valid_kernels(m)), m.name, arch) for m in modules]
+    return failures(modules, errors, lambda ks, name: compile_unit(ks, name, arch))
+
+
+def format_failures(found) -> str:
+    return "kernels that compile on the CPU but not with NVRTC:\n" + "\n".join(
+        f"  {name}:\n    " + "\n    ".join(log) for name, log in found)
