@@ -6,13 +6,17 @@ common vertex) closer than the search radius R.  Each pair is appended to the li
 (up to four) vertices it involves, and each list is sorted so that the sums of the Newton
 step do not depend on the order the threads found them in.
 
-Energy of a pair at distance d (thickness h, stiffness ke [N/m]):  ke / 2 (h - d)^2 for d < h.
-With p - p' = sum_k c_k x_k the vector between the pair's closest points (vertex minus
-triangle point, or point on edge e minus point on edge o; the weights c_k = 1, -w_a, ... are
-held fixed over one Newton step), the term added to vertex k's block is
+Energy of a pair at distance d (thickness h, stiffness ke [N/m]):  ke / (3 h) (h - d)^3 for d < h,
+a cubic so that its curvature, not only its force, fades to zero at d = h: the Newton step of a
+vertex then changes continuously as a pair comes into contact, and so does the whole step (a
+quadratic penalty's curvature jumps there, and with a finite number of sweeps so would the
+result; gradients would not match finite differences).  The stiffness 2 ke (h - d) / h is ke
+at half the thickness.  With p - p' = sum_k c_k x_k the vector between the pair's closest
+points (vertex minus triangle point, or point on edge e minus point on edge o; the weights
+c_k = 1, -w_a, ... held fixed over one Newton step), the term added to vertex k's block is
 
-    f_k = ke (h - d) c_k n,   H_k = ke c_k^2 n n^T   (n = (p - p') / d; the negative curvature
-                                                       term across n is dropped: H stays PSD).
+    f_k = ke (h - d)^2 / h c_k n,   H_k = 2 ke (h - d) / h c_k^2 n n^T
+    (n = (p - p') / d; the negative curvature across n is dropped: H stays PSD).
 
 No crossing: the penalty alone could let a vertex jump through a triangle within a large step,
 so, as for SolverSemiImplicit, every vertex's displacement over the step is limited to
@@ -167,8 +171,9 @@ def self_contact_block(i: int, q: kc.array(dtype=kc.vec3), tris: kc.array(dtype=
         dist = kc.length(d)
         if dist < thickness and dist > 1.0e-9:
             n = d / dist
-            f = f + n * (ke * (thickness - dist) * coef)
-            H = H + kc.outer(n, n) * (ke * coef * coef)
+            overlap = thickness - dist
+            f = f + n * (ke * overlap * overlap / thickness * coef)
+            H = H + kc.outer(n, n) * (2.0 * ke * overlap / thickness * coef * coef)
     return f, H
 
 

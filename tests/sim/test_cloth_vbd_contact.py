@@ -106,7 +106,7 @@ def box_and_cloth(speed, attach=False, requires_grad=False):
     body = b.add_body(xform=kc.transform(kc.vec3(0.0, 0.1, 0.0), kc.quat(0.0, 0.0, 0.0, 1.0)))
     b.add_shape_box(half_extents=(0.15, 0.1, 0.15), body=body, density=100.0)
     s = np.sqrt(0.5)
-    r = b.add_cloth_grid((-0.06, 0.215, 0.06), (-s, 0, 0, s), (0, 0, 0), 4, 4, 0.03, 0.03, 0.002, tri_ke=200.0,
+    r = b.add_cloth_grid((-0.06, 0.21, 0.06), (-s, 0, 0, s), (0, 0, 0), 4, 4, 0.03, 0.03, 0.002, tri_ke=200.0,
                          tri_ka=200.0, tri_kd=0.1, edge_ke=0.001, particle_radius=0.01)
     if attach:
         b.add_cloth_attachment(r[0], body, ke=1e3, kd=1.0)
@@ -148,11 +148,9 @@ def weighted_position_loss(q: kc.array(dtype=kc.vec3), w: kc.array(dtype=kc.vec3
     kc.atomic_add(loss, 0, kc.dot(q[p], w[p]))
 
 
-def test_vbd_gradients_through_body_and_self_contact_match_finite_differences():
-    m = box_and_cloth(0.3, attach=True, requires_grad=True)
-    solver = sim.SolverVBD(m, iterations=4, contact_ke=1e3,
-                           self_contact=sim.ClothSelfContact(m, thickness=0.025, ke=100.0))
-    count, dt = 6, 1.0 / 60.0
+def gradient_check(m, solver, count=6, dt=1.0 / 60.0, eps=1e-3, body=True):
+    """Tape gradients of a weighted sum of the final positions w.r.t. the initial particle velocities (along
+    a random direction) and the body's x velocity, against central differences: (analytic, fd) pairs."""
     rng = np.random.default_rng(3)
     w = kc.array(rng.normal(size=(m.particle_count, 3)).astype(np.float32), dtype=kc.vec3)
     v0 = m.particle_qd.numpy().astype(np.float64)
@@ -161,7 +159,8 @@ def test_vbd_gradients_through_body_and_self_contact_match_finite_differences():
     def forward(v, bv, tape=None):
         states = [m.state() for _ in range(count + 1)]
         states[0].particle_qd.assign(kc.array(v.astype(np.float32), dtype=kc.vec3))
-        states[0].body_qd.assign(kc.array(bv.astype(np.float32), dtype=kc.spatial_vector))
+        if body:
+            states[0].body_qd.assign(kc.array(bv.astype(np.float32), dtype=kc.spatial_vector))
         loss = kc.zeros(1, dtype=float, requires_grad=True)
         with tape if tape is not None else contextlib.nullcontext():
             for k in range(count):
@@ -169,26 +168,75 @@ def test_vbd_gradients_through_body_and_self_contact_match_finite_differences():
             kc.launch(weighted_position_loss, dim=m.particle_count, inputs=[states[-1].particle_q, w, loss])
         return loss, states
 
-    tape = kc.Tape()
-    loss, states = forward(v0, bv0, tape)
-    tape.backward(loss=loss)
-    g_v = states[0].particle_qd.grad.numpy().astype(np.float64)
-    g_b = states[0].body_qd.grad.numpy().astype(np.float64)
-    tape.zero()
-    d = rng.normal(size=v0.shape)
-    eps = 1e-2
-
     def value(v, bv):
         return float(forward(v, bv)[0].numpy()[0])
 
-    fd_v = (value(v0 + eps * d, bv0) - value(v0 - eps * d, bv0)) / (2 * eps)
-    assert abs((g_v * d).sum()) > 1e-3
-    assert (g_v * d).sum() == pytest.approx(fd_v, rel=0.03, abs=1e-4)
-    e = np.zeros_like(bv0)
-    e[0, 0] = 1.0     # the body's x velocity: carries the cloth through friction and the attachment
-    fd_b = (value(v0, bv0 + eps * e) - value(v0, bv0 - eps * e)) / (2 * eps)
-    assert abs(g_b[0, 0]) > 1e-3
-    assert g_b[0, 0] == pytest.approx(fd_b, rel=0.03, abs=1e-4)
+    tape = kc.Tape()
+    loss, states = forward(v0, bv0, tape)
+    tape.backward(loss=loss)
+    d = rng.normal(size=v0.shape)
+    out = [((states[0].particle_qd.grad.numpy() * d).sum(),
+            (value(v0 + eps * d, bv0) - value(v0 - eps * d, bv0)) / (2 * eps))]
+    if body:
+        e = np.zeros_like(bv0)
+        e[0, 0] = 1.0     # the body's x velocity
+        out.append((states[0].body_qd.grad.numpy()[0, 0],
+                    (value(v0, bv0 + eps * e) - value(v0, bv0 - eps * e)) / (2 * eps)))
+    tape.zero()
+    return out
+
+
+def test_vbd_gradients_through_a_moving_body_and_an_attachment_match_finite_differences():
+    # frictionless here: the attachment drags the cloth over the box (friction's stick/slip switch is not smooth)
+    m = box_and_cloth(0.3, attach=True, requires_grad=True)
+    m.material_mu.assign(kc.array(np.zeros(m.material_mu.shape[0], np.float32), dtype=float))
+    for g, fd in gradient_check(m, sim.SolverVBD(m, iterations=4, contact_ke=1e3)):
+        assert abs(g) > 1e-2
+        assert g == pytest.approx(fd, rel=0.02, abs=1e-4)
+
+
+def test_vbd_gradients_through_friction_on_a_moving_body_match_finite_differences():
+    m = box_and_cloth(0.3, requires_grad=True)
+    for g, fd in gradient_check(m, sim.SolverVBD(m, iterations=4, contact_ke=1e3, friction_eps=1e-3)):
+        assert abs(g) > 5e-3
+        # friction's smoothing window has a kink at |u_t| = friction_eps: a little looser
+        assert g == pytest.approx(fd, rel=0.06, abs=1e-4)
+
+
+def quat_mul(a, b):
+    """Hamilton product of quaternions (x, y, z, w)."""
+    (ax, ay, az, aw), (bx, by, bz, bw) = a, b
+    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+
+
+def two_patches(requires_grad=False):
+    """Two 3 x 3 cloth patches, one 12 mm above the other and turned 20 degrees about the vertical (no edge of one
+    parallel to an edge of the other: there the closest points of two edges jump), the lower one pinned at its
+    corners."""
+    b = sim.ModelBuilder()
+    flat = (-np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5))
+    turn = (0.0, np.sin(np.radians(10.0)), 0.0, np.cos(np.radians(10.0)))
+    for k, y in enumerate((0.0, 0.012)):
+        r = b.add_cloth_grid((-0.045, y, 0.045), quat_mul(turn, flat) if k else flat, (0, 0, 0), 3, 3, 0.03, 0.03,
+                             0.002, tri_ke=200.0, tri_ka=200.0, tri_kd=0.1, edge_ke=0.01)
+        if k == 0:
+            for i in (r[0], r[3], r[12], r[15]):
+                b.particle_mass[i] = 0.0
+    return b.finalize(requires_grad=requires_grad)
+
+
+def test_vbd_gradients_through_self_contact_match_finite_differences():
+    m = two_patches(requires_grad=True)
+    sc = sim.ClothSelfContact(m, thickness=0.01, ke=200.0, search_radius=0.03)
+    solver = sim.SolverVBD(m, iterations=6, self_contact=sc)
+    # the upper patch lands on the lower one within the steps: the contact is active
+    s = steps(m, solver, m.state(), m.state(), 8, 1.0 / 120.0)
+    gap = s.particle_q.numpy()[16:, 1].min() - s.particle_q.numpy()[:16, 1].max()
+    assert gap < 0.01
+    ((g, fd),) = gradient_check(m, solver, count=8, dt=1.0 / 120.0, body=False, eps=5e-4)
+    assert abs(g) > 1e-2
+    assert g == pytest.approx(fd, rel=0.04, abs=1e-4)
 
 
 def test_vbd_self_contact_errors():
