@@ -223,9 +223,10 @@ def vbd_vertex_update(
             ng = shape_point_gap(shape_type[s], pos, rot, shape_scale[s], x, r, nrm)
             nrm = kc.vec3(ng[0], ng[1], ng[2])
             gap = ng[3]
-        fc, Hc = penalty_contact(nrm, gap, u_rel, contact_ke, mu_s, friction_eps)
-        f = f + fc
-        H = H + Hc
+        if gap < 0.0:
+            fc, Hc = penalty_contact(nrm, gap, u_rel, contact_ke, mu_s, friction_eps)
+            f = f + fc
+            H = H + Hc
     # static triangle meshes: closest point, side from the pseudo-normal (as sim/collide_mesh.py)
     for k in range(mesh_count):
         s = mesh_shapes[k]
@@ -241,9 +242,11 @@ def vbd_vertex_update(
             nrm = kc.mesh_eval_face_normal(mesh, query.face)
             if dist > 1.0e-7:
                 nrm = d * (side / dist)
-            fc, Hc = penalty_contact(nrm, side * dist - r, u, contact_ke, shape_mu[s], friction_eps)
-            f = f + fc
-            H = H + Hc
+            gap = side * dist - r
+            if gap < 0.0:
+                fc, Hc = penalty_contact(nrm, gap, u, contact_ke, shape_mu[s], friction_eps)
+                f = f + fc
+                H = H + Hc
     # attachments to bodies: zero-length damped springs to anchor points moving with the (kinematic) bodies
     for n in range(att_start[i], att_start[i + 1]):
         a = att_adj[n, 0]
