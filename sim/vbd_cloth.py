@@ -21,10 +21,16 @@ Energies (the material meanings of sim/cloth_forces.py):
                                        + mu |c|^2 (f0 f0^T + f1 f1^T)] + the damping's block;
   bending   edge_ke / 2 (theta - rest)^2 + damping edge_kd dtheta/dt, Gauss-Newton block
             (edge_ke + edge_kd / dt) g g^T with g = dtheta/dx_a;
-  contact   with the ground and static spheres, boxes, capsules and planes: penalty
-            contact_ke / 2 gap^2 for gap < 0 (gap: distance minus the particle radius),
-            block contact_ke n n^T; Coulomb friction on the step's tangential motion u,
-            mu f_n u / max(|u|, eps_u) (lagged normal force, IPC-style smoothing).
+  contact   with the ground, spheres, boxes, capsules and planes (static, or on bodies at the
+            body's end-of-step pose: bodies are kinematic here) and static triangle meshes:
+            penalty contact_ke / 2 gap^2 for gap < 0 (gap: distance minus the particle
+            radius), block contact_ke n n^T; Coulomb friction on the tangential part of the
+            step's motion u relative to the surface, mu f_n u / max(|u|, eps_u) (lagged
+            normal force, IPC-style smoothing);
+  attachment  ke / 2 |x - x_anchor|^2 plus damping kd on the velocity relative to the anchor,
+            block (ke + kd / dt) I, the anchor fixed in a (kinematic) body's frame;
+  self      vertex-triangle and edge-edge pairs (sim/vbd_self_contact.py), and a bound on each
+            vertex's displacement over the step so that the cloth never passes through itself.
 """
 from __future__ import annotations
 
