@@ -127,6 +127,32 @@ class RendererBase:
             return
         self._draw_mesh(name, pts, tris, col if col is not None else V.default_color(name))
 
+    def render_cloth(self, name: str, points, indices, uvs=None, colors=None) -> None:
+        """A deforming mesh drawn smooth: ``render_mesh`` plus per-vertex normals (area-weighted, from
+        the winding of ``indices``), recomputed every frame; ``uvs`` (N, 2) texture coordinates are
+        checked and kept where the backend has a use for them (the USD writer writes them).
+
+        A mesh with any non-finite vertex is skipped for this frame (with a warning).
+        """
+        call = "render_cloth"
+        self._check_call(call, name, "mesh")
+        pts = V.points3(call, name, "points", points)
+        tris = V.triangles(call, name, indices, pts.shape[0])
+        col = V.colors(call, name, colors, pts.shape[0])
+        st = None
+        if uvs is not None:
+            st = np.asarray(uvs, np.float32)
+            if st.shape != (pts.shape[0], 2) or not np.isfinite(st).all():
+                raise ValueError(f"{call}({name!r}): uvs must be finite ({pts.shape[0]}, 2), got shape {st.shape}")
+        if not np.isfinite(pts).all():
+            self._skip(call, name, "points contain NaN/inf; mesh skipped")
+            return
+        self._draw_cloth(name, pts, tris, st, col if col is not None else V.default_color(name))
+
+    def _draw_cloth(self, name, points, tris, uvs, colors) -> None:
+        """Backends without smooth shading draw cloth as a plain mesh."""
+        self._draw_mesh(name, points, tris, colors)
+
     def render_sphere(self, name: str, pos, rot, radius, color=None) -> None:
         """Sphere of ``radius`` centred at ``pos`` (3,), orientation ``rot`` (x, y, z, w)."""
         call = "render_sphere"

@@ -130,7 +130,7 @@ class ModelRenderer:
             for name, rng, key in self.groups:
                 sl = slice(rng.start, rng.stop)
                 if key in self.cloth_groups:   # cloth: a time-sampled mesh of constant topology
-                    if hasattr(r, "render_cloth"):   # the USD writer: normals per frame and UVs too
+                    if hasattr(r, "render_cloth"):   # normals per frame (viewer: smooth shading; USD: UVs too)
                         r.render_cloth(name, q[sl], self.cloth_groups[key][1], uvs=self.cloth_uvs.get(key),
                                        colors=self.group_color(key, rng))
                     else:

@@ -200,12 +200,9 @@ class Scene:
                 raise SceneError(self.path, str(e).replace("SolverMPM: ", "MPM: "), self.mpm.prim_path) from None
         if self.solver == "xpbd":
             return sim.SolverXPBD(model)
-        if self.solver == "vbd":
-            if self.cloth_self_contact > 0:
-                raise SceneError(self.path, "kc:cloth:selfContact: kc:solver 'vbd' has no cloth self-contact "
-                                            "(use the default semi_implicit solver)")
-            return sim.SolverVBD(model)
         contact = sim.ClothSelfContact(model, thickness=self.cloth_self_contact) if self.cloth_self_contact > 0 else None
+        if self.solver == "vbd":
+            return sim.SolverVBD(model, self_contact=contact)
         return sim.SolverSemiImplicit(model, toi=self.toi, self_contact=contact)
 
     def describe(self) -> str:

@@ -21,16 +21,27 @@ Energies (the material meanings of sim/cloth_forces.py):
                                        + mu |c|^2 (f0 f0^T + f1 f1^T)] + the damping's block;
   bending   edge_ke / 2 (theta - rest)^2 + damping edge_kd dtheta/dt, Gauss-Newton block
             (edge_ke + edge_kd / dt) g g^T with g = dtheta/dx_a;
-  contact   with the ground and static spheres, boxes, capsules and planes: penalty
-            contact_ke / 2 gap^2 for gap < 0 (gap: distance minus the particle radius),
-            block contact_ke n n^T; Coulomb friction on the step's tangential motion u,
-            mu f_n u / max(|u|, eps_u) (lagged normal force, IPC-style smoothing).
+  contact   with the ground, spheres, boxes, capsules and planes (static, or on bodies at the
+            body's end-of-step pose: bodies are kinematic here) and static triangle meshes:
+            penalty contact_ke / 2 gap^2 for gap < 0 (gap: distance minus the particle
+            radius), block contact_ke n n^T; Coulomb friction on the tangential part of the
+            step's motion u relative to the surface, mu f_n u / max(|u|, eps_u) (lagged
+            normal force, IPC-style smoothing);
+  attachment  ke / 2 |x - x_anchor|^2 plus damping kd on the velocity relative to the anchor,
+            block (ke + kd / dt) I, the anchor fixed in a (kinematic) body's frame;
+  self      vertex-triangle and edge-edge pairs (sim/vbd_self_contact.py), and a bound on each
+            vertex's displacement over the step so that the cloth never passes through itself.
 """
 from __future__ import annotations
 
 import kernelcore as kc
 
+import geometry  # noqa: F401  (adds the mesh_* builtins)
+
+from .body_integrate import body_frame_from_com, rotate_by
+from .cloth_self_contact import STEP_FRACTION
 from .collide_shapes import shape_point_gap
+from .vbd_self_contact import self_contact_block, vbd_scatter_kernel
 
 
 @kc.kernel
@@ -62,6 +73,25 @@ def corner_weights(Dinv: kc.mat22, a: int) -> kc.vec2:
 
 
 @kc.func
+def penalty_contact(nrm: kc.vec3, gap: float, u: kc.vec3, ke: float, mu: float, eps: float):
+    """Force [N] and 3x3 block [N/m] of a penalty contact with outward normal ``nrm`` at ``gap`` [m] (active
+    below 0): ke / 2 gap^2, and Coulomb friction on the tangential part of the step's relative motion ``u`` [m],
+    smoothed below ``eps`` [m] (static friction as a stiff spring) so that the force is continuous."""
+    f = kc.vec3(0.0, 0.0, 0.0)
+    H = kc.diag(kc.vec3(0.0, 0.0, 0.0))
+    if gap < 0.0:
+        fn = -ke * gap
+        f = nrm * fn
+        H = kc.outer(nrm, nrm) * ke
+        ut = u - nrm * kc.dot(u, nrm)
+        ul = kc.max(kc.length(ut), eps)
+        kf = mu * fn / ul
+        f = f - ut * kf
+        H = H + (kc.diag(kc.vec3(1.0, 1.0, 1.0)) - kc.outer(nrm, nrm)) * kf
+    return f, H
+
+
+@kc.func
 def vbd_vertex_update(
         i: int, q: kc.array(dtype=kc.vec3), q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
         mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
@@ -75,7 +105,15 @@ def vbd_vertex_update(
         ground: int, ground_normal: kc.vec3, ground_offset: float, mu_ground: float,
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float)) -> kc.vec3:
+        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
+        body_q_end: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3),
+        mesh_count: int, mesh_shapes: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        att_start: kc.array(dtype=int), att_adj: kc.array(dtype=int, ndim=2), att_body: kc.array(dtype=int),
+        att_anchor: kc.array(dtype=kc.vec3), att_props: kc.array(dtype=float, ndim=2),
+        sc_on: int, sc_edges: kc.array(dtype=int, ndim=2), sc_slots: int, sc_count: kc.array(dtype=int),
+        sc_pairs: kc.array(dtype=int, ndim=2), sc_thickness: float, sc_ke: float,
+        step_bound: kc.array(dtype=float), step_fraction: float) -> kc.vec3:
     """Vertex ``i`` after one Newton step on its block, the other vertices at ``q`` [m]."""
     x = q[i]
     inv_dt = 1.0 / dt
@@ -165,40 +203,89 @@ def vbd_vertex_update(
                 ga = g3
             f = f - ga * (ke * d + kd * rate)
             H = H + kc.outer(ga, ga) * (ke + kd * inv_dt)
-    # contacts: ground (s == shape_count) and static shapes
+    # contacts: ground (s == shape_count), static shapes and shapes on (kinematic) bodies at their end-of-step pose
     r = radius[i]
+    u = x - q_prev[i]   # the step's motion, for friction
     for s in range(shape_count + 1):
         nrm = ground_normal
         gap = float(1.0e30)
         mu_s = mu_ground
+        u_rel = u
         if s == shape_count:
             if ground != 0:
                 gap = kc.dot(nrm, x) - ground_offset - r
-        elif shape_body[s] < 0:
+        else:
             mu_s = shape_mu[s]
-            ng = shape_point_gap(shape_type[s], shape_pos[s], shape_rot[s], shape_scale[s], x, r, nrm)
+            b = shape_body[s]
+            pos = shape_pos[s]
+            rot = shape_rot[s]
+            if b >= 0:
+                tf = body_q_end[b]
+                rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * rot
+                pos = kc.transform_point(tf, pos)
+                # friction acts on the motion relative to the body's surface over the step
+                arm = x - kc.transform_point(tf, body_com[b])
+                u_rel = u - (kc.spatial_top(body_qd[b]) + kc.cross(kc.spatial_bottom(body_qd[b]), arm)) * dt
+            ng = shape_point_gap(shape_type[s], pos, rot, shape_scale[s], x, r, nrm)
             nrm = kc.vec3(ng[0], ng[1], ng[2])
             gap = ng[3]
         if gap < 0.0:
-            fn = -contact_ke * gap
-            f = f + nrm * fn
-            H = H + kc.outer(nrm, nrm) * contact_ke
-            # friction: the step's tangential motion, smoothed below friction_eps [m] (static friction as a
-            # stiff spring) so that the force is continuous
-            u = x - q_prev[i]
-            ut = u - nrm * kc.dot(u, nrm)
-            ul = kc.max(kc.length(ut), friction_eps)
-            kf = mu_s * fn / ul
-            f = f - ut * kf
-            H = H + (kc.diag(kc.vec3(1.0, 1.0, 1.0)) - kc.outer(nrm, nrm)) * kf
+            fc, Hc = penalty_contact(nrm, gap, u_rel, contact_ke, mu_s, friction_eps)
+            f = f + fc
+            H = H + Hc
+    # static triangle meshes: closest point, side from the pseudo-normal (as sim/collide_mesh.py)
+    for k in range(mesh_count):
+        s = mesh_shapes[k]
+        mesh = shape_mesh[s]
+        query = kc.mesh_query_point_sign_normal(mesh, x, 2.0 * r + kc.length(u))
+        if query.result:
+            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
+            d = x - cp
+            dist = kc.length(d)
+            side = float(1.0)
+            if query.sign < 0.0:
+                side = -1.0
+            nrm = kc.mesh_eval_face_normal(mesh, query.face)
+            if dist > 1.0e-7:
+                nrm = d * (side / dist)
+            gap = side * dist - r
+            if gap < 0.0:
+                fc, Hc = penalty_contact(nrm, gap, u, contact_ke, shape_mu[s], friction_eps)
+                f = f + fc
+                H = H + Hc
+    # attachments to bodies: zero-length damped springs to anchor points moving with the (kinematic) bodies
+    for n in range(att_start[i], att_start[i + 1]):
+        a = att_adj[n, 0]
+        b = att_body[a]
+        tf = body_q_end[b]
+        xa = kc.transform_point(tf, att_anchor[a])
+        va = kc.spatial_top(body_qd[b]) + kc.cross(kc.spatial_bottom(body_qd[b]), xa - kc.transform_point(tf, body_com[b]))
+        ke = att_props[a, 0]
+        kd = att_props[a, 1]
+        f = f + (xa - x) * ke + (va - u * inv_dt) * kd
+        kh = ke + kd * inv_dt
+        H = H + kc.diag(kc.vec3(kh, kh, kh))
+    x_new = x
+    if sc_on != 0:
+        fs, Hs = self_contact_block(i, q, tri_indices, sc_edges, sc_slots, sc_count, sc_pairs, sc_thickness, sc_ke)
+        f = f + fs
+        H = H + Hs
     if kc.abs(kc.determinant(H)) > 1.0e-30:
-        return x + kc.inverse(H) * f
-    return x
+        x_new = x + kc.inverse(H) * f
+    if sc_on != 0:
+        # never farther from the step's start than a fraction of the distance to the nearest element: no crossing
+        step = x_new - q_prev[i]
+        length = kc.length(step)
+        limit = step_fraction * step_bound[i]
+        if length > limit:
+            x_new = q_prev[i] + step * (limit / length)
+    return x_new
 
 
 @kc.kernel
 def vbd_solve_colour_kernel(
-        vertices: kc.array(dtype=int), q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
+        vertices: kc.array(dtype=int), colour_of: kc.array(dtype=int), colour: int, q_in: kc.array(dtype=kc.vec3),
+        q_prev: kc.array(dtype=kc.vec3), inertia: kc.array(dtype=kc.vec3),
         mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
         tri_start: kc.array(dtype=int), tri_adj: kc.array(dtype=int, ndim=2), tri_indices: kc.array(dtype=int, ndim=2),
         tri_poses: kc.array(dtype=kc.mat22), tri_areas: kc.array(dtype=float),
@@ -211,41 +298,30 @@ def vbd_solve_colour_kernel(
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
         shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
-        q: kc.array(dtype=kc.vec3)):
-    """One Newton step for each vertex of one colour, in place in ``q`` (fast; not for a Tape)."""
-    i = vertices[kc.tid()]
-    q[i] = vbd_vertex_update(i, q, q_prev, inertia, mass, radius, dt, tri_start, tri_adj, tri_indices, tri_poses,
-                             tri_areas, tri_materials, edge_start, edge_adj, edge_indices, edge_rest, edge_props,
-                             contact_ke, friction_eps, ground, ground_normal, ground_offset, mu_ground, shape_count,
-                             shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mu)
-
-
-@kc.kernel
-def vbd_solve_colour_copy_kernel(
-        colour_of: kc.array(dtype=int), colour: int, q_in: kc.array(dtype=kc.vec3), q_prev: kc.array(dtype=kc.vec3),
-        inertia: kc.array(dtype=kc.vec3),
-        mass: kc.array(dtype=float), radius: kc.array(dtype=float), dt: float,
-        tri_start: kc.array(dtype=int), tri_adj: kc.array(dtype=int, ndim=2), tri_indices: kc.array(dtype=int, ndim=2),
-        tri_poses: kc.array(dtype=kc.mat22), tri_areas: kc.array(dtype=float),
-        tri_materials: kc.array(dtype=float, ndim=2),
-        edge_start: kc.array(dtype=int), edge_adj: kc.array(dtype=int, ndim=2),
-        edge_indices: kc.array(dtype=int, ndim=2), edge_rest: kc.array(dtype=float),
-        edge_props: kc.array(dtype=float, ndim=2),
-        contact_ke: float, friction_eps: float,
-        ground: int, ground_normal: kc.vec3, ground_offset: float, mu_ground: float,
-        shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
-        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-        shape_scale: kc.array(dtype=kc.vec3), shape_mu: kc.array(dtype=float),
+        body_q_end: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3),
+        mesh_count: int, mesh_shapes: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        att_start: kc.array(dtype=int), att_adj: kc.array(dtype=int, ndim=2), att_body: kc.array(dtype=int),
+        att_anchor: kc.array(dtype=kc.vec3), att_props: kc.array(dtype=float, ndim=2),
+        sc_on: int, sc_edges: kc.array(dtype=int, ndim=2), sc_slots: int, sc_count: kc.array(dtype=int),
+        sc_pairs: kc.array(dtype=int, ndim=2), sc_thickness: float, sc_ke: float,
+        step_bound: kc.array(dtype=float), step_fraction: float,
         q_out: kc.array(dtype=kc.vec3)):
-    """The same sweep out of place (every particle: the colour's vertices updated, the others copied), so
-    that each sweep's positions stay on a Tape and the step is differentiable."""
-    i = kc.tid()
+    """One Newton step for the vertices of colour number ``colour`` read from ``q_in``, written to ``q_out``.
+
+    In place (fast, off a Tape): ``vertices`` is the colour's own list and ``q_out`` is ``q_in``.
+    Out of place (on a Tape, so that each sweep's positions stay recorded): ``vertices`` lists every
+    particle, the colour's vertices are updated and the others copied."""
+    i = vertices[kc.tid()]
     x = q_in[i]
     if colour_of[i] == colour:
         x = vbd_vertex_update(i, q_in, q_prev, inertia, mass, radius, dt, tri_start, tri_adj, tri_indices, tri_poses,
                               tri_areas, tri_materials, edge_start, edge_adj, edge_indices, edge_rest, edge_props,
                               contact_ke, friction_eps, ground, ground_normal, ground_offset, mu_ground, shape_count,
-                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mu)
+                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mu, body_q_end,
+                              body_qd, body_com, mesh_count, mesh_shapes, shape_mesh, att_start, att_adj, att_body,
+                              att_anchor, att_props, sc_on, sc_edges, sc_slots, sc_count, sc_pairs, sc_thickness,
+                              sc_ke, step_bound, step_fraction)
     q_out[i] = x
 
 
@@ -290,28 +366,67 @@ def vbd_predict(model, state_in, control, q_out, inertia, dt, record=False):
               outputs=[inertia, q_out], device=model.device, record_tape=record)
 
 
-def _solve_inputs(model, solver, q_prev, inertia, dt):
-    """The inputs shared by the two sweep kernels, after their own leading ones."""
+@kc.kernel
+def vbd_advance_bodies_kernel(body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+                              body_com: kc.array(dtype=kc.vec3), dt: float,
+                              body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
+    """Bodies are kinematic for SolverVBD: the centre of mass moves with its velocity and the frame turns by
+    the Cayley rotation of the angular velocity (as sim/body_integrate.py with no force)."""
+    b = kc.tid()
+    tf = body_q0[b]
+    qd = body_qd0[b]
+    com = kc.transform_point(tf, body_com[b]) + kc.spatial_top(qd) * dt
+    rot = rotate_by(kc.transform_get_rotation(tf), kc.spatial_bottom(qd), dt)
+    body_q1[b] = body_frame_from_com(com, rot, body_com[b])
+    body_qd1[b] = qd
+
+
+def vbd_advance_bodies(model, state_in, state_out, dt, record=False):
+    """``state_out``'s body poses: ``state_in``'s advanced by their velocities over ``dt`` [s] (kinematic)."""
+    if model.body_count == 0:
+        return
+    kc.launch(vbd_advance_bodies_kernel, dim=model.body_count,
+              inputs=[state_in.body_q, state_in.body_qd, model.body_com, float(dt)],
+              outputs=[state_out.body_q, state_out.body_qd], device=model.device, record_tape=record)
+
+
+def _solve_inputs(model, solver, q_prev, inertia, dt, ctx):
+    """The inputs shared by the two sweep kernels, after their own leading ones (``ctx``: the step's
+    :class:`sim.solvers.vbd.VBDStepContext`)."""
     return [q_prev, inertia, model.particle_mass, model.particle_radius, float(dt),
             solver.tri_start, solver.tri_adj, model.tri_indices, model.tri_poses, model.tri_areas,
             model.tri_materials, solver.edge_start, solver.edge_adj, model.edge_indices,
             model.edge_rest_angle, model.edge_bending_properties, float(solver.contact_ke),
             float(solver.friction_eps), int(model.ground), model.ground_normal, model.ground_offset,
             float(solver.ground_mu), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
-            model.shape_rot, model.shape_scale, solver.shape_mu]
+            model.shape_rot, model.shape_scale, solver.shape_mu, ctx.body_q_end, ctx.body_qd, solver.body_com,
+            solver.mesh_count, solver.mesh_shapes, solver.shape_mesh, solver.att_start, solver.att_adj,
+            solver.att_body, solver.att_anchor, solver.att_props, int(ctx.pairs is not None), solver.sc_edges,
+            ctx.slots, ctx.count, ctx.pairs_array, solver.sc_thickness, solver.sc_ke, ctx.bound, STEP_FRACTION]
 
 
-def vbd_solve_colour(model, solver, colour, q_prev, q, dt):
-    """One Newton step for every vertex of ``colour`` (int array of particle indices), in place in ``q``."""
-    kc.launch(vbd_solve_colour_kernel, dim=colour.shape[0],
-              inputs=[colour] + _solve_inputs(model, solver, q_prev, solver.inertia, dt), outputs=[q],
-              device=model.device, record_tape=False)
+def vbd_solve_colour(model, solver, colour, q_prev, q, dt, ctx):
+    """One Newton step for every vertex of colour number ``colour``, in place in ``q`` (not recorded).
+
+    With self-contact, vertices of one colour may be each other's contact partners: their new
+    positions go to a scratch array first and are copied back after the sweep, so that no thread
+    reads a position another thread is writing (the result does not depend on the thread count)."""
+    vertices = solver.colours[colour]
+    out = q if ctx.pairs is None else solver.scratch
+    kc.launch(vbd_solve_colour_kernel, dim=vertices.shape[0],
+              inputs=[vertices, solver.colour_of, int(colour), q] + _solve_inputs(model, solver, q_prev,
+                                                                                   solver.inertia, dt, ctx),
+              outputs=[out], device=model.device, record_tape=False)
+    if out is not q:
+        kc.launch(vbd_scatter_kernel, dim=vertices.shape[0], inputs=[vertices, out], outputs=[q],
+                  device=model.device, record_tape=False)
 
 
-def vbd_solve_colour_copy(model, solver, colour, q_prev, inertia, q_in, q_out, dt):
+def vbd_solve_colour_copy(model, solver, colour, q_prev, inertia, q_in, q_out, dt, ctx):
     """The sweep of colour number ``colour`` from ``q_in`` into ``q_out`` (recorded on an active Tape)."""
-    kc.launch(vbd_solve_colour_copy_kernel, dim=model.particle_count,
-              inputs=[solver.colour_of, int(colour), q_in] + _solve_inputs(model, solver, q_prev, inertia, dt),
+    kc.launch(vbd_solve_colour_kernel, dim=model.particle_count,
+              inputs=[solver.all_particles, solver.colour_of, int(colour), q_in]
+              + _solve_inputs(model, solver, q_prev, inertia, dt, ctx),
               outputs=[q_out], device=model.device)
 
 

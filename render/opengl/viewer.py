@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 
 from ..base import RendererBase
+from ..mesh_normals import vertex_normals
 from . import meshes
 from .backend import GLUnavailableError, load_pyglet
 from .camera import Camera
@@ -130,6 +131,7 @@ class OpenGLViewer(RendererBase):
         self._batches_dirty = False
         self._points: dict[str, Drawable] = {}
         self._meshes: dict[str, Drawable] = {}
+        self._smooth: set[str] = set()   # meshes drawn with their per-vertex normals (cloth)
         self._lines: dict[str, Lines] = {}
         self._instances: dict[str, Drawable] = {}
 
@@ -331,8 +333,12 @@ class OpenGLViewer(RendererBase):
             for d in group.values():
                 d.draw()
         sp.set_int("u_flat", 1)
-        for d in self._meshes.values():
-            d.draw()
+        for name, d in self._meshes.items():
+            if name not in self._smooth:
+                d.draw()
+        sp.set_int("u_flat", 0)
+        for name in self._smooth:
+            self._meshes[name].draw()
         gl.glDisable(gl.GL_POLYGON_OFFSET_FILL)
         gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
         gl.glActiveTexture(gl.GL_TEXTURE0)
@@ -459,6 +465,7 @@ class OpenGLViewer(RendererBase):
         self._ctx()
         self._hide(name)
         self._kinds.pop(name, None)
+        self._smooth.discard(name)
         for group in (self._points, self._meshes, self._lines, self._instances):
             obj = group.pop(name, None)
             if obj is not None:
@@ -485,10 +492,15 @@ class OpenGLViewer(RendererBase):
         d.count = n
         d.visible = True
 
-    def _draw_mesh(self, name, points, tris, colors) -> None:
+    def _draw_mesh(self, name, points, tris, colors, normals=None) -> None:
         self._ctx()
         verts = np.zeros((points.shape[0], 6), np.float32)
-        verts[:, :3] = points  # normals unused: flat shading from derivatives
+        verts[:, :3] = points
+        if normals is None:
+            self._smooth.discard(name)   # flat shading from screen-space derivatives
+        else:
+            verts[:, 3:] = normals
+            self._smooth.add(name)
         d = self._meshes.get(name)
         if d is None:
             d = self._meshes[name] = Drawable(self.gl, GpuMesh(self.gl, verts, tris, dynamic=True),
@@ -500,6 +512,10 @@ class OpenGLViewer(RendererBase):
         else:
             d.set_const(2, colors)
         d.visible = True
+
+    def _draw_cloth(self, name, points, tris, uvs, colors) -> None:
+        """Cloth: smooth shading with area-weighted vertex normals (no texture path here: ``uvs`` unused)."""
+        self._draw_mesh(name, points, tris, colors, normals=vertex_normals(points, tris))
 
     def _draw_shape(self, name, kind, pos, rot, scale, color) -> None:
         if kind == "capsule":

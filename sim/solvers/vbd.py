@@ -13,8 +13,9 @@ import kernelcore as kc
 from kernelcore.device import get_runtime
 
 from ..worlds import require_one_environment, static_shapes_in_environments
-from ..vbd_cloth import (vbd_chebyshev, vbd_chebyshev_copy, vbd_predict, vbd_solve_colour, vbd_solve_colour_copy,
-                        vbd_velocities)
+from ..vbd_cloth import (vbd_advance_bodies, vbd_chebyshev, vbd_chebyshev_copy, vbd_predict, vbd_solve_colour,
+                        vbd_solve_colour_copy, vbd_velocities)
+from ..vbd_self_contact import find_self_contact_pairs
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -72,13 +73,25 @@ def _warn_unhandled(model):
     if model.shape_count:
         body = model.shape_body.numpy()
         kind = model.shape_type.numpy()
-        if np.any(body >= 0):
-            left_out.append(f"{int(np.sum(body >= 0))} shapes on bodies")
-        if np.any((body < 0) & (kind == 3)):   # MESH
-            left_out.append(f"{int(np.sum((body < 0) & (kind == 3)))} mesh shapes")
+        if np.any((body >= 0) & (kind == 3)):   # MESH
+            left_out.append(f"{int(np.sum((body >= 0) & (kind == 3)))} mesh shapes on bodies")
     if left_out:
         warnings.warn("SolverVBD ignores " + ", ".join(left_out) + " (SolverSemiImplicit handles them)",
                       stacklevel=3)
+
+
+class VBDStepContext:
+    """What one step's sweeps read besides the model: body poses at the step's end and body velocities,
+    and with self-contact the pair lists and step bounds of the step (kept alive by a Tape's launches)."""
+
+    def __init__(self, body_q_end, body_qd, pairs=None, bound=None, dummy=None):
+        self.body_q_end = body_q_end
+        self.body_qd = body_qd
+        self.pairs = pairs
+        self.slots = pairs.slots if pairs is not None else 0
+        self.count = pairs.count if pairs is not None else dummy[0]
+        self.pairs_array = pairs.pairs if pairs is not None else dummy[1]
+        self.bound = bound if bound is not None else dummy[2]
 
 
 class SolverVBD:
@@ -97,9 +110,21 @@ class SolverVBD:
 
     The material is the one of SolverSemiImplicit: StVK membrane (``tri_ke``, ``tri_ka``,
     damping ``tri_kd``), dihedral bending (``edge_ke``, ``edge_kd``), ``particle_damping``
-    as drag, ``control.particle_f_ext``.  Air (``tri_drag``/``tri_lift``), body shapes,
-    meshes and self-contact are not handled (see docs/cloth.md).  Friction ``mu`` is the
-    average of the particle's and the shape's materials.
+    as drag, ``control.particle_f_ext``.  Contacts (penalty ``contact_ke``, Coulomb friction
+    ``mu``, the average of the particle's and the shape's materials): the ground, static
+    shapes, static triangle meshes, and shapes on bodies.  Bodies are kinematic here: each
+    step moves them with their velocity (``state_out.body_q`` from ``state_in``'s pose and
+    ``body_qd``); the cloth does not push them.  Cloth attachments
+    (``add_cloth_attachment``) pull their particles towards the anchors on those bodies.
+    Air (``tri_drag``/``tri_lift``) and mesh shapes on bodies are not handled (a warning
+    says so; see docs/cloth.md).
+
+        self_contact: cloth self-collision (None/False: off; True: ``sim.ClothSelfContact(model)``;
+            or a :class:`sim.ClothSelfContact` for its ``thickness``, ``ke`` [N/m] and
+            ``search_radius``): vertex-triangle and edge-edge penalty energies inside each
+            vertex's Newton step, and every vertex's displacement over a step limited to 0.4 of
+            its distance to the nearest element, so that the cloth never passes through itself
+            (see sim/vbd_self_contact.py).  Not combined with ``chebyshev_rho > 0``.
 
     Differentiable: while a ``kc.Tape`` records, ``step`` runs the same sweeps out of place
     (every colour sweep writes a new position array, kept alive by the tape), so gradients
@@ -109,7 +134,7 @@ class SolverVBD:
     """
 
     def __init__(self, model, iterations: int = 10, contact_ke: float = 1.0e4, friction_eps: float = 1.0e-4,
-                 chebyshev_rho: float = 0.0):
+                 chebyshev_rho: float = 0.0, self_contact=None):
         iterations = int(iterations)
         if iterations < 1:
             raise ValueError(f"SolverVBD: iterations must be >= 1, got {iterations}")
@@ -119,12 +144,14 @@ class SolverVBD:
             raise ValueError(f"SolverVBD: friction_eps must be finite and > 0 [m], got {friction_eps!r}")
         if not (0.0 <= chebyshev_rho < 1.0):
             raise ValueError(f"SolverVBD: chebyshev_rho must be in [0, 1), got {chebyshev_rho!r}")
-        if getattr(model, "attachment_count", 0):
-            raise ValueError(f"SolverVBD: the model has {model.attachment_count} cloth attachments to bodies, which "
-                             f"SolverVBD does not step; use SolverSemiImplicit")
+        if self_contact is not None and self_contact is not False and chebyshev_rho > 0.0:
+            raise ValueError(f"SolverVBD: self_contact cannot be combined with chebyshev_rho > 0 (the "
+                             f"over-relaxation would step past the no-crossing bound), got {chebyshev_rho!r}")
         _warn_unhandled(model)
         if static_shapes_in_environments(model):
             require_one_environment(model, "SolverVBD", "contact with static shapes of one environment")
+        if self_contact is not None and self_contact is not False:
+            require_one_environment(model, "SolverVBD", "cloth self-contact")
         self.model = model
         self.iterations = iterations
         self.contact_ke = float(contact_ke)
@@ -147,6 +174,7 @@ class SolverVBD:
         for k, c in enumerate(self.colours):
             colour_of[c.numpy()] = k
         self.colour_of = kc.array(colour_of, dtype=kc.int32, device=dev)
+        self.all_particles = kc.array(np.arange(n, dtype=np.int32), dtype=kc.int32, device=dev)
         self.inertia = kc.zeros(n, dtype=kc.vec3, device=dev)
         self._start = kc.zeros(n, dtype=kc.vec3, device=dev)
         self._prev = kc.zeros(n, dtype=kc.vec3, device=dev)
@@ -155,6 +183,65 @@ class SolverVBD:
         self.ground_mu = 0.5 * (mu[pmat] + mu[model.ground_material])
         smat = model.shape_material.numpy() if model.shape_count else np.zeros(0, np.int32)
         self.shape_mu = kc.array((0.5 * (mu[pmat] + mu[smat])).astype(np.float32), dtype=float, device=dev)
+        self._init_colliders(model)
+        self._init_self_contact(model, self_contact)
+
+    def _init_colliders(self, model):
+        """Static meshes, body data and the attachments around each particle (CSR)."""
+        dev, n = model.device, model.particle_count
+        self.mesh_count = len(model.mesh_shape_indices)
+        self.mesh_shapes = model.mesh_shapes if self.mesh_count else kc.zeros(0, dtype=kc.int32, device=dev)
+        self.shape_mesh = model.shape_mesh if model.shape_count else kc.zeros(0, dtype=kc.uint64, device=dev)
+        self.body_com = model.body_com if model.body_count else kc.zeros(0, dtype=kc.vec3, device=dev)
+        self._no_body_q = kc.zeros(0, dtype=kc.transform, device=dev)
+        self._no_body_qd = kc.zeros(0, dtype=kc.spatial_vector, device=dev)
+        na = getattr(model, "attachment_count", 0)
+        if na:
+            start, adj = vertex_adjacency(model.attachment_particle.numpy().reshape(na, 1), n)
+            self.att_body, self.att_anchor = model.attachment_body, model.attachment_anchor
+            self.att_props = model.attachment_properties
+        else:
+            start, adj = np.zeros(n + 1, np.int32), np.zeros((0, 2), np.int32)
+            self.att_body = kc.zeros(0, dtype=kc.int32, device=dev)
+            self.att_anchor = kc.zeros(0, dtype=kc.vec3, device=dev)
+            self.att_props = kc.zeros((0, 2), dtype=float, device=dev)
+        self.att_start = kc.array(start, dtype=kc.int32, device=dev)
+        self.att_adj = kc.array(adj.reshape(-1, 2), dtype=kc.int32, device=dev)
+
+    def _init_self_contact(self, model, self_contact):
+        dev, n = model.device, model.particle_count
+        if self_contact is None or self_contact is False:
+            self.self_contact = None
+        else:
+            from ..cloth_self_contact import ClothSelfContact
+
+            self.self_contact = ClothSelfContact(model) if self_contact is True else self_contact
+        sc = self.self_contact
+        self.sc_edges = sc.edges if sc is not None else kc.zeros((0, 2), dtype=kc.int32, device=dev)
+        self.sc_thickness = sc.thickness if sc is not None else 0.0
+        self.sc_ke = sc.ke if sc is not None else 0.0
+        self.scratch = kc.zeros(n, dtype=kc.vec3, device=dev)
+        self._pairs = None
+        self._no_pairs = (kc.zeros(0, dtype=kc.int32, device=dev), kc.zeros((0, 3), dtype=kc.int32, device=dev),
+                          kc.zeros(0, dtype=float, device=dev))
+
+    def _context(self, model, state_in, state_out, dt, taping):
+        """Advance the bodies and, with self-contact, find the step's pairs and bounds at ``state_in``."""
+        if model.body_count:
+            vbd_advance_bodies(model, state_in, state_out, dt, record=taping)
+            body_q_end, body_qd = state_out.body_q, state_in.body_qd
+        else:
+            body_q_end, body_qd = self._no_body_q, self._no_body_qd
+        sc = self.self_contact
+        if sc is None:
+            return VBDStepContext(body_q_end, body_qd, dummy=self._no_pairs)
+        sc.refit(model, state_in)
+        bound = sc.step_bound(model, state_in, state_out)
+        # on a Tape every step keeps its own lists (the reverse pass reads them); off it they are reused
+        pairs = find_self_contact_pairs(model, sc, state_in.particle_q, lists=None if taping else self._pairs)
+        if not taping:
+            self._pairs = pairs
+        return VBDStepContext(body_q_end, body_qd, pairs, bound, dummy=self._no_pairs)
 
     @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
@@ -167,6 +254,7 @@ class SolverVBD:
         if get_runtime().tape_stack:
             self._step_recorded(model, state_in, state_out, control, dt)
             return
+        ctx = self._context(model, state_in, state_out, dt, taping=False)
         q = state_out.particle_q
         vbd_predict(model, state_in, control, q, self.inertia, dt)
         rho2, omega = self.chebyshev_rho ** 2, 1.0
@@ -175,8 +263,8 @@ class SolverVBD:
                 self._start.assign(q)
                 if k == 0:
                     self._prev.assign(q)
-            for colour in self.colours:
-                vbd_solve_colour(model, self, colour, state_in.particle_q, q, dt)
+            for c in range(len(self.colours)):
+                vbd_solve_colour(model, self, c, state_in.particle_q, q, dt, ctx)
             if rho2 > 0.0 and self.movers.shape[0]:
                 # Chebyshev semi-iterative weights (Wang 2015): 1, 2 / (2 - rho^2), 4 / (4 - rho^2 omega), ...
                 omega = 1.0 if k == 0 else (2.0 / (2.0 - rho2) if k == 1 else 4.0 / (4.0 - rho2 * omega))
@@ -190,6 +278,7 @@ class SolverVBD:
         def positions():
             return kc.zeros(n, dtype=kc.vec3, device=dev, requires_grad=True)
 
+        ctx = self._context(model, state_in, state_out, dt, taping=True)
         inertia = positions()
         q = positions()
         vbd_predict(model, state_in, control, q, inertia, dt, record=True)
@@ -203,7 +292,7 @@ class SolverVBD:
                 done += 1
                 last = done == sweeps and rho2 == 0.0
                 q_next = state_out.particle_q if last else positions()
-                vbd_solve_colour_copy(model, self, c, state_in.particle_q, inertia, q, q_next, dt)
+                vbd_solve_colour_copy(model, self, c, state_in.particle_q, inertia, q, q_next, dt, ctx)
                 q = q_next
             if rho2 > 0.0:
                 omega = 1.0 if k == 0 else (2.0 / (2.0 - rho2) if k == 1 else 4.0 / (4.0 - rho2 * omega))

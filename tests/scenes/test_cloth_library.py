@@ -64,7 +64,7 @@ def test_cloth_falling_onto_itself_never_crosses():
     assert crossings == [0] * 30
 
 
-def test_vbd_scene_drapes_the_sphere_and_refuses_self_contact(tmp_path):
+def test_vbd_scene_drapes_the_sphere_and_takes_self_contact(tmp_path):
     text = open(os.path.join(LIBRARY, "cloth_drape.usda")).read()
     assert "float kc:cloth:selfContact = 0.006" in text
     vbd = text.replace("float kc:cloth:selfContact = 0.006", 'token kc:solver = "vbd"').replace(
@@ -84,6 +84,7 @@ def test_vbd_scene_drapes_the_sphere_and_refuses_self_contact(tmp_path):
     # the sphere of the scene: radius 0.2 at (0, 0.3, 0); no vertex inside by more than the thickness
     assert (np.linalg.norm(q - (0, 0.3, 0), axis=1) - 0.2).min() > -0.006
     assert q[:, 1].max() > 0.45          # resting on top of it
+    # kc:cloth:selfContact with the VBD solver: its self-contact, with the scene's thickness
     p.write_text(vbd.replace('token kc:solver = "vbd"', 'token kc:solver = "vbd"\n        float kc:cloth:selfContact = 0.006'))
-    with pytest.raises(scenes.SceneError, match="no cloth self-contact"):
-        scenes.load(str(p)).make_solver(model)
+    solver = scenes.load(str(p)).make_solver(model)
+    assert type(solver).__name__ == "SolverVBD" and solver.self_contact.thickness == pytest.approx(0.006)
