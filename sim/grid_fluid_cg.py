@@ -410,11 +410,15 @@ def pcg_iterations(cg, flags, inv_diag, rr0, extra=None, mg=None, stop_note="pre
     return it, rel
 
 
-def taped_solve(cg, b, out, guess=None):
+def taped_solve(cg, b, out, guess=None, prepare=None):
     """``out = cg.solve(b)`` recorded on the active tapes as one step whose adjoint is another solve.
 
     The solve operator S is symmetric (see the module docstring), so b.grad += S out.grad.
+    ``prepare``: a callable run before the solve and again before the adjoint solve, when the
+    operator is rebuilt per step (the liquid's cells, sim/grid_fluid_liquid.py).
     """
+    if prepare is not None:
+        prepare()
     cg.solve(b, out, guess)
     from kernelcore.device import get_runtime
 
@@ -426,6 +430,8 @@ def taped_solve(cg, b, out, guess=None):
         if out.grad is None or b.grad is None:
             return
         adj = kc.zeros(out.shape, dtype=float, device=out.device)
+        if prepare is not None:
+            prepare()
         cg.solve(out.grad, adj)
         kc.launch(add_kernel, dim=cg.n, inputs=[adj.reshape((cg.n,))], outputs=[b.grad.reshape((cg.n,))],
                   device=adj.device, record_tape=False)

@@ -121,11 +121,15 @@ class LiquidPoissonCG:
         kc.launch(liquid_flags_kernel, dim=self.shape, inputs=[phi, self.solid],
                   outputs=[self.flags, self.extra, self.inv_diag], device=self.device, record_tape=False)
 
-    def solve(self, b, out):
+    def solve(self, b, out, guess=None):
         """Write the solution of A x = b (liquid cells; 0 elsewhere) into ``out`` (float32, the grid's shape).
 
         The smoke solver's CG (sim/grid_fluid_cg.py) with the ghost-fluid diagonal ``extra`` and
-        no mean removal: its kernels get zero sums (mean 0 exactly, so the same numbers)."""
+        no mean removal: its kernels get zero sums (mean 0 exactly, so the same numbers).  The map
+        b -> out is symmetric (A restricted to the liquid cells, extended by zero), so the Tape's
+        adjoint is the same solve (grid_fluid_cg.taped_solve).  ``guess`` must be None (no warm start)."""
+        if guess is not None:
+            raise ValueError("LiquidPoissonCG.solve: no warm start (guess must be None)")
         dev = self.device
         b1, out1 = b.reshape((self.n,)), out.reshape((self.n,))
         flags, inv_diag, extra = (a.reshape((self.n,)) for a in (self.flags, self.inv_diag, self.extra))
@@ -213,6 +217,23 @@ def extend_kernel(q: F3, valid: I3, q_out: F3, valid_out: I3):
     valid_out[i, j, k] = ok
 
 
+class untaped:
+    """Context: launches inside are not recorded on the active Tapes (the level set's motion,
+    which the liquid's gradients treat as fixed; see SolverGridFluid's ``liquid``)."""
+
+    def __enter__(self):
+        from kernelcore.device import get_runtime
+
+        self._stack = get_runtime().tape_stack
+        self._saved = self._stack[:]
+        self._stack.clear()
+        return self
+
+    def __exit__(self, *exc):
+        self._stack[:] = self._saved
+        return False
+
+
 def add_gravity(q, axis, solid, dv, q_out):
     kc.launch(gravity_kernel, dim=q.shape, inputs=[q, int(axis), solid, float(dv)], outputs=[q_out], device=q.device)
 
@@ -224,9 +245,17 @@ def subtract_liquid_gradient(q, axis, solid, phi, psi, q_out, valid):
 
 def extend(q, valid, sweeps, scratch_q, scratch_valid, q_out, valid_out):
     """``sweeps`` (>= 1) extension sweeps from (q, valid); the last writes (q_out, valid_out).
-    The scratch pair is the ping-pong buffer (distinct from the other arrays)."""
+    The scratch pair is the ping-pong buffer (distinct from the other arrays); or lists of
+    ``sweeps - 1`` arrays each, one per sweep, so that no array is written twice (a Tape's
+    backward pass reads every sweep's inputs as they were)."""
     cur_q, cur_v = q, valid
     for n in range(sweeps):
+        if isinstance(scratch_q, (list, tuple)):
+            last = n == sweeps - 1
+            dst_q, dst_v = (q_out, valid_out) if last else (scratch_q[n], scratch_valid[n])
+            kc.launch(extend_kernel, dim=q.shape, inputs=[cur_q, cur_v], outputs=[dst_q, dst_v], device=q.device)
+            cur_q, cur_v = dst_q, dst_v
+            continue
         # alternate so that the last sweep writes the output and none reads what it writes
         to_out = (sweeps - 1 - n) % 2 == 0
         dst_q, dst_v = (q_out, valid_out) if to_out else (scratch_q, scratch_valid)
