@@ -16,6 +16,12 @@ Taichi runs in a subprocess (``python benchmarks/fluids_pbf.py --taichi-worker .
 JSON): ``ti.init`` sets flush-to-zero for the whole process, which would change the other
 cases' numbers.  The runs are therefore not interleaved; kernelcore is measured before,
 between and after the two Taichi runs and the median of all its samples is used.
+
+Both sides also report CPU seconds per step (``time.process_time``, all threads of the
+process): on a shared machine a process gets a varying share of the cores, so wall times
+swing by 2x between minutes while CPU times stay within a few percent; the ``*_cpu_*``
+ratios are the steadier comparison of the work each side does (both include their thread
+pools' spin-waiting, if any).
 """
 
 import argparse
@@ -290,13 +296,14 @@ def taichi_worker(side, steps, repeats, threads, fast_math=True):
     """Time ``steps`` Taichi PBF steps ``repeats`` times (after a warm-up); prints JSON."""
     run, x, ti = taichi_pbf(side, threads, fast_math)
     run(2)
-    samples = []
+    samples, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run(steps)
         samples.append((time.perf_counter() - t0) / steps)
+        cpu.append((time.process_time() - c0) / steps)
     pos = x.to_numpy()
-    print(json.dumps({"taichi_version": ".".join(map(str, ti.__version__)), "samples": samples,
+    print(json.dumps({"taichi_version": ".".join(map(str, ti.__version__)), "samples": samples, "cpu_samples": cpu,
                       "finite": bool(np.all(np.isfinite(pos))), "mean_y": float(pos[:, 1].mean())}))
 
 
@@ -327,15 +334,18 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf.steps(2)
 
     baseline = []   # the same solver without its pair cache (how this session's speed-up is measured)
+    kc_cpu = []     # CPU seconds per step with the pair cache (see the module docstring)
 
     def kc_samples():
         out = []
         for _ in range(repeats):
             for cache in (True, False):
                 kc_pbf.solver.pair_cache = cache
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 kc_pbf.steps(steps)
                 (out if cache else baseline).append((time.perf_counter() - t0) / steps)
+                if cache:
+                    kc_cpu.append((time.process_time() - c0) / steps)
         kc_pbf.solver.pair_cache = True
         return out
 
@@ -347,6 +357,7 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     res = {"particles": side ** 3, "steps_per_sample": steps, "dt_s": DT, "params": PARAMS,
            "kernelcore_step_s": statistics.median(kc_times), "kernelcore_samples": kc_times}
     res["kernelcore_steps_per_s"] = 1.0 / res["kernelcore_step_s"]
+    res["kernelcore_cpu_step_s"] = statistics.median(kc_cpu)
     res["kernelcore_no_pair_cache_step_s"] = statistics.median(baseline)
     res["pair_cache_speedup"] = float(f"{res['kernelcore_no_pair_cache_step_s'] / res['kernelcore_step_s']:.4g}")
     q = kc_pbf.positions()
@@ -357,10 +368,17 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         res.update(taichi_version=ti_res["taichi_version"], taichi_step_s=t, taichi_steps_per_s=1.0 / t,
                    taichi_samples=ti_res["samples"], taichi_finite=ti_res["finite"], taichi_mean_y=ti_res["mean_y"],
                    taichi_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
+        if ti_res.get("cpu_samples"):
+            c = statistics.median(ti_res["cpu_samples"])
+            res.update(taichi_cpu_step_s=c, taichi_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"))
     if ti_strict:
         t = statistics.median(ti_strict["samples"])
         res.update(taichi_no_fast_math_step_s=t, taichi_no_fast_math_samples=ti_strict["samples"],
                    taichi_no_fast_math_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
+        if ti_strict.get("cpu_samples"):
+            c = statistics.median(ti_strict["cpu_samples"])
+            res.update(taichi_no_fast_math_cpu_step_s=c,
+                       taichi_no_fast_math_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"))
     return res
 
 

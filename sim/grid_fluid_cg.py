@@ -173,8 +173,9 @@ def to_float64_kernel(a: F1, out: D1):
 
 
 @kc.kernel
-def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, q: D1, scalars: D2):
-    """q = A p; slot it gets p.q."""
+def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, use_extra: int, extra: D1, q: D1, scalars: D2):
+    """q = A p, plus ``extra * p`` when use_extra (an added diagonal: the liquid's ghost-fluid
+    terms, sim/grid_fluid_liquid.py); slot it gets p.q."""
     t = kc.tid()
     n = p.shape[0]
     pq = kc.float64(0.0)
@@ -183,6 +184,8 @@ def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, q: D1, scalars:
         val = kc.float64(0.0)
         if f != 0:
             val = neighbour_sum(p, f, c, sy, sx)
+            if use_extra != 0:
+                val = val + extra[c] * p[c]
             pq += p[c] * val
         q[c] = val
     kc.atomic_add(scalars, it, PAP, pq)
@@ -348,47 +351,74 @@ class PoissonCG:
                 x.zero_()  # b = const: the answer is 0 whatever the guess
             elif float(scalars.numpy()[0, RR]) <= self.tol * self.tol * rr0:
                 rr0 = 0.0  # the guess already solves it: skip the iterations
-        it = 0
-        rel = 0.0
-        mg = self.mg
-        rzcol = RZ if mg is None else RZ_MG
-        if rr0 > 0.0:
-            target = self.tol * self.tol * rr0
-            if mg is not None:  # z = V(r), p = z, r.z into the multigrid column
-                mg.apply(r, z)
-                kc.launch(copy64_flat_kernel, dim=self.n, inputs=[z], outputs=[p], device=dev, record_tape=False)
-                chunked(dot_chunks_kernel, [r, z, 0, RZ_MG, scalars])
-            while True:
-                chunked(cg_apply_kernel, [p, flags, sy, sx, it, q, scalars])
-                chunked(cg_update_kernel, [p, q, inv_diag, it, rzcol, x, r, z, scalars])
-                if mg is not None:
-                    mg.apply(r, z)
-                    chunked(dot_chunks_kernel, [r, z, it + 1, RZ_MG, scalars])
-                kc.launch(cg_direction_kernel, dim=self.n, inputs=[z, it, rzcol, scalars, p], device=dev,
-                          record_tape=False)
-                it += 1
-                if it % self.check_every == 0 or it == self.max_iter:
-                    rr = float(scalars.numpy()[it, RR])
-                    rel = (rr / rr0) ** 0.5
-                    if rr <= target:
-                        break
-                    if it == self.max_iter:
-                        warnings.warn(f"SolverGridFluid: pressure CG stopped at max_iter={self.max_iter} with relative "
-                                      f"residual {rel:.3g} > tol={self.tol:g} (a domain split by solids, or raise "
-                                      "max_iter)", RuntimeWarning, stacklevel=3)
-                        break
-        self.iterations, self.residual = it, rel
+        self.iterations, self.residual = pcg_iterations(
+            self, flags, inv_diag, rr0, mg=self.mg,
+            stop_note="SolverGridFluid: pressure CG", hint="a domain split by solids, or raise max_iter")
         chunked(sum_chunks64_kernel, [x, flags, self.sums, 1])
         kc.launch(cg_finish_kernel, dim=self.n, inputs=[x, flags, self.sums, float(self.n_fluid)], outputs=[out1],
                   device=dev, record_tape=False)
         return out
 
 
-def taped_solve(cg, b, out, guess=None):
+def pcg_iterations(cg, flags, inv_diag, rr0, extra=None, mg=None, stop_note="pressure CG", hint="raise max_iter"):
+    """The preconditioned CG iterations from an initialised state; returns (iterations, relative residual).
+
+    ``cg`` holds the float64 vectors ``x, r, z, p, q`` (r = b - A x, z = M^-1 r and p = z
+    already set, r.z and r.r in ``scalars`` row 0), ``scalars``, ``n``, ``chunks``, ``shape``,
+    ``device``, ``tol``, ``max_iter``, ``check_every``.  ``flags``, ``inv_diag``: flat (n,)
+    neighbour bits and inverse diagonal; ``extra``: flat (n,) float64 diagonal added to A
+    (None: the plain Laplacian); ``mg``: a multigrid preconditioner (None: Jacobi).  ``rr0``:
+    the squared reference norm of the tolerance (0: nothing to do).  A warning (``stop_note``,
+    ``hint``) when max_iter is reached.
+    """
+    dev = cg.device
+    x, r, z, p, q, scalars = cg.x, cg.r, cg.z, cg.p, cg.q, cg.scalars
+    sy, sx = cg.shape[2], cg.shape[1] * cg.shape[2]
+    use_extra = 0 if extra is None else 1
+    extra = inv_diag if extra is None else extra   # an array the kernel never reads when use_extra is 0
+
+    def chunked(k, inputs):
+        kc.launch(k, dim=cg.chunks, inputs=inputs, device=dev, record_tape=False)
+
+    it = 0
+    rel = 0.0
+    rzcol = RZ if mg is None else RZ_MG
+    if rr0 > 0.0:
+        target = cg.tol * cg.tol * rr0
+        if mg is not None:  # z = V(r), p = z, r.z into the multigrid column
+            mg.apply(r, z)
+            kc.launch(copy64_flat_kernel, dim=cg.n, inputs=[z], outputs=[p], device=dev, record_tape=False)
+            chunked(dot_chunks_kernel, [r, z, 0, RZ_MG, scalars])
+        while True:
+            chunked(cg_apply_kernel, [p, flags, sy, sx, it, use_extra, extra, q, scalars])
+            chunked(cg_update_kernel, [p, q, inv_diag, it, rzcol, x, r, z, scalars])
+            if mg is not None:
+                mg.apply(r, z)
+                chunked(dot_chunks_kernel, [r, z, it + 1, RZ_MG, scalars])
+            kc.launch(cg_direction_kernel, dim=cg.n, inputs=[z, it, rzcol, scalars, p], device=dev,
+                      record_tape=False)
+            it += 1
+            if it % cg.check_every == 0 or it == cg.max_iter:
+                rr = float(scalars.numpy()[it, RR])
+                rel = (rr / rr0) ** 0.5
+                if rr <= target:
+                    break
+                if it == cg.max_iter:
+                    warnings.warn(f"{stop_note} stopped at max_iter={cg.max_iter} with relative residual {rel:.3g} > "
+                                  f"tol={cg.tol:g} ({hint})", RuntimeWarning, stacklevel=4)
+                    break
+    return it, rel
+
+
+def taped_solve(cg, b, out, guess=None, prepare=None):
     """``out = cg.solve(b)`` recorded on the active tapes as one step whose adjoint is another solve.
 
     The solve operator S is symmetric (see the module docstring), so b.grad += S out.grad.
+    ``prepare``: a callable run before the solve and again before the adjoint solve, when the
+    operator is rebuilt per step (the liquid's cells, sim/grid_fluid_liquid.py).
     """
+    if prepare is not None:
+        prepare()
     cg.solve(b, out, guess)
     from kernelcore.device import get_runtime
 
@@ -400,6 +430,8 @@ def taped_solve(cg, b, out, guess=None):
         if out.grad is None or b.grad is None:
             return
         adj = kc.zeros(out.shape, dtype=float, device=out.device)
+        if prepare is not None:
+            prepare()
         cg.solve(out.grad, adj)
         kc.launch(add_kernel, dim=cg.n, inputs=[adj.reshape((cg.n,))], outputs=[b.grad.reshape((cg.n,))],
                   device=adj.device, record_tape=False)

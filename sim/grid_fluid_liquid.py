@@ -17,13 +17,12 @@ semi-Lagrangian back-trace and the level-set advection see a smooth velocity nea
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 import kernelcore as kc
 
-from .grid_fluid_cg import (CHUNK, FLUID_BIT, PAP, RR, RZ, cg_direction_kernel, cg_update_kernel, neighbour_sum)
+from .grid_fluid_cg import FLUID_BIT, RR, CHUNK, cg_finish_kernel, cg_init_kernel, pcg_iterations
 from .grid_fluid_kernels import axis_step, face_constrained
 
 F1 = kc.array(dtype=float)
@@ -86,54 +85,6 @@ def liquid_flags_kernel(phi: F3, solid: I3, flags: I3, extra: D3, inv_diag: D3):
     inv_diag[i, j, k] = val
 
 
-@kc.kernel
-def lcg_init_kernel(b: F1, flags: I1, inv_diag: D1, x: D1, r: D1, z: D1, p: D1, scalars: D2):
-    """x = 0, r = b on liquid cells (0 elsewhere), z = D^-1 r, p = z; slot 0 gets r.z and r.r."""
-    t = kc.tid()
-    n = b.shape[0]
-    rz = kc.float64(0.0)
-    rr = kc.float64(0.0)
-    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
-        ri = kc.float64(0.0)
-        if flags[c] != 0:
-            ri = kc.float64(b[c])
-        zi = ri * inv_diag[c]
-        x[c] = kc.float64(0.0)
-        r[c] = ri
-        z[c] = zi
-        p[c] = zi
-        rz += ri * zi
-        rr += ri * ri
-    kc.atomic_add(scalars, 0, RZ, rz)
-    kc.atomic_add(scalars, 0, RR, rr)
-
-
-@kc.kernel
-def lcg_apply_kernel(p: D1, flags: I1, extra: D1, sy: int, sx: int, it: int, q: D1, scalars: D2):
-    """q = A p (liquid neighbours as in the smoke operator plus the ghost-fluid diagonal); slot it gets p.q."""
-    t = kc.tid()
-    n = p.shape[0]
-    pq = kc.float64(0.0)
-    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
-        f = flags[c]
-        val = kc.float64(0.0)
-        if f != 0:
-            val = neighbour_sum(p, f, c, sy, sx) + extra[c] * p[c]
-            pq += p[c] * val
-        q[c] = val
-    kc.atomic_add(scalars, it, PAP, pq)
-
-
-@kc.kernel
-def lcg_finish_kernel(x: D1, flags: I1, out: F1):
-    """out = x on liquid cells (float32), 0 in air and solids."""
-    c = kc.tid()
-    val = kc.float64(0.0)
-    if flags[c] != 0:
-        val = x[c]
-    out[c] = float(val)
-
-
 class LiquidPoissonCG:
     """Jacobi-preconditioned CG for the ghost-fluid pressure system on the liquid cells.
 
@@ -162,6 +113,7 @@ class LiquidPoissonCG:
         self.inv_diag = kc.zeros(self.shape, dtype=kc.float64, device=dev)
         self.x, self.r, self.z, self.p, self.q = (kc.zeros(self.n, dtype=kc.float64, device=dev) for _ in range(5))
         self.scalars = kc.zeros((self.max_iter + 2, 4), dtype=kc.float64, device=dev)
+        self.zero_sums = kc.zeros(3, dtype=kc.float64, device=dev)   # no mean to remove: the CG kernels' sums stay 0
         self.iterations = 0
         self.residual = 0.0
 
@@ -169,41 +121,29 @@ class LiquidPoissonCG:
         kc.launch(liquid_flags_kernel, dim=self.shape, inputs=[phi, self.solid],
                   outputs=[self.flags, self.extra, self.inv_diag], device=self.device, record_tape=False)
 
-    def solve(self, b, out):
-        """Write the solution of A x = b (liquid cells; 0 elsewhere) into ``out`` (float32, the grid's shape)."""
+    def solve(self, b, out, guess=None):
+        """Write the solution of A x = b (liquid cells; 0 elsewhere) into ``out`` (float32, the grid's shape).
+
+        The smoke solver's CG (sim/grid_fluid_cg.py) with the ghost-fluid diagonal ``extra`` and
+        no mean removal: its kernels get zero sums (mean 0 exactly, so the same numbers).  The map
+        b -> out is symmetric (A restricted to the liquid cells, extended by zero), so the Tape's
+        adjoint is the same solve (grid_fluid_cg.taped_solve).  ``guess`` must be None (no warm start)."""
+        if guess is not None:
+            raise ValueError("LiquidPoissonCG.solve: no warm start (guess must be None)")
         dev = self.device
         b1, out1 = b.reshape((self.n,)), out.reshape((self.n,))
         flags, inv_diag, extra = (a.reshape((self.n,)) for a in (self.flags, self.inv_diag, self.extra))
-        sy, sx = self.shape[2], self.shape[1] * self.shape[2]
-        x, r, z, p, q, scalars = self.x, self.r, self.z, self.p, self.q, self.scalars
-
-        def chunked(k, inputs):
-            kc.launch(k, dim=self.chunks, inputs=inputs, device=dev, record_tape=False)
-
-        scalars.zero_()
-        chunked(lcg_init_kernel, [b1, flags, inv_diag, x, r, z, p, scalars])
-        rr0 = float(scalars.numpy()[0, RR])
-        it, rel = 0, 0.0
-        if rr0 > 0.0:
-            target = self.tol * self.tol * rr0
-            while True:
-                chunked(lcg_apply_kernel, [p, flags, extra, sy, sx, it, q, scalars])
-                chunked(cg_update_kernel, [p, q, inv_diag, it, RZ, x, r, z, scalars])
-                kc.launch(cg_direction_kernel, dim=self.n, inputs=[z, it, RZ, scalars, p], device=dev,
-                          record_tape=False)
-                it += 1
-                if it % self.check_every == 0 or it == self.max_iter:
-                    rr = float(scalars.numpy()[it, RR])
-                    rel = (rr / rr0) ** 0.5
-                    if rr <= target:
-                        break
-                    if it == self.max_iter:
-                        warnings.warn(f"SolverGridFluid(liquid=True): pressure CG stopped at max_iter={self.max_iter} "
-                                      f"with relative residual {rel:.3g} > tol={self.tol:g} (liquid sealed off from "
-                                      "air by solids, or raise max_iter)", RuntimeWarning, stacklevel=3)
-                        break
-        self.iterations, self.residual = it, rel
-        kc.launch(lcg_finish_kernel, dim=self.n, inputs=[x, flags], outputs=[out1], device=dev, record_tape=False)
+        self.scalars.zero_()
+        self.zero_sums.zero_()
+        kc.launch(cg_init_kernel, dim=self.chunks,
+                  inputs=[b1, flags, inv_diag, self.zero_sums, 1.0, self.x, self.r, self.z, self.p, self.scalars],
+                  device=dev, record_tape=False)
+        rr0 = float(self.scalars.numpy()[0, RR])
+        self.iterations, self.residual = pcg_iterations(
+            self, flags, inv_diag, rr0, extra=extra, stop_note="SolverGridFluid(liquid=True): pressure CG",
+            hint="liquid sealed off from air by solids, or raise max_iter")
+        kc.launch(cg_finish_kernel, dim=self.n, inputs=[self.x, flags, self.zero_sums, 1.0], outputs=[out1],
+                  device=dev, record_tape=False)
         return out
 
 
@@ -277,6 +217,23 @@ def extend_kernel(q: F3, valid: I3, q_out: F3, valid_out: I3):
     valid_out[i, j, k] = ok
 
 
+class untaped:
+    """Context: launches inside are not recorded on the active Tapes (the level set's motion,
+    which the liquid's gradients treat as fixed; see SolverGridFluid's ``liquid``)."""
+
+    def __enter__(self):
+        from kernelcore.device import get_runtime
+
+        self._stack = get_runtime().tape_stack
+        self._saved = self._stack[:]
+        self._stack.clear()
+        return self
+
+    def __exit__(self, *exc):
+        self._stack[:] = self._saved
+        return False
+
+
 def add_gravity(q, axis, solid, dv, q_out):
     kc.launch(gravity_kernel, dim=q.shape, inputs=[q, int(axis), solid, float(dv)], outputs=[q_out], device=q.device)
 
@@ -288,9 +245,17 @@ def subtract_liquid_gradient(q, axis, solid, phi, psi, q_out, valid):
 
 def extend(q, valid, sweeps, scratch_q, scratch_valid, q_out, valid_out):
     """``sweeps`` (>= 1) extension sweeps from (q, valid); the last writes (q_out, valid_out).
-    The scratch pair is the ping-pong buffer (distinct from the other arrays)."""
+    The scratch pair is the ping-pong buffer (distinct from the other arrays); or lists of
+    ``sweeps - 1`` arrays each, one per sweep, so that no array is written twice (a Tape's
+    backward pass reads every sweep's inputs as they were)."""
     cur_q, cur_v = q, valid
     for n in range(sweeps):
+        if isinstance(scratch_q, (list, tuple)):
+            last = n == sweeps - 1
+            dst_q, dst_v = (q_out, valid_out) if last else (scratch_q[n], scratch_valid[n])
+            kc.launch(extend_kernel, dim=q.shape, inputs=[cur_q, cur_v], outputs=[dst_q, dst_v], device=q.device)
+            cur_q, cur_v = dst_q, dst_v
+            continue
         # alternate so that the last sweep writes the output and none reads what it writes
         to_out = (sweeps - 1 - n) % 2 == 0
         dst_q, dst_v = (q_out, valid_out) if to_out else (scratch_q, scratch_valid)

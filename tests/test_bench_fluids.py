@@ -17,6 +17,7 @@ def test_bench_fluids_pbf_reports_steps_per_second(tmp_path):
     r = json.loads(out.read_text())["cases"]["pbf"]
     assert r["particles"] == 216 and r["kernelcore_steps_per_s"] > 0 and r["kernelcore_finite"]
     assert len(r["kernelcore_samples"]) == 3 and "taichi_step_s" not in r
+    assert 0 < r["kernelcore_cpu_step_s"] < 60
 
 
 def test_taichi_pbf_matches_kernelcore_on_a_small_block():
@@ -29,5 +30,5 @@ def test_taichi_pbf_matches_kernelcore_on_a_small_block():
     res = fluids_pbf.run_taichi(side=6, steps=3, repeats=1)
     kc_pbf = fluids_pbf.KcPBF(6)
     kc_pbf.steps(2 + 3)                       # the worker's warm-up plus one sample
-    assert res["finite"]
+    assert res["finite"] and len(res["cpu_samples"]) == 1 and res["cpu_samples"][0] > 0
     assert abs(res["mean_y"] - float(np.mean(kc_pbf.positions()[:, 1]))) < 1e-4

@@ -138,8 +138,13 @@ class SolverGridFluid:
         liquid: a free-surface liquid instead of smoke: a level set ``state.phi`` (negative in
             the liquid; fill it with ``add_liquid_box``) is advected and redistanced, gravity
             acts, and the pressure is solved on liquid cells only with p = 0 on the surface
-            (ghost fluid, sim/grid_fluid_liquid.py).  Not differentiable (the liquid/air
-            classification of cells is discontinuous): a Tape or ``requires_grad`` raises.
+            (ghost fluid, sim/grid_fluid_liquid.py).  Differentiable with the surface held
+            fixed: on a Tape, gradients flow through the velocity advection, gravity, the
+            pressure solve (its adjoint is another solve on the same liquid cells) and the
+            extension into the air, while the level set's advection and redistancing are not
+            differentiated (the liquid/air classification of cells is discontinuous).  Exact
+            where a perturbation does not move the surface within the step; ``state.phi``
+            gets no gradient.  A taped run needs a fresh output state per step, as always.
             Buoyancy and vorticity confinement are smoke features and must stay 0.
         gravity: downward (-y) acceleration [m/s^2] of the liquid (>= 0; liquid only).
         redistance_iterations: reinitialisation iterations of phi per step (liquid only).
@@ -245,9 +250,6 @@ class SolverGridFluid:
     # -- states ------------------------------------------------------------------------------------
     def state(self, requires_grad=False):
         """A zero state (fluid at rest, no smoke; with ``liquid=True`` no liquid) on this grid."""
-        if requires_grad and self.liquid:
-            raise ValueError("SolverGridFluid.state: requires_grad=True is not supported with liquid=True (the "
-                             "free surface's liquid/air cell classification is not differentiable)")
         return GridFluidState(self, requires_grad)
 
     # -- liquid ------------------------------------------------------------------------------------
@@ -407,9 +409,7 @@ class SolverGridFluid:
         """One free-surface liquid step (see ``liquid`` in the class docstring)."""
         from kernelcore.device import get_runtime
 
-        if get_runtime().tape_stack:
-            raise RuntimeError("SolverGridFluid.step: liquid=True is not differentiable (the free surface's "
-                               "liquid/air cell classification is discontinuous); step outside a kc.Tape")
+        taped = bool(get_runtime().tape_stack)
         d, s3 = self.dim, self._shape3
         solid = self._solid3
         h = dt / self.dx
@@ -431,10 +431,11 @@ class SolverGridFluid:
 
         # 1. advection of velocity and level set, then redistancing
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
-        phi_adv = advect(self._cell(state_in.phi), (0.5, 0.5, 0.5), "phi", out.scratch("phi_adv", s3))
-        phi = self._cell(out.phi)
-        LS.redistance(phi_adv, self.dx, self.redistance_iterations, out.scratch("phi_a", s3),
-                      out.scratch("phi_b", s3), phi)
+        with L.untaped():   # the surface is held fixed for gradients (see ``liquid`` in the class docstring)
+            phi_adv = advect(self._cell(state_in.phi), (0.5, 0.5, 0.5), "phi", out.scratch("phi_adv", s3))
+            phi = self._cell(out.phi)
+            LS.redistance(phi_adv, self.dx, self.redistance_iterations, out.scratch("phi_a", s3),
+                          out.scratch("phi_b", s3), phi)
         # 2. viscosity, 3. gravity, 4. walls
         if self.viscosity > 0.0:
             n_sub = self.viscosity_substeps(dt)
@@ -455,8 +456,8 @@ class SolverGridFluid:
         rhs = out.scratch("rhs", s3)
         K.net_outflow(walled[0], walled[1], w_walled, solid, -1.0, rhs)
         psi = out.scratch("psi", s3)
-        self.liquid_cg.update(phi)
-        self.liquid_cg.solve(rhs, psi)
+        # the liquid cells of this step's phi, again before the adjoint solve (the CG is shared by all steps)
+        taped_solve(self.liquid_cg, rhs, psi, prepare=lambda: self.liquid_cg.update(phi))
         # 6. extend the liquid's velocity into the air, as far as the next step's back-trace reaches
         sweeps = max(2, int(math.ceil(self.cfl)) + 1)
         dst_vel = self._views(out)
@@ -464,8 +465,13 @@ class SolverGridFluid:
             proj = out.scratch(f"proj{a}", face_shapes[a])
             valid = out.scratch(f"valid{a}", face_shapes[a], kc.int32)
             L.subtract_liquid_gradient(walled[a], a, solid, phi, psi, proj, valid)
-            L.extend(proj, valid, sweeps, out.scratch(f"ext{a}", face_shapes[a]),
-                     out.scratch(f"ext_valid{a}", face_shapes[a], kc.int32), dst_vel[a],
+            if taped:   # one buffer per sweep: the backward pass reads each sweep's inputs
+                ext_q = [out.scratch(f"ext{a}_{n}", face_shapes[a]) for n in range(sweeps - 1)]
+                ext_v = [out.scratch(f"ext_valid{a}_{n}", face_shapes[a], kc.int32) for n in range(sweeps - 1)]
+            else:
+                ext_q = out.scratch(f"ext{a}", face_shapes[a])
+                ext_v = out.scratch(f"ext_valid{a}", face_shapes[a], kc.int32)
+            L.extend(proj, valid, sweeps, ext_q, ext_v, dst_vel[a],
                      out.scratch(f"valid_out{a}", face_shapes[a], kc.int32))
         K.scale(psi, self.rho * self.dx / dt, self._cell(out.pressure))
 

@@ -5,7 +5,7 @@ surface between cell centres so that the ghost-fluid fraction matters); redistan
 scaled level set back into a signed distance without moving the surface; a 2-D dam break's
 front runs at a converged speed just under Ritter's shallow-water 2 sqrt(g a) and the
 liquid keeps its volume;
-errors for taping and for smoke options.
+errors for smoke options (gradients: test_grid_fluid_liquid_grad.py).
 """
 import numpy as np
 import pytest
@@ -110,16 +110,6 @@ def test_dam_break_front_reaches_ritter_speed_and_keeps_volume():
 def test_volume_loss_is_bounded_with_maccormack():
     _, volumes = dam_break(16, 120, 0.005, advection="maccormack")
     assert np.all(np.abs(volumes - 1.0) < 0.03)
-
-
-def test_liquid_is_not_differentiable_and_says_so():
-    solver = SolverGridFluid((6, 6), dx=0.1, liquid=True)
-    with pytest.raises(ValueError, match="requires_grad=True is not supported with liquid=True"):
-        solver.state(requires_grad=True)
-    a, b = solver.state(), solver.state()
-    with kc.Tape():
-        with pytest.raises(RuntimeError, match="liquid=True is not differentiable"):
-            solver.step(a, b, 0.01)
 
 
 def test_liquid_rejects_smoke_forces_and_smoke_solver_rejects_liquid_calls():
