@@ -206,9 +206,10 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                     ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8):
+                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
-    feature ids in ``skip_ids``: (distance, normal, contact point)."""
+    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``):
+    (distance, normal, contact point)."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
@@ -220,7 +221,7 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                 d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
                                            ground_offset)
                 if d < best:
-                    if excluded((c + 1) * 256 + f, skip_count, skip_ids) == 0:
+                    if excluded(id_base + (c + 1) * 256 + f, skip_count, skip_ids) == 0:
                         best = d
                         best_n = n
                         best_p = p
@@ -288,9 +289,59 @@ def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: v
     return v, w, lam_n
 
 
+@kc.func
+def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
+    r = kc.length(offset) + kc.length(scale)
+    if kind == SPHERE:
+        r = kc.length(offset) + scale[0]
+    elif kind == CAPSULE:
+        r = kc.length(offset) + scale[0] + scale[1]
+    return r
+
+
+@kc.func
+def body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_type: kc.array(dtype=int),
+               shape_pos: kc.array(dtype=kc.vec3), shape_scale: kc.array(dtype=kc.vec3), com: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the body's shapes from its centre of mass."""
+    reach = float(0.0)
+    for k in range(count):
+        sh = shape_list[first + k]
+        reach = kc.max(reach, shape_reach(shape_type[sh], shape_scale[sh], shape_pos[sh] - com))
+    return reach
+
+
+@kc.func
+def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3,
+                         qs: kc.quat, ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
+                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                         shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8):
+    """The closest feature of any of the body's shapes (``shape_list[first:first + count]``; the body's
+    centre of mass at ``xs`` with rotation ``qs``) against every static collider, leaving out the
+    skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * 256``): (distance [m],
+    normal, contact point): a compound's time of impact is the earliest of its shapes'."""
+    best = float(FAR)
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = xs
+    rot = kc.quat_to_matrix(qs)
+    stride = (shape_count + 1) * 256
+    for k in range(count):
+        sh = shape_list[first + k]
+        d, n, p = closest_feature(shape_type[sh], xs + rot * (shape_pos[sh] - com), rot * shape_rot[sh],
+                                  shape_scale[sh], ground, ground_normal, ground_offset, shape_count, shape_type,
+                                  shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride)
+        if d < best:
+            best = d
+            best_n = n
+            best_p = p
+    return best, best_n, best_p
+
+
 @kc.kernel
 def integrate_shape_bodies_toi_kernel(
-        body_ids: kc.array(dtype=int), body_shape: kc.array(dtype=int),
+        body_ids: kc.array(dtype=int), body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int),
+        shape_list: kc.array(dtype=int),
         body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
         body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
         inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
@@ -303,7 +354,8 @@ def integrate_shape_bodies_toi_kernel(
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
     i = body_ids[tid]
-    sh = body_shape[i]
+    first = body_first[i]
+    nsh = body_shape_count[i]
     tf = body_q0[i]
     q0 = kc.transform_get_rotation(tf)
     qd = body_qd0[i]
@@ -319,14 +371,10 @@ def integrate_shape_bodies_toi_kernel(
     w = kc.quat_rotate(q0, wm)
     q_free = rotate_by(q0, w, dt)
     w_free = kc.quat_rotate(q_free, wm * 2.0 - w0)
-    ka = shape_type[sh]
-    scale_a = shape_scale[sh]
-    offset = shape_pos[sh] - com
-    rot_local = shape_rot[sh]
-    reach = kc.length(offset) + kc.length(scale_a)  # bound on |point - centre of mass| [m]
-    if ka == CAPSULE:
-        reach = kc.length(offset) + scale_a[0] + scale_a[1]
-    ma = shape_material[sh]
+    zero = kc.vec3(0.0, 0.0, 0.0)
+    unrotated = kc.identity(3, dtype=float)
+    reach = body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com)  # [m]
+    stride = (shape_count + 1) * 256
     # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
     # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
     x_c = kc.transform_point(tf, com)
@@ -344,10 +392,10 @@ def integrate_shape_bodies_toi_kernel(
             s = s_c
             for _k in range(CA_ITERATIONS):
                 if s <= 1.0:
-                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                    d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                              shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                              skip_count, skip_ids)
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                    d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                                   shape_rot, shape_scale, skip_count, skip_ids)
                     if d > CONTACT_TOL:
                         if bound > 0.0:
                             s = s + d / bound
@@ -355,18 +403,18 @@ def integrate_shape_bodies_toi_kernel(
                             s = 2.0
             hit = int(0)
             if s <= 1.0:
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                          shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                          skip_count, skip_ids)
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                               ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                               shape_rot, shape_scale, skip_count, skip_ids)
                 if d <= CONTACT_TOL:
                     hit = 1
                     # Newton on the active feature: lands on the root, smooth in the inputs
                     for _newton in range(2):
-                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                        d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                                  shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                  shape_scale, skip_count, skip_ids)
+                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                        d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                       ground_offset, shape_count, shape_type, shape_body,
+                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids)
                         h = (s - s_c) * dt * 0.5
                         w_c = w / (1.0 + kc.dot(w, w) * h * h)
                         rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
@@ -375,16 +423,17 @@ def integrate_shape_bodies_toi_kernel(
             if hit == 0:
                 # nothing (more) is hit: move to the end of the step (or as far as the search got)
                 s_end = kc.min(s, 1.0)
-                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, offset, rot_local)
+                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, zero, unrotated)
                 v_c = v_c + a * ((s_end - s_c) * dt)
                 s_c = s_end
             else:
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 v_hit = v_c + a * ((s - s_c) * dt)
-                # the contact manifold: every feature within MANIFOLD_TOL of the closest one
-                d_min, n0, p0 = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                                shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                shape_scale, 0, skip_ids)
+                # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
+                d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                     ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                                     shape_rot, shape_scale, 0, skip_ids)
+                rot = kc.quat_to_matrix(qs)
                 count = int(0)
                 nx = vec8()
                 ny = vec8()
@@ -395,29 +444,35 @@ def integrate_shape_bodies_toi_kernel(
                 mu = vec8()
                 e = vec8()
                 ids = vec8()
-                for c in range(-1, shape_count):
-                    kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
-                                                              shape_scale, ground)
-                    mb = ground_material
-                    if c >= 0:
-                        mb = shape_material[c]
-                    if kb != -2:
-                        for ff in range(FEATURES):
-                            dd, nn, pp = feature_distance(ff, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b,
-                                                          ground_normal, ground_offset)
-                            if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
-                                r = pp - xs
-                                nx[count] = nn[0]
-                                ny[count] = nn[1]
-                                nz[count] = nn[2]
-                                rx[count] = r[0]
-                                ry[count] = r[1]
-                                rz[count] = r[2]
-                                mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
-                                e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                ids[count] = float((c + 1) * 256 + ff)
-                                count = count + 1
-                rot = kc.quat_to_matrix(qs)
+                for k in range(nsh):
+                    sh = shape_list[first + k]
+                    ka = shape_type[sh]
+                    scale_a = shape_scale[sh]
+                    pos_k = xs + rot * (shape_pos[sh] - com)
+                    rot_k = rot * shape_rot[sh]
+                    ma = shape_material[sh]
+                    for c in range(-1, shape_count):
+                        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
+                                                                  shape_scale, ground)
+                        mb = ground_material
+                        if c >= 0:
+                            mb = shape_material[c]
+                        if kb != -2:
+                            for ff in range(FEATURES):
+                                dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
+                                                              scale_b, ground_normal, ground_offset)
+                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                    r = pp - xs
+                                    nx[count] = nn[0]
+                                    ny[count] = nn[1]
+                                    nz[count] = nn[2]
+                                    rx[count] = r[0]
+                                    ry[count] = r[1]
+                                    rz[count] = r[2]
+                                    mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                    e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                    ids[count] = float(k * stride + (c + 1) * 256 + ff)
+                                    count = count + 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
@@ -448,8 +503,8 @@ def integrate_shape_bodies_toi_kernel(
                 skip_ids = ids
                 hits = hits + 1
     # the rest of the step when the impact search ran out
-    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, offset,
-                                       rot_local)
+    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, zero,
+                                       unrotated)
     v_out = v_c + a * ((1.0 - s_c) * dt)
     w_out = w
     if hits == 0:  # exactly the free step
@@ -461,32 +516,73 @@ def integrate_shape_bodies_toi_kernel(
     body_qd1[i] = kc.spatial_vector(v_out, w_out)
 
 
-def body_shape_toi_shapes(model):
-    """int (B,): the box or capsule shape swept for each body whose only shape it is, else -1."""
+#: shape kinds a swept body may be made of
+SWEPT_BODY_KINDS = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
+
+
+def body_shape_lists(model):
+    """The shapes of every body whose shapes are all spheres, boxes or capsules, as numpy int32 arrays:
+    (first (B,), count (B,), shape list): body b's shapes are ``list[first[b]:first[b] + count[b]]``;
+    count 0 for a body with no shape or with a shape of another kind (a mesh)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
+    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+    first = np.zeros(model.body_count, np.int32)
+    count = np.zeros(model.body_count, np.int32)
+    shapes = []
+    for b in range(model.body_count):
+        mine = np.nonzero(shape_body == b)[0]
+        if len(mine) and all(shape_type[s] in SWEPT_BODY_KINDS for s in mine):
+            first[b] = len(shapes)
+            count[b] = len(mine)
+            shapes.extend(int(s) for s in mine)
+    return first, count, np.asarray(shapes, np.int32)
+
+
+class SweptBodyShapes:
+    """kc arrays of :func:`body_shape_lists`: ``first``, ``count`` (B,), ``shapes`` (n,)."""
+
+    def __init__(self, model):
+        first, count, shapes = body_shape_lists(model)
+        dev = model.device
+        self.first = kc.array(first, dtype=kc.int32, device=dev)
+        self.count = kc.array(count, dtype=kc.int32, device=dev)
+        self.shapes = kc.array(shapes if len(shapes) else np.zeros(1, np.int32), dtype=kc.int32, device=dev)
+
+
+def body_shape_toi_shapes(model):
+    """int (B,): for each body this module steps (a body whose only shape is a box or a capsule, or a
+    compound of several spheres, boxes and capsules) its first shape, else -1 (single spheres are
+    sim/toi.py's)."""
+    first, count, shapes = body_shape_lists(model)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     out = np.full(model.body_count, -1, np.int32)
     for b in range(model.body_count):
-        mine = np.nonzero(shape_body == b)[0]
-        if len(mine) == 1 and shape_type[mine[0]] in (SHAPE_BOX, SHAPE_CAPSULE):
-            out[b] = mine[0]
+        if count[b] > 1 or (count[b] == 1 and shape_type[shapes[first[b]]] in (SHAPE_BOX, SHAPE_CAPSULE)):
+            out[b] = shapes[first[b]]
     return out
+
+
+def body_shape_toi_all_shapes(model, marks):
+    """Every shape of the bodies that ``marks`` (from :func:`body_shape_toi_shapes`) marks (list of int)."""
+    first, count, shapes = body_shape_lists(model)
+    return [int(s) for b in np.nonzero(np.asarray(marks) >= 0)[0] for s in shapes[first[b]:first[b] + count[b]]]
 
 
 #: static collider kinds the box/capsule sweep handles
 TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
 
 
-def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shape):
-    """Newton–Euler step with time-of-impact contacts of the box and capsule bodies ``body_ids``
-    (kc int (n,)); ``body_shape`` (kc int (B,)) from :func:`body_shape_toi_shapes`.  Writes only
-    those bodies of ``state_out``."""
+def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shapes):
+    """Newton–Euler step with time-of-impact contacts of the box, capsule and compound bodies ``body_ids``
+    (kc int (n,)); ``body_shapes``: a :class:`SweptBodyShapes` of the model.  Writes only those
+    bodies of ``state_out``."""
     if body_ids.shape[0] == 0:
         return
     from .toi import resting_speed
 
     kc.launch(integrate_shape_bodies_toi_kernel, dim=body_ids.shape[0],
-              inputs=[body_ids, body_shape, state_in.body_q, state_in.body_qd, wrenches, model.body_com,
+              inputs=[body_ids, body_shapes.first, body_shapes.count, body_shapes.shapes, state_in.body_q,
+                      state_in.body_qd, wrenches, model.body_com,
                       model.body_inv_mass, model.body_inertia, model.body_inv_inertia, model.gravity, float(dt),
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,

@@ -22,8 +22,8 @@ from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
 from ..cloth_attachment import eval_cloth_attachments
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
-from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
-from ..toi_body_pairs import body_pair_toi, body_pair_toi_shapes, needs_body_pair_toi, warn_unswept_bodies
+from ..toi_shapes import SweptBodyShapes, body_shape_toi_all_shapes, body_shape_toi_shapes, integrate_shape_bodies_toi
+from ..toi_body_pairs import BodyPairToiShapes, body_pair_toi, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -110,17 +110,16 @@ class SolverSemiImplicit:
                 warn_unswept_bodies(model, type(self).__name__)
                 shapes = body_toi_shapes(model)
                 swept = [int(s) for s in shapes if s >= 0]
-                boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
-                swept_all = [int(s) for s in boxes if s >= 0]
+                boxes = body_shape_toi_shapes(model)  # box, capsule and compound bodies: sim/toi_shapes.py
+                swept_all = body_shape_toi_all_shapes(model, boxes)
                 shapes[boxes >= 0] = -2
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
-                self.body_shape_toi = kc.array(boxes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi = SweptBodyShapes(model)
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-                pair_shapes = body_pair_toi_shapes(model)
-                if needs_body_pair_toi(model.shape_type.numpy()[pair_shapes[pair_shapes >= 0]]):
-                    self.body_pair_toi_shape = kc.array(pair_shapes, dtype=kc.int32, device=model.device)
+                if needs_body_pair_toi(model):
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
