@@ -431,32 +431,20 @@ def body_pair_toi_kernel(
 
 class BodyPairToiShapes:
     """What :func:`body_pair_toi` needs of the model: the swept bodies' shape lists
-    (``sim.toi_shapes.SweptBodyShapes``) and ``sphere_body`` (kc int (B,), 1 for a body whose only
-    shape is a sphere: two of those meet in sim/toi.py)."""
+    (``sim.toi_shapes.SweptBodyShapes``) and ``sphere_body`` (kc int (B,), 1 for a body that
+    sim/toi.py steps (one sphere): two of those meet there)."""
 
-    def __init__(self, model, swept):
-        from .toi import body_toi_shapes
-
+    def __init__(self, model, swept, sphere_body):
         self.swept = swept
-        self.sphere_body = kc.array((body_toi_shapes(model) >= 0).astype(np.int32), dtype=kc.int32,
-                                    device=model.device)
+        self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=model.device)
 
 
-def body_pair_toi_shapes(model):
-    """int (B,): a swept shape of each body whose shapes are all spheres, boxes or capsules, else -1."""
+def needs_body_pair_toi(model, sphere_body) -> bool:
+    """True when at least two bodies are swept and one of them is not a sphere body of sim/toi.py
+    (``sphere_body``: (B,) 1 for those)."""
     first, count, shapes = body_shape_lists(model)
-    out = np.full(model.body_count, -1, np.int32)
-    for b in np.nonzero(count > 0)[0]:
-        out[b] = shapes[first[b]]
-    return out
-
-
-def needs_body_pair_toi(model) -> bool:
-    """True when at least two bodies are swept and one of them is not a single sphere."""
-    first, count, shapes = body_shape_lists(model)
-    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     swept = np.nonzero(count > 0)[0]
-    return len(swept) >= 2 and any(count[b] > 1 or shape_type[shapes[first[b]]] != SHAPE_SPHERE for b in swept)
+    return len(swept) >= 2 and any(not sphere_body[b] for b in swept)
 
 
 class _StartState:

@@ -56,11 +56,13 @@ import kernelcore as kc
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, triangle_feature, triangle_vertex
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
+MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
 FAR = kc.constant(1.0e30)
@@ -79,6 +81,12 @@ PGS_ITERATIONS = 16
 CONTACT_TOL = 2.0e-5
 #: features this much farther than the closest one [m] still join the manifold
 MANIFOLD_TOL = 1.0e-3
+
+#: feature id (below 256) of a whole static mesh: an impact with a mesh leaves it out for the rest of the step
+MESH_ID = kc.constant(255)
+#: static meshes are searched this much [m] beyond the step's reach (> CONTACT_TOL: a body at rest
+#: far from every triangle is not "touching")
+MESH_LOOKAHEAD = kc.constant(1.0e-3)
 
 vec8 = kc.vector(length=8, dtype=float)
 
@@ -202,14 +210,27 @@ def excluded(gid: int, count: int, ids: vec8) -> int:
 
 
 @kc.func
+def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
+    r = kc.length(offset) + kc.length(scale)
+    if kind == SPHERE:
+        r = kc.length(offset) + scale[0]
+    elif kind == CAPSULE:
+        r = kc.length(offset) + scale[0] + scale[1]
+    return r
+
+
+@kc.func
 def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, ground: int,
                     ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int):
+                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
+                    shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
-    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``):
-    (distance, normal, contact point)."""
+    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``; a static
+    mesh is one id, f = MESH_ID): (distance, normal, contact point).  Static meshes are searched
+    ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
@@ -222,6 +243,15 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                                            ground_offset)
                 if d < best:
                     if excluded(id_base + (c + 1) * 256 + f, skip_count, skip_ids) == 0:
+                        best = d
+                        best_n = n
+                        best_p = p
+        elif c >= 0:
+            if shape_body[c] < 0 and shape_type[c] == MESH:
+                if excluded(id_base + (c + 1) * 256 + MESH_ID, skip_count, skip_ids) == 0:
+                    reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+                    d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead)
+                    if d < best:
                         best = d
                         best_n = n
                         best_p = p
@@ -290,17 +320,6 @@ def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: v
 
 
 @kc.func
-def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
-    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
-    r = kc.length(offset) + kc.length(scale)
-    if kind == SPHERE:
-        r = kc.length(offset) + scale[0]
-    elif kind == CAPSULE:
-        r = kc.length(offset) + scale[0] + scale[1]
-    return r
-
-
-@kc.func
 def body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_type: kc.array(dtype=int),
                shape_pos: kc.array(dtype=kc.vec3), shape_scale: kc.array(dtype=kc.vec3), com: kc.vec3) -> float:
     """Bound [m] on the distance of any point of the body's shapes from its centre of mass."""
@@ -316,7 +335,8 @@ def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int)
                          qs: kc.quat, ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                          shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                          shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                         shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8):
+                         shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8,
+                         shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
     """The closest feature of any of the body's shapes (``shape_list[first:first + count]``; the body's
     centre of mass at ``xs`` with rotation ``qs``) against every static collider, leaving out the
     skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * 256``): (distance [m],
@@ -330,7 +350,8 @@ def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int)
         sh = shape_list[first + k]
         d, n, p = closest_feature(shape_type[sh], xs + rot * (shape_pos[sh] - com), rot * shape_rot[sh],
                                   shape_scale[sh], ground, ground_normal, ground_offset, shape_count, shape_type,
-                                  shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride)
+                                  shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride,
+                                  shape_mesh, lookahead)
         if d < best:
             best = d
             best_n = n
@@ -349,7 +370,8 @@ def integrate_shape_bodies_toi_kernel(
         ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
+        shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
@@ -388,6 +410,7 @@ def integrate_shape_bodies_toi_kernel(
         if s_c < 1.0:
             v_path = v_c + a * ((1.0 - s_c) * dt)
             bound = (kc.length(v_path) + kc.length(w) * reach) * dt
+            look = bound + MESH_LOOKAHEAD  # static meshes are searched this far [m] (sim/toi_mesh.py)
             # conservative advancement from s_c
             s = s_c
             for _k in range(CA_ITERATIONS):
@@ -395,7 +418,7 @@ def integrate_shape_bodies_toi_kernel(
                     xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                     d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                    ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                   shape_rot, shape_scale, skip_count, skip_ids)
+                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
                     if d > CONTACT_TOL:
                         if bound > 0.0:
                             s = s + d / bound
@@ -406,7 +429,7 @@ def integrate_shape_bodies_toi_kernel(
                 xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                               shape_rot, shape_scale, skip_count, skip_ids)
+                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
                 if d <= CONTACT_TOL:
                     hit = 1
                     # Newton on the active feature: lands on the root, smooth in the inputs
@@ -414,7 +437,8 @@ def integrate_shape_bodies_toi_kernel(
                         xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                         d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                        ground_offset, shape_count, shape_type, shape_body,
-                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids)
+                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
+                                                       shape_mesh, look)
                         h = (s - s_c) * dt * 0.5
                         w_c = w / (1.0 + kc.dot(w, w) * h * h)
                         rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
@@ -432,7 +456,7 @@ def integrate_shape_bodies_toi_kernel(
                 # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
                 d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                      ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                     shape_rot, shape_scale, 0, skip_ids)
+                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look)
                 rot = kc.quat_to_matrix(qs)
                 count = int(0)
                 nx = vec8()
@@ -457,6 +481,34 @@ def integrate_shape_bodies_toi_kernel(
                         mb = ground_material
                         if c >= 0:
                             mb = shape_material[c]
+                        mesh_c = int(0)
+                        if kb == -2 and c >= 0:
+                            if shape_body[c] < 0 and shape_type[c] == MESH:
+                                mesh_c = 1
+                        if mesh_c != 0:
+                            # a static mesh: the features of the triangles near the shape, one id for all
+                            hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                            query = kc.mesh_query_aabb(shape_mesh[c], pos_k - kc.vec3(hm, hm, hm),
+                                                       pos_k + kc.vec3(hm, hm, hm))
+                            face = int(0)
+                            while kc.mesh_query_aabb_next(query, face):
+                                t0 = triangle_vertex(shape_mesh[c], face, 0)
+                                t1 = triangle_vertex(shape_mesh[c], face, 1)
+                                t2 = triangle_vertex(shape_mesh[c], face, 2)
+                                for ft in range(TRIANGLE_FEATURES):
+                                    dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                        r = pp - xs
+                                        nx[count] = nn[0]
+                                        ny[count] = nn[1]
+                                        nz[count] = nn[2]
+                                        rx[count] = r[0]
+                                        ry[count] = r[1]
+                                        rz[count] = r[2]
+                                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                        e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                        ids[count] = float(k * stride + (c + 1) * 256 + MESH_ID)
+                                        count = count + 1
                         if kb != -2:
                             for ff in range(FEATURES):
                                 dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
@@ -551,13 +603,15 @@ class SweptBodyShapes:
 
 def body_shape_toi_shapes(model):
     """int (B,): for each body this module steps (a body whose only shape is a box or a capsule, or a
-    compound of several spheres, boxes and capsules) its first shape, else -1 (single spheres are
+    compound of several spheres, boxes and capsules; single spheres too when the model has static
+    meshes, which sim/toi.py does not sweep) its first shape, else -1 (single spheres are
     sim/toi.py's)."""
     first, count, shapes = body_shape_lists(model)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+    kinds = (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE) if model.mesh_shape_indices else (SHAPE_BOX, SHAPE_CAPSULE)
     out = np.full(model.body_count, -1, np.int32)
     for b in range(model.body_count):
-        if count[b] > 1 or (count[b] == 1 and shape_type[shapes[first[b]]] in (SHAPE_BOX, SHAPE_CAPSULE)):
+        if count[b] > 1 or (count[b] == 1 and shape_type[shapes[first[b]]] in kinds):
             out[b] = shapes[first[b]]
     return out
 
@@ -569,7 +623,7 @@ def body_shape_toi_all_shapes(model, marks):
 
 
 #: static collider kinds the box/capsule sweep handles
-TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
+TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
 
 
 def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shapes):
@@ -586,6 +640,6 @@ def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, 
                       model.body_inv_mass, model.body_inertia, model.body_inv_inertia, model.gravity, float(dt),
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
+                      model.shape_scale, model.shape_material, model.shape_mesh, model.material_restitution,
+                      model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)

@@ -109,17 +109,17 @@ class SolverSemiImplicit:
             if self.toi:
                 warn_unswept_bodies(model, type(self).__name__)
                 shapes = body_toi_shapes(model)
-                swept = [int(s) for s in shapes if s >= 0]
                 boxes = body_shape_toi_shapes(model)  # box, capsule and compound bodies: sim/toi_shapes.py
                 swept_all = body_shape_toi_all_shapes(model, boxes)
                 shapes[boxes >= 0] = -2
+                swept = [int(s) for s in shapes if s >= 0]  # single spheres: sim/toi.py
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
                 self.body_shape_toi = SweptBodyShapes(model)
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-                if needs_body_pair_toi(model):
-                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi)
+                if needs_body_pair_toi(model, shapes >= 0):
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
@@ -130,6 +130,11 @@ class SolverSemiImplicit:
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
+        if self.toi and model.body_count:
+            from ..toi_mesh import drop_swept_mesh_contacts
+
+            # swept shapes meet static meshes in the sweep (sim/toi_mesh.py), not in penalty contacts
+            self.body_mesh_contacts = drop_swept_mesh_contacts(model, self.body_mesh_contacts, swept_all)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
         #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)
