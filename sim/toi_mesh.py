@@ -34,6 +34,26 @@ MESH_SKIN = kc.constant(1.0e-4)
 TRIANGLE_FEATURES = 47
 
 
+skip_vector = kc.vector(length=8, dtype=float)
+
+
+@kc.func
+def mesh_feature_id(face: int, f: int, k: int) -> float:
+    """Id of feature ``f`` of triangle ``face`` against body shape ``k`` (negative: apart from the ids of
+    sim/toi_shapes.py's other features; exact in float32 below 2^24 / (8 TRIANGLE_FEATURES) faces)."""
+    return -1.0 - float((face * TRIANGLE_FEATURES + f) * 8 + k % 8)
+
+
+@kc.func
+def is_skipped(gid: float, count: int, ids: skip_vector) -> int:
+    """1 when ``gid`` is one of the first ``count`` entries of ``ids``."""
+    out = int(0)
+    for c in range(count):  # a runtime bound: not unrolled
+        if ids[c] == gid:
+            out = 1
+    return out
+
+
 @kc.func
 def triangle_vertex(mesh: kc.uint64, face: int, j: int) -> kc.vec3:
     """Vertex ``j`` (0..2) of triangle ``face`` of a mesh [m]."""
@@ -148,9 +168,10 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
 
 @kc.func
 def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, reach: float,
-                         mesh: kc.uint64, lookahead: float):
-    """Closest feature of shape A (``reach`` [m]: bound on its points' distance from ``pos_a``) against a
-    static mesh: (distance [m], normal from the mesh to A, contact point on A).  The distance is
+                         mesh: kc.uint64, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector):
+    """Closest feature of shape A (``reach`` [m]: bound on its points' distance from ``pos_a``; the body's
+    shape ``k``) against a static mesh, leaving out the ``skip_count`` feature ids (:func:`mesh_feature_id`)
+    in ``skip_ids``: (distance [m], normal from the mesh to A, contact point on A).  The distance is
     ``lookahead - MESH_SKIN`` (a lower bound) when no triangle is that close."""
     best = lookahead - MESH_SKIN
     best_n = kc.vec3(0.0, 1.0, 0.0)
@@ -165,11 +186,11 @@ def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.v
         for f in range(TRIANGLE_FEATURES):
             d, n, p = triangle_feature(f, ka, pos_a, rot_a, scale_a, t0, t1, t2)
             if d < best:
-                best = d
-                best_n = n
-                best_p = p
+                if is_skipped(mesh_feature_id(face, f, k), skip_count, skip_ids) == 0:
+                    best = d
+                    best_n = n
+                    best_p = p
     return best, best_n, best_p
-
 
 def drop_swept_mesh_contacts(model, mesh_contacts, swept_shapes):
     """Leave the shapes in ``swept_shapes`` out of the penalty contacts with static meshes of

@@ -57,7 +57,7 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, triangle_feature, triangle_vertex
+from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, triangle_feature, triangle_vertex
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
@@ -82,8 +82,6 @@ CONTACT_TOL = 2.0e-5
 #: features this much farther than the closest one [m] still join the manifold
 MANIFOLD_TOL = 1.0e-3
 
-#: feature id (below 256) of a whole static mesh: an impact with a mesh leaves it out for the rest of the step
-MESH_ID = kc.constant(255)
 #: static meshes are searched this much [m] beyond the step's reach (> CONTACT_TOL: a body at rest
 #: far from every triangle is not "touching")
 MESH_LOOKAHEAD = kc.constant(1.0e-3)
@@ -228,8 +226,9 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                     shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
                     shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
-    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``; a static
-    mesh is one id, f = MESH_ID): (distance, normal, contact point).  Static meshes are searched
+    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``, ``id_base`` a
+    multiple of ``(shape_count + 1) * 256``; those of static meshes: sim/toi_mesh.py's
+    ``mesh_feature_id``): (distance, normal, contact point).  Static meshes are searched
     ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
@@ -248,13 +247,13 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                         best_p = p
         elif c >= 0:
             if shape_body[c] < 0 and shape_type[c] == MESH:
-                if excluded(id_base + (c + 1) * 256 + MESH_ID, skip_count, skip_ids) == 0:
-                    reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
-                    d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead)
-                    if d < best:
-                        best = d
-                        best_n = n
-                        best_p = p
+                reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+                d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
+                                               id_base // ((shape_count + 1) * 256), skip_count, skip_ids)
+                if d < best:
+                    best = d
+                    best_n = n
+                    best_p = p
     return best, best_n, best_p
 
 
@@ -507,7 +506,7 @@ def integrate_shape_bodies_toi_kernel(
                                         rz[count] = r[2]
                                         mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
                                         e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                        ids[count] = float(k * stride + (c + 1) * 256 + MESH_ID)
+                                        ids[count] = mesh_feature_id(face, ft, k)
                                         count = count + 1
                         if kb != -2:
                             for ff in range(FEATURES):
