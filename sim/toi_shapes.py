@@ -1,9 +1,14 @@
-"""Time-of-impact contacts of box and capsule bodies against the ground and static shapes.
+"""Time-of-impact contacts of box, capsule and compound bodies against the ground and static shapes.
 
-With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule
-is moved through its step along its real path, translation ``x(s) = x0 + s dt v1`` and
+With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule,
+or a compound of several spheres, boxes and capsules (a dumbbell; also a single sphere when
+the model has static meshes, which sim/toi.py does not sweep), is moved through its step
+along its real path, translation ``x(s) = x0 + s dt v1`` and
 the Cayley rotation of the step's (midpoint) angular velocity ``w``, and stopped at the
-first time of impact ``s`` with the ground or a static plane, sphere, box or capsule.
+first time of impact ``s`` with the ground or a static plane, sphere, box, capsule or triangle
+mesh (sim/toi_mesh.py: the triangles near the shape, two-sided, with a 0.1 mm skin).  A
+compound's distance is the smallest of its shapes', so its time of impact is the earliest of
+its shapes' and its manifold gathers the contacts of all of them.
 
 **Distance.**  The distance of the body shape A from a static collider B is the smallest
 of its *features* (each a signed distance, the unit normal n from B to A and the
@@ -45,8 +50,9 @@ Approach speeds below ``resting_speed`` (two steps of gravity) get no restitutio
 manifold's features left out (they separate or slide), for up to four impacts per step;
 a rocking or tumbling box that lands on a second corner within the same step is caught.
 
-Bodies with several shapes and static meshes keep penalty contacts; impacts with other
-swept bodies are sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
+Bodies with a mesh shape keep penalty contacts; impacts with other swept bodies are
+sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
+mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
 """
 from __future__ import annotations
 

@@ -40,13 +40,14 @@ class SolverSemiImplicit:
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
             against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
-            for single-shape box and capsule bodies against the ground and static planes,
-            spheres, boxes and capsules, and (sim/toi_body_pairs.py) for impacts between two
-            such bodies, instead of penalty forces: nothing tunnels, bounces have exactly the
-            material's restitution at any step, and gradients through a bounce are those of
-            the real bounce.  Other contacts (bodies with several shapes or a mesh shape,
-            which the solver names in a warning; slow contacts between swept boxes and
-            capsules; static meshes; particle pairs) stay penalty contacts.
+            for box, capsule and compound (several spheres, boxes, capsules) bodies against the
+            ground and static planes, spheres, boxes, capsules and triangle meshes
+            (sim/toi_mesh.py), and (sim/toi_body_pairs.py) for impacts between two such bodies,
+            instead of penalty forces: nothing tunnels, bounces have exactly the material's
+            restitution at any step, and gradients through a bounce are those of the real
+            bounce.  Other contacts (bodies with a mesh shape, which the solver names in a
+            warning; slow contacts between swept bodies other than two spheres; particles
+            against static meshes; particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
     sim/contacts.py) holds the body-static contacts the step found, and
