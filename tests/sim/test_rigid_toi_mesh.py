@@ -82,3 +82,21 @@ def test_tilted_box_hits_a_mesh_wall_with_a_corner_and_keeps_its_energy():
     for qq in rec:  # no corner ever behind the wall
         x = qq[:3].astype(np.float64) + corners @ quat_to_matrix(qq[3:].astype(np.float64)).T
         assert x[:, 0].max() < 0.5 - MESH_SKIN + 1e-4
+
+
+def test_box_dropped_on_a_mesh_floor_comes_to_rest_on_it():
+    # the sweep also holds resting contact on a mesh (no penalty contacts with it for swept shapes)
+    b = sim.ModelBuilder()
+    b.set_material(0, ke=1e4, restitution=0.5, mu=0.5)
+    floor = np.array([(-1.0, 0.0, -1.0), (1.0, 0.0, -1.0), (1.0, 0.0, 1.0), (-1.0, 0.0, 1.0)])
+    b.add_shape_mesh(floor, np.array([(0, 2, 1), (0, 3, 2)]))
+    body = b.add_body(kc.transform(kc.vec3(0.1, 0.3, 0.05), kc.quat(0, 0, 0, 1)), vel=(0.5, 0, 0))
+    b.add_shape_box(half_extents=(0.1, 0.05, 0.08), body=body)
+    m = b.finalize()
+    solver = sim.SolverSemiImplicit(m, toi=True)
+    assert solver.body_mesh_contacts is None       # the mesh is the sweep's only
+    s, rec = _run(m, solver, 1500, 1e-3, lambda s: float(s.body_q.numpy()[0, 1]))
+    q, qd = s.body_q.numpy()[0], s.body_qd.numpy()[0]
+    assert min(rec) > 0.05 - 2e-3                  # never into the floor
+    assert abs(q[1] - (0.05 + MESH_SKIN)) < 2e-3    # resting on it
+    assert np.abs(qd).max() < 1e-2
