@@ -132,8 +132,9 @@ class SolverSemiImplicit:
                                                    impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
         if self.toi and model.body_count:
-            from ..toi_mesh import drop_swept_mesh_contacts
+            from ..toi_mesh import drop_swept_mesh_contacts, warn_large_meshes
 
+            warn_large_meshes(model, type(self).__name__)
             # swept shapes meet static meshes in the sweep (sim/toi_mesh.py), not in penalty contacts
             self.body_mesh_contacts = drop_swept_mesh_contacts(model, self.body_mesh_contacts, swept_all)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
