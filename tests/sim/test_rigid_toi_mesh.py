@@ -100,3 +100,17 @@ def test_box_dropped_on_a_mesh_floor_comes_to_rest_on_it():
     assert min(rec) > 0.05 - 2e-3                  # never into the floor
     assert abs(q[1] - (0.05 + MESH_SKIN)) < 2e-3    # resting on it
     assert np.abs(qd).max() < 1e-2
+
+
+def test_toi_warns_about_meshes_too_large_for_exact_feature_ids(monkeypatch):
+    import sim.toi_mesh as toi_mesh
+
+    b = sim.ModelBuilder()
+    b.add_shape_mesh(*_wall_quad())
+    body = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)))
+    b.add_shape_box(half_extents=(0.1, 0.1, 0.1), body=body)
+    m = b.finalize()
+    assert toi_mesh.warn_large_meshes(m) == []
+    monkeypatch.setattr(toi_mesh, "MAX_EXACT_FACES", 1)
+    with pytest.warns(UserWarning, match=r"static mesh shapes \[0\] have \[2\] triangles, more than 1"):
+        sim.SolverSemiImplicit(m, toi=True)
