@@ -27,8 +27,9 @@ resting ball stays on the ground instead of hopping by ``g dt^2`` each step.  A 
 swept as the box inflated by the radius (its edges and corners are square, not rounded:
 a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early).  One impact per
 step: after a bounce the rest of the step is not swept again.  Static capsules and
-meshes keep the penalty contact; a sphere body's impacts with swept box and capsule bodies
-are sim/toi_body_pairs.py's, and bodies with several shapes keep penalty contacts.
+meshes keep the penalty contact for particles; a sphere body's impacts with swept box, capsule
+and compound bodies are sim/toi_body_pairs.py's; compound bodies, and sphere bodies when the
+model has static meshes, are swept by sim/toi_shapes.py.
 """
 from __future__ import annotations
 

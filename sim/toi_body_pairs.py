@@ -65,7 +65,8 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
-from .toi_shapes import CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, feature_distance, pose_at
+from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
+                         feature_distance, pose_at, shape_reach)
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
@@ -77,17 +78,6 @@ EDGE_TIE = kc.constant(1.0e-5)
 #: the impact is taken this far [m] before touching, where the normals are those of the gap (two
 #: equal boxes meeting face to face touch corner to corner, and a corner on a corner has no normal)
 TOI_GAP = kc.constant(1.0e-5)
-
-
-@kc.func
-def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
-    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
-    r = kc.length(offset) + kc.length(scale)
-    if kind == SPHERE:
-        r = kc.length(offset) + scale[0]
-    elif kind == CAPSULE:
-        r = kc.length(offset) + scale[0] + scale[1]
-    return r
 
 
 @kc.func
@@ -276,12 +266,48 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
     return j
 
 
+@kc.func
+def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count: kc.array(dtype=int),
+                            shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
+                            shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                            shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                            xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                            xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
+    """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths: the
+    earliest over their shape pairs.  (s (NO_HIT when none), depth, normal from hi to lo, point on
+    lo, lo's shape, hi's shape)."""
+    best = float(NO_HIT)
+    depth = float(0.0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    p = xa
+    s_lo = shape_list[first[lo]]
+    s_hi = shape_list[first[hi]]
+    for ka in range(count[lo]):
+        sa = shape_list[first[lo] + ka]
+        off_a = shape_pos[sa] - body_com[lo]
+        for kb in range(count[hi]):
+            sb = shape_list[first[hi] + kb]
+            off_b = shape_pos[sb] - body_com[hi]
+            s, d, nn, pp = pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa], xa, qa, va, wa,
+                                               shape_type[sb], shape_scale[sb], off_b, shape_rot[sb], xb, qb, vb, wb,
+                                               dt)
+            if s < best:
+                best = s
+                depth = d
+                n = nn
+                p = pp
+                s_lo = sa
+                s_hi = sb
+    return best, depth, n, p, s_lo, s_hi
+
+
 @kc.kernel
 def body_pair_toi_kernel(
         body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
         body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
         inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
-        body_shape: kc.array(dtype=int), gravity: kc.vec3, dt: float,
+        body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int), shape_list: kc.array(dtype=int),
+        sphere_body: kc.array(dtype=int), gravity: kc.vec3, dt: float,
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
@@ -291,69 +317,65 @@ def body_pair_toi_kernel(
     i = kc.tid()
     q_out = body_q0[i]
     qd_out = body_qd0[i]
-    sh = body_shape[i]
-    if sh >= 0:
-        ki = shape_type[sh]
-        c0 = kc.transform_point(body_q0[i], shape_pos[sh])
-        radius = shape_reach(ki, shape_scale[sh], kc.vec3(0.0, 0.0, 0.0)) + max_bound + 2.0 * speed_bound[0] * dt
+    if body_shape_count[i] > 0:
+        com_i = kc.transform_point(body_q0[i], body_com[i])
+        reach_i = body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
+                             body_com[i])
+        radius = reach_i + max_bound + 2.0 * speed_bound[0] * dt
         best = float(NO_HIT)
         other = int(-1)
-        query = kc.hash_grid_query(grid, c0, radius)
+        query = kc.hash_grid_query(grid, com_i, radius)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
             sj = pair_shape_ids[j]
             bj = shape_body[sj]
-            if bj != i:
-                if body_shape[bj] == sj:
-                    kj = shape_type[sj]
-                    if ki != SPHERE or kj != SPHERE:  # two spheres: sim/toi.py
-                        # the lower body index is A in both threads: bit-identical answers
-                        lo = kc.min(i, bj)
-                        hi = kc.max(i, bj)
-                        s_lo = body_shape[lo]
-                        s_hi = body_shape[hi]
-                        xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                                       inv_inertia, gravity, dt)
-                        xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                                       inv_inertia, gravity, dt)
-                        off_lo = shape_pos[s_lo] - body_com[lo]
-                        off_hi = shape_pos[s_hi] - body_com[hi]
-                        reach_lo = shape_reach(shape_type[s_lo], shape_scale[s_lo], off_lo)
-                        reach_hi = shape_reach(shape_type[s_hi], shape_scale[s_hi], off_hi)
-                        # bounding balls about the centres of mass that cannot meet in this step: no sweep
-                        closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
-                        s = float(NO_HIT)
-                        depth = float(0.0)
-                        n = kc.vec3(0.0, 1.0, 0.0)
-                        p = xa
-                        if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
-                            s, depth, n, p = pair_time_of_impact(
-                                shape_type[s_lo], shape_scale[s_lo], off_lo, shape_rot[s_lo], xa, qa, va, wa,
-                                shape_type[s_hi], shape_scale[s_hi], off_hi, shape_rot[s_hi], xb, qb, vb, wb, dt)
-                        if s < best:
-                            # impacts only: slower contacts (resting, sliding) are the penalty contacts
-                            if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                            inv_inertia, gravity, dt) >= resting_speed:
-                                best = s
-                                other = bj
+            if bj != i and bj != other:
+                # (a body of several shapes is found once per shape: the same answer each time);
+                # two single spheres: sim/toi.py
+                if body_shape_count[bj] > 0 and (sphere_body[i] == 0 or sphere_body[bj] == 0):
+                    # the lower body index is A in both threads: bit-identical answers
+                    lo = kc.min(i, bj)
+                    hi = kc.max(i, bj)
+                    xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                                   inv_inertia, gravity, dt)
+                    xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                                   inv_inertia, gravity, dt)
+                    reach_lo = body_reach(body_first[lo], body_shape_count[lo], shape_list, shape_type, shape_pos,
+                                          shape_scale, body_com[lo])
+                    reach_hi = body_reach(body_first[hi], body_shape_count[hi], shape_list, shape_type, shape_pos,
+                                          shape_scale, body_com[hi])
+                    # bounding balls about the centres of mass that cannot meet in this step: no sweep
+                    closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
+                    s = float(NO_HIT)
+                    depth = float(0.0)
+                    n = kc.vec3(0.0, 1.0, 0.0)
+                    p = xa
+                    s_lo = int(0)
+                    s_hi = int(0)
+                    if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
+                        s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
+                            lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
+                            shape_rot, shape_scale, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                    if s < best:
+                        # impacts only: slower contacts (resting, sliding) are the penalty contacts
+                        if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                        inv_inertia, gravity, dt) >= resting_speed:
+                            best = s
+                            other = bj
         if other >= 0:
             lo = kc.min(i, other)
             hi = kc.max(i, other)
-            s_lo = body_shape[lo]
-            s_hi = body_shape[hi]
             xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
                                            gravity, dt)
             xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
                                            gravity, dt)
-            off_a = shape_pos[s_lo] - body_com[lo]
-            off_b = shape_pos[s_hi] - body_com[hi]
-            s, depth, n, p = pair_time_of_impact(shape_type[s_lo], shape_scale[s_lo], off_a, shape_rot[s_lo],
-                                                 xa, qa, va, wa,
-                                                 shape_type[s_hi], shape_scale[s_hi], off_b, shape_rot[s_hi],
-                                                 xb, qb, vb, wb, dt)
+            s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
+                lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
+                shape_scale, xa, qa, va, wa, xb, qb, vb, wb, dt)
             tau = s * dt
-            xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, off_a, shape_rot[s_lo])
-            xb_hit, qb_hit, pb, rb_rot = pose_at(xb, qb, vb, wb, tau, off_b, shape_rot[s_hi])
+            no_offset = kc.vec3(0.0, 0.0, 0.0)
+            xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
+            xb_hit, qb_hit, pb, rb_rot = pose_at(xb, qb, vb, wb, tau, no_offset, shape_rot[s_hi])
             va_hit = kc.spatial_top(body_qd0[lo]) + aa * tau
             vb_hit = kc.spatial_top(body_qd0[hi]) + ab * tau
             arm_a = p - xa_hit
@@ -407,22 +429,22 @@ def body_pair_toi_kernel(
     body_qd_start[i] = qd_out
 
 
-def body_pair_toi_shapes(model):
-    """int (B,): the swept shape of each body whose only shape is a sphere, box or capsule, else -1."""
-    shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
-    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
-    out = np.full(model.body_count, -1, np.int32)
-    for b in range(model.body_count):
-        mine = np.nonzero(shape_body == b)[0]
-        if len(mine) == 1 and shape_type[mine[0]] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
-            out[b] = mine[0]
-    return out
+class BodyPairToiShapes:
+    """What :func:`body_pair_toi` needs of the model: the swept bodies' shape lists
+    (``sim.toi_shapes.SweptBodyShapes``) and ``sphere_body`` (kc int (B,), 1 for a body that
+    sim/toi.py steps (one sphere): two of those meet there)."""
+
+    def __init__(self, model, swept, sphere_body):
+        self.swept = swept
+        self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=model.device)
 
 
-def needs_body_pair_toi(swept_shape_types) -> bool:
-    """True when at least two bodies are swept and one of them is not a sphere."""
-    kinds = list(swept_shape_types)
-    return len(kinds) >= 2 and any(k != SHAPE_SPHERE for k in kinds)
+def needs_body_pair_toi(model, sphere_body) -> bool:
+    """True when at least two bodies are swept and one of them is not a sphere body of sim/toi.py
+    (``sphere_body``: (B,) 1 for those)."""
+    first, count, shapes = body_shape_lists(model)
+    swept = np.nonzero(count > 0)[0]
+    return len(swept) >= 2 and any(not sphere_body[b] for b in swept)
 
 
 class _StartState:
@@ -436,7 +458,7 @@ class _StartState:
 def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs):
     """Time-of-impact impulses between swept bodies (other than two spheres), as a virtual start state.
 
-    ``body_shape``: kc int (B,) from :func:`body_pair_toi_shapes`; ``pairs``: the solver's
+    ``body_shape``: a :class:`BodyPairToiShapes` of the model; ``pairs``: the solver's
     ``sim.collide_body_pairs.BodyPairContacts`` whose grid holds ``state_in``'s shapes.
     Returns an object with ``body_q``, ``body_qd`` (per-state arrays kept on ``state_out``)
     for the integrators to read in place of ``state_in``'s."""
@@ -456,7 +478,8 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
               outputs=[pairs.speed_bound], device=model.device, record_tape=False)
     kc.launch(body_pair_toi_kernel, dim=model.body_count,
               inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
-                      model.body_inertia, model.body_inv_inertia, body_shape, model.gravity, float(dt),
+                      model.body_inertia, model.body_inv_inertia, body_shape.swept.first, body_shape.swept.count,
+                      body_shape.swept.shapes, body_shape.sphere_body, model.gravity, float(dt),
                       model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                       model.shape_material, model.material_restitution, model.material_mu,
                       resting_speed(model, dt), pairs.grid.id, pairs.shape_ids, pairs.max_bound,
@@ -467,33 +490,26 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
 
 
 def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
-    """Warn (once, at solver construction) about the bodies ``toi=True`` does not sweep: bodies with
-    several shapes or with a mesh shape keep penalty contacts, so they can tunnel and their bounce
-    gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices."""
+    """Warn (once, at solver construction) about the bodies ``toi=True`` does not sweep: bodies with a
+    shape other than a sphere, box or capsule (a mesh) keep penalty contacts, so they can tunnel and
+    their bounce gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices."""
     import warnings
 
     if model.body_count == 0 or model.shape_count == 0:
         return []
     shape_body = model.shape_body.numpy()
     shape_type = model.shape_type.numpy()
-    several, other = [], []
+    other = []
     for b in range(model.body_count):
         mine = np.nonzero(shape_body == b)[0]
-        if len(mine) > 1:
-            several.append(b)
-        elif len(mine) == 1 and shape_type[mine[0]] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE):
+        if any(shape_type[s] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE) for s in mine):
             other.append(b)
-    if several or other:
-        parts = []
-        if several:
-            parts.append(f"{len(several)} with several shapes (indices {_first(several)})")
-        if other:
-            parts.append(f"{len(other)} with a mesh shape (indices {_first(other)})")
-        warnings.warn(f"{solver_name}(toi=True): bodies not swept: {' and '.join(parts)}; their contacts stay "
-                      f"penalty contacts (they can pass through thin things, and bounce gradients depend on ke and "
-                      f"dt). Only bodies whose one shape is a sphere, box or capsule get time-of-impact contacts.",
-                      stacklevel=3)
-    return several + other
+    if other:
+        warnings.warn(f"{solver_name}(toi=True): bodies not swept: {len(other)} with a mesh shape (indices "
+                      f"{_first(other)}); their contacts stay penalty contacts (they can pass through thin things, "
+                      f"and bounce gradients depend on ke and dt). Bodies made of spheres, boxes and capsules get "
+                      f"time-of-impact contacts.", stacklevel=3)
+    return other
 
 
 def _first(ids, n: int = 5) -> str:

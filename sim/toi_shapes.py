@@ -1,9 +1,14 @@
-"""Time-of-impact contacts of box and capsule bodies against the ground and static shapes.
+"""Time-of-impact contacts of box, capsule and compound bodies against the ground and static shapes.
 
-With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule
-is moved through its step along its real path, translation ``x(s) = x0 + s dt v1`` and
+With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule,
+or a compound of several spheres, boxes and capsules (a dumbbell; also a single sphere when
+the model has static meshes, which sim/toi.py does not sweep), is moved through its step
+along its real path, translation ``x(s) = x0 + s dt v1`` and
 the Cayley rotation of the step's (midpoint) angular velocity ``w``, and stopped at the
-first time of impact ``s`` with the ground or a static plane, sphere, box or capsule.
+first time of impact ``s`` with the ground or a static plane, sphere, box, capsule or triangle
+mesh (sim/toi_mesh.py: the triangles near the shape, two-sided, with a 0.1 mm skin).  A
+compound's distance is the smallest of its shapes', so its time of impact is the earliest of
+its shapes' and its manifold gathers the contacts of all of them.
 
 **Distance.**  The distance of the body shape A from a static collider B is the smallest
 of its *features* (each a signed distance, the unit normal n from B to A and the
@@ -45,8 +50,9 @@ Approach speeds below ``resting_speed`` (two steps of gravity) get no restitutio
 manifold's features left out (they separate or slide), for up to four impacts per step;
 a rocking or tumbling box that lands on a second corner within the same step is caught.
 
-Bodies with several shapes and static meshes keep penalty contacts; impacts with other
-swept bodies are sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
+Bodies with a mesh shape keep penalty contacts; impacts with other swept bodies are
+sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
+mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
 """
 from __future__ import annotations
 
@@ -56,11 +62,13 @@ import kernelcore as kc
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, triangle_feature, triangle_vertex
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
+MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
 FAR = kc.constant(1.0e30)
@@ -79,6 +87,10 @@ PGS_ITERATIONS = 16
 CONTACT_TOL = 2.0e-5
 #: features this much farther than the closest one [m] still join the manifold
 MANIFOLD_TOL = 1.0e-3
+
+#: static meshes are searched this much [m] beyond the step's reach (> CONTACT_TOL: a body at rest
+#: far from every triangle is not "touching")
+MESH_LOOKAHEAD = kc.constant(1.0e-3)
 
 vec8 = kc.vector(length=8, dtype=float)
 
@@ -202,13 +214,28 @@ def excluded(gid: int, count: int, ids: vec8) -> int:
 
 
 @kc.func
+def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the shape from its body's centre of mass."""
+    r = kc.length(offset) + kc.length(scale)
+    if kind == SPHERE:
+        r = kc.length(offset) + scale[0]
+    elif kind == CAPSULE:
+        r = kc.length(offset) + scale[0] + scale[1]
+    return r
+
+
+@kc.func
 def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, ground: int,
                     ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8):
+                    shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
+                    shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
-    feature ids in ``skip_ids``: (distance, normal, contact point)."""
+    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``, ``id_base`` a
+    multiple of ``(shape_count + 1) * 256``; those of static meshes: sim/toi_mesh.py's
+    ``mesh_feature_id``): (distance, normal, contact point).  Static meshes are searched
+    ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
@@ -220,10 +247,19 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                 d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
                                            ground_offset)
                 if d < best:
-                    if excluded((c + 1) * 256 + f, skip_count, skip_ids) == 0:
+                    if excluded(id_base + (c + 1) * 256 + f, skip_count, skip_ids) == 0:
                         best = d
                         best_n = n
                         best_p = p
+        elif c >= 0:
+            if shape_body[c] < 0 and shape_type[c] == MESH:
+                reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+                d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
+                                               id_base // ((shape_count + 1) * 256), skip_count, skip_ids)
+                if d < best:
+                    best = d
+                    best_n = n
+                    best_p = p
     return best, best_n, best_p
 
 
@@ -288,9 +324,50 @@ def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: v
     return v, w, lam_n
 
 
+@kc.func
+def body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_type: kc.array(dtype=int),
+               shape_pos: kc.array(dtype=kc.vec3), shape_scale: kc.array(dtype=kc.vec3), com: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the body's shapes from its centre of mass."""
+    reach = float(0.0)
+    for k in range(count):
+        sh = shape_list[first + k]
+        reach = kc.max(reach, shape_reach(shape_type[sh], shape_scale[sh], shape_pos[sh] - com))
+    return reach
+
+
+@kc.func
+def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3,
+                         qs: kc.quat, ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
+                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                         shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8,
+                         shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
+    """The closest feature of any of the body's shapes (``shape_list[first:first + count]``; the body's
+    centre of mass at ``xs`` with rotation ``qs``) against every static collider, leaving out the
+    skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * 256``): (distance [m],
+    normal, contact point): a compound's time of impact is the earliest of its shapes'."""
+    best = float(FAR)
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = xs
+    rot = kc.quat_to_matrix(qs)
+    stride = (shape_count + 1) * 256
+    for k in range(count):
+        sh = shape_list[first + k]
+        d, n, p = closest_feature(shape_type[sh], xs + rot * (shape_pos[sh] - com), rot * shape_rot[sh],
+                                  shape_scale[sh], ground, ground_normal, ground_offset, shape_count, shape_type,
+                                  shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride,
+                                  shape_mesh, lookahead)
+        if d < best:
+            best = d
+            best_n = n
+            best_p = p
+    return best, best_n, best_p
+
+
 @kc.kernel
 def integrate_shape_bodies_toi_kernel(
-        body_ids: kc.array(dtype=int), body_shape: kc.array(dtype=int),
+        body_ids: kc.array(dtype=int), body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int),
+        shape_list: kc.array(dtype=int),
         body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
         body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
         inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
@@ -298,12 +375,14 @@ def integrate_shape_bodies_toi_kernel(
         ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
         shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
+        shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
     i = body_ids[tid]
-    sh = body_shape[i]
+    first = body_first[i]
+    nsh = body_shape_count[i]
     tf = body_q0[i]
     q0 = kc.transform_get_rotation(tf)
     qd = body_qd0[i]
@@ -319,14 +398,10 @@ def integrate_shape_bodies_toi_kernel(
     w = kc.quat_rotate(q0, wm)
     q_free = rotate_by(q0, w, dt)
     w_free = kc.quat_rotate(q_free, wm * 2.0 - w0)
-    ka = shape_type[sh]
-    scale_a = shape_scale[sh]
-    offset = shape_pos[sh] - com
-    rot_local = shape_rot[sh]
-    reach = kc.length(offset) + kc.length(scale_a)  # bound on |point - centre of mass| [m]
-    if ka == CAPSULE:
-        reach = kc.length(offset) + scale_a[0] + scale_a[1]
-    ma = shape_material[sh]
+    zero = kc.vec3(0.0, 0.0, 0.0)
+    unrotated = kc.identity(3, dtype=float)
+    reach = body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com)  # [m]
+    stride = (shape_count + 1) * 256
     # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
     # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
     x_c = kc.transform_point(tf, com)
@@ -340,14 +415,15 @@ def integrate_shape_bodies_toi_kernel(
         if s_c < 1.0:
             v_path = v_c + a * ((1.0 - s_c) * dt)
             bound = (kc.length(v_path) + kc.length(w) * reach) * dt
+            look = bound + MESH_LOOKAHEAD  # static meshes are searched this far [m] (sim/toi_mesh.py)
             # conservative advancement from s_c
             s = s_c
             for _k in range(CA_ITERATIONS):
                 if s <= 1.0:
-                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                    d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                              shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                              skip_count, skip_ids)
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                    d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
                     if d > CONTACT_TOL:
                         if bound > 0.0:
                             s = s + d / bound
@@ -355,18 +431,19 @@ def integrate_shape_bodies_toi_kernel(
                             s = 2.0
             hit = int(0)
             if s <= 1.0:
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                          shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                          skip_count, skip_ids)
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                               ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
                 if d <= CONTACT_TOL:
                     hit = 1
                     # Newton on the active feature: lands on the root, smooth in the inputs
                     for _newton in range(2):
-                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
-                        d, n, p = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                                  shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                  shape_scale, skip_count, skip_ids)
+                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                        d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                       ground_offset, shape_count, shape_type, shape_body,
+                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
+                                                       shape_mesh, look)
                         h = (s - s_c) * dt * 0.5
                         w_c = w / (1.0 + kc.dot(w, w) * h * h)
                         rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
@@ -375,16 +452,17 @@ def integrate_shape_bodies_toi_kernel(
             if hit == 0:
                 # nothing (more) is hit: move to the end of the step (or as far as the search got)
                 s_end = kc.min(s, 1.0)
-                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, offset, rot_local)
+                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, zero, unrotated)
                 v_c = v_c + a * ((s_end - s_c) * dt)
                 s_c = s_end
             else:
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, offset, rot_local)
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 v_hit = v_c + a * ((s - s_c) * dt)
-                # the contact manifold: every feature within MANIFOLD_TOL of the closest one
-                d_min, n0, p0 = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset,
-                                                shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                shape_scale, 0, skip_ids)
+                # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
+                d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                     ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look)
+                rot = kc.quat_to_matrix(qs)
                 count = int(0)
                 nx = vec8()
                 ny = vec8()
@@ -395,29 +473,63 @@ def integrate_shape_bodies_toi_kernel(
                 mu = vec8()
                 e = vec8()
                 ids = vec8()
-                for c in range(-1, shape_count):
-                    kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
-                                                              shape_scale, ground)
-                    mb = ground_material
-                    if c >= 0:
-                        mb = shape_material[c]
-                    if kb != -2:
-                        for ff in range(FEATURES):
-                            dd, nn, pp = feature_distance(ff, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b,
-                                                          ground_normal, ground_offset)
-                            if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
-                                r = pp - xs
-                                nx[count] = nn[0]
-                                ny[count] = nn[1]
-                                nz[count] = nn[2]
-                                rx[count] = r[0]
-                                ry[count] = r[1]
-                                rz[count] = r[2]
-                                mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
-                                e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                ids[count] = float((c + 1) * 256 + ff)
-                                count = count + 1
-                rot = kc.quat_to_matrix(qs)
+                for k in range(nsh):
+                    sh = shape_list[first + k]
+                    ka = shape_type[sh]
+                    scale_a = shape_scale[sh]
+                    pos_k = xs + rot * (shape_pos[sh] - com)
+                    rot_k = rot * shape_rot[sh]
+                    ma = shape_material[sh]
+                    for c in range(-1, shape_count):
+                        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
+                                                                  shape_scale, ground)
+                        mb = ground_material
+                        if c >= 0:
+                            mb = shape_material[c]
+                        mesh_c = int(0)
+                        if kb == -2 and c >= 0:
+                            if shape_body[c] < 0 and shape_type[c] == MESH:
+                                mesh_c = 1
+                        if mesh_c != 0:
+                            # a static mesh: the features of the triangles near the shape, one id for all
+                            hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                            query = kc.mesh_query_aabb(shape_mesh[c], pos_k - kc.vec3(hm, hm, hm),
+                                                       pos_k + kc.vec3(hm, hm, hm))
+                            face = int(0)
+                            while kc.mesh_query_aabb_next(query, face):
+                                t0 = triangle_vertex(shape_mesh[c], face, 0)
+                                t1 = triangle_vertex(shape_mesh[c], face, 1)
+                                t2 = triangle_vertex(shape_mesh[c], face, 2)
+                                for ft in range(TRIANGLE_FEATURES):
+                                    dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                        r = pp - xs
+                                        nx[count] = nn[0]
+                                        ny[count] = nn[1]
+                                        nz[count] = nn[2]
+                                        rx[count] = r[0]
+                                        ry[count] = r[1]
+                                        rz[count] = r[2]
+                                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                        e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                        ids[count] = mesh_feature_id(face, ft, k)
+                                        count = count + 1
+                        if kb != -2:
+                            for ff in range(FEATURES):
+                                dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
+                                                              scale_b, ground_normal, ground_offset)
+                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                    r = pp - xs
+                                    nx[count] = nn[0]
+                                    ny[count] = nn[1]
+                                    nz[count] = nn[2]
+                                    rx[count] = r[0]
+                                    ry[count] = r[1]
+                                    rz[count] = r[2]
+                                    mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                    e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                    ids[count] = float(k * stride + (c + 1) * 256 + ff)
+                                    count = count + 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
@@ -448,8 +560,8 @@ def integrate_shape_bodies_toi_kernel(
                 skip_ids = ids
                 hits = hits + 1
     # the rest of the step when the impact search ran out
-    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, offset,
-                                       rot_local)
+    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, zero,
+                                       unrotated)
     v_out = v_c + a * ((1.0 - s_c) * dt)
     w_out = w
     if hits == 0:  # exactly the free step
@@ -461,35 +573,78 @@ def integrate_shape_bodies_toi_kernel(
     body_qd1[i] = kc.spatial_vector(v_out, w_out)
 
 
-def body_shape_toi_shapes(model):
-    """int (B,): the box or capsule shape swept for each body whose only shape it is, else -1."""
+#: shape kinds a swept body may be made of
+SWEPT_BODY_KINDS = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
+
+
+def body_shape_lists(model):
+    """The shapes of every body whose shapes are all spheres, boxes or capsules, as numpy int32 arrays:
+    (first (B,), count (B,), shape list): body b's shapes are ``list[first[b]:first[b] + count[b]]``;
+    count 0 for a body with no shape or with a shape of another kind (a mesh)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
-    out = np.full(model.body_count, -1, np.int32)
+    first = np.zeros(model.body_count, np.int32)
+    count = np.zeros(model.body_count, np.int32)
+    shapes = []
     for b in range(model.body_count):
         mine = np.nonzero(shape_body == b)[0]
-        if len(mine) == 1 and shape_type[mine[0]] in (SHAPE_BOX, SHAPE_CAPSULE):
-            out[b] = mine[0]
+        if len(mine) and all(shape_type[s] in SWEPT_BODY_KINDS for s in mine):
+            first[b] = len(shapes)
+            count[b] = len(mine)
+            shapes.extend(int(s) for s in mine)
+    return first, count, np.asarray(shapes, np.int32)
+
+
+class SweptBodyShapes:
+    """kc arrays of :func:`body_shape_lists`: ``first``, ``count`` (B,), ``shapes`` (n,)."""
+
+    def __init__(self, model):
+        first, count, shapes = body_shape_lists(model)
+        dev = model.device
+        self.first = kc.array(first, dtype=kc.int32, device=dev)
+        self.count = kc.array(count, dtype=kc.int32, device=dev)
+        self.shapes = kc.array(shapes if len(shapes) else np.zeros(1, np.int32), dtype=kc.int32, device=dev)
+
+
+def body_shape_toi_shapes(model):
+    """int (B,): for each body this module steps (a body whose only shape is a box or a capsule, or a
+    compound of several spheres, boxes and capsules; single spheres too when the model has static
+    meshes, which sim/toi.py does not sweep) its first shape, else -1 (single spheres are
+    sim/toi.py's)."""
+    first, count, shapes = body_shape_lists(model)
+    shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
+    kinds = (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE) if model.mesh_shape_indices else (SHAPE_BOX, SHAPE_CAPSULE)
+    out = np.full(model.body_count, -1, np.int32)
+    for b in range(model.body_count):
+        if count[b] > 1 or (count[b] == 1 and shape_type[shapes[first[b]]] in kinds):
+            out[b] = shapes[first[b]]
     return out
 
 
+def body_shape_toi_all_shapes(model, marks):
+    """Every shape of the bodies that ``marks`` (from :func:`body_shape_toi_shapes`) marks (list of int)."""
+    first, count, shapes = body_shape_lists(model)
+    return [int(s) for b in np.nonzero(np.asarray(marks) >= 0)[0] for s in shapes[first[b]:first[b] + count[b]]]
+
+
 #: static collider kinds the box/capsule sweep handles
-TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
+TOI_SHAPE_STATIC_KINDS = (SHAPE_PLANE, SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
 
 
-def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shape):
-    """Newton–Euler step with time-of-impact contacts of the box and capsule bodies ``body_ids``
-    (kc int (n,)); ``body_shape`` (kc int (B,)) from :func:`body_shape_toi_shapes`.  Writes only
-    those bodies of ``state_out``."""
+def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, body_ids, body_shapes):
+    """Newton–Euler step with time-of-impact contacts of the box, capsule and compound bodies ``body_ids``
+    (kc int (n,)); ``body_shapes``: a :class:`SweptBodyShapes` of the model.  Writes only those
+    bodies of ``state_out``."""
     if body_ids.shape[0] == 0:
         return
     from .toi import resting_speed
 
     kc.launch(integrate_shape_bodies_toi_kernel, dim=body_ids.shape[0],
-              inputs=[body_ids, body_shape, state_in.body_q, state_in.body_qd, wrenches, model.body_com,
+              inputs=[body_ids, body_shapes.first, body_shapes.count, body_shapes.shapes, state_in.body_q,
+                      state_in.body_qd, wrenches, model.body_com,
                       model.body_inv_mass, model.body_inertia, model.body_inv_inertia, model.gravity, float(dt),
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
-                      model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
+                      model.shape_scale, model.shape_material, model.shape_mesh, model.material_restitution,
+                      model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)

@@ -23,8 +23,8 @@ from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
 from ..cloth_attachment import eval_cloth_attachments
 from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
-from ..toi_shapes import body_shape_toi_shapes, integrate_shape_bodies_toi
-from ..toi_body_pairs import body_pair_toi, body_pair_toi_shapes, needs_body_pair_toi, warn_unswept_bodies
+from ..toi_shapes import SweptBodyShapes, body_shape_toi_all_shapes, body_shape_toi_shapes, integrate_shape_bodies_toi
+from ..toi_body_pairs import BodyPairToiShapes, body_pair_toi, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -53,13 +53,14 @@ class SolverSemiImplicit:
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
             against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
-            for single-shape box and capsule bodies against the ground and static planes,
-            spheres, boxes and capsules, and (sim/toi_body_pairs.py) for impacts between two
-            such bodies, instead of penalty forces: nothing tunnels, bounces have exactly the
-            material's restitution at any step, and gradients through a bounce are those of
-            the real bounce.  Other contacts (bodies with several shapes or a mesh shape,
-            which the solver names in a warning; slow contacts between swept boxes and
-            capsules; static meshes; particle pairs) stay penalty contacts.
+            for box, capsule and compound (several spheres, boxes, capsules) bodies against the
+            ground and static planes, spheres, boxes, capsules and triangle meshes
+            (sim/toi_mesh.py), and (sim/toi_body_pairs.py) for impacts between two such bodies,
+            instead of penalty forces: nothing tunnels, bounces have exactly the material's
+            restitution at any step, and gradients through a bounce are those of the real
+            bounce.  Other contacts (bodies with a mesh shape, which the solver names in a
+            warning; slow contacts between swept bodies other than two spheres; particles
+            against static meshes; particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
     sim/contacts.py) holds the body-static contacts the step found, and
@@ -122,18 +123,17 @@ class SolverSemiImplicit:
             if self.toi:
                 warn_unswept_bodies(model, type(self).__name__)
                 shapes = body_toi_shapes(model)
-                swept = [int(s) for s in shapes if s >= 0]
-                boxes = body_shape_toi_shapes(model)  # box and capsule bodies: sim/toi_shapes.py
-                swept_all = [int(s) for s in boxes if s >= 0]
+                boxes = body_shape_toi_shapes(model)  # box, capsule and compound bodies: sim/toi_shapes.py
+                swept_all = body_shape_toi_all_shapes(model, boxes)
                 shapes[boxes >= 0] = -2
+                swept = [int(s) for s in shapes if s >= 0]  # single spheres: sim/toi.py
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
-                self.body_shape_toi = kc.array(boxes, dtype=kc.int32, device=model.device)
+                self.body_shape_toi = SweptBodyShapes(model)
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-                pair_shapes = body_pair_toi_shapes(model)
-                if needs_body_pair_toi(model.shape_type.numpy()[pair_shapes[pair_shapes >= 0]]):
-                    self.body_pair_toi_shape = kc.array(pair_shapes, dtype=kc.int32, device=model.device)
+                if needs_body_pair_toi(model, shapes >= 0):
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
@@ -144,6 +144,12 @@ class SolverSemiImplicit:
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
         self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
+        if self.toi and model.body_count:
+            from ..toi_mesh import drop_swept_mesh_contacts, warn_large_meshes
+
+            warn_large_meshes(model, type(self).__name__)
+            # swept shapes meet static meshes in the sweep (sim/toi_mesh.py), not in penalty contacts
+            self.body_mesh_contacts = drop_swept_mesh_contacts(model, self.body_mesh_contacts, swept_all)
         _refuse_mixed_environments(self, model)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None

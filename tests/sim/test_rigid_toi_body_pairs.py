@@ -200,6 +200,7 @@ def test_resting_pyramid_of_swept_bodies_stays_put():
 
 
 def test_toi_warns_about_bodies_it_does_not_sweep():
+    # a dumbbell (several spheres) is swept (sim/toi_shapes.py); a body with a mesh shape is not
     b = sim.ModelBuilder()
     b.set_ground_plane()
     dumbbell = b.add_body(kc.transform(kc.vec3(0, 1, 0), kc.quat(0, 0, 0, 1)))
@@ -207,8 +208,11 @@ def test_toi_warns_about_bodies_it_does_not_sweep():
     b.add_shape_sphere(pos=(0.3, 0, 0), radius=0.1, body=dumbbell)
     ball = b.add_body(kc.transform(kc.vec3(2, 1, 0), kc.quat(0, 0, 0, 1)))
     b.add_shape_sphere(radius=0.1, body=ball)
+    hull = b.add_body(kc.transform(kc.vec3(4, 1, 0), kc.quat(0, 0, 0, 1)))
+    cube = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
+    b.add_shape_mesh(cube, is_convex=True, body=hull)
     m = b.finalize()
-    with pytest.warns(UserWarning, match=r"bodies not swept: 1 with several shapes \(indices 0\); their contacts stay penalty"):
+    with pytest.warns(UserWarning, match=r"bodies not swept: 1 with a mesh shape \(indices 2\); their contacts stay penalty"):
         sim.SolverSemiImplicit(m, toi=True)
 
 

@@ -1,0 +1,240 @@
+"""Distance features of a swept body shape (sphere, box, capsule) against a static triangle mesh,
+for the time-of-impact sweep of sim/toi_shapes.py.
+
+A static mesh (``add_shape_mesh(body=-1)``, vertices in world) is a set of triangles; the
+distance of a convex shape A from one triangle, when they are apart, is the smallest of
+
+- A's points (box corners; sphere centre and capsule ends with their radius) against the
+  triangle (closest point on the triangle);
+- the triangle's three vertices against A's signed distance;
+- A's segments (12 box edges; the capsule's core with its radius) against the three edges.
+
+The triangles are those of the mesh's BVH (``geometry.Mesh``) whose bounds overlap a cube of
+half-side ``reach + lookahead`` about the shape: every triangle outside it is farther than
+``lookahead`` from the shape, so ``lookahead`` is a lower bound on the distance when nothing
+closer is found, which is what conservative advancement needs.  The mesh is two-sided (a thin
+wall of two triangles stops a body from either side): the normal points from the closest
+point of the triangle towards the shape.  So that this direction is defined at the impact,
+the triangles are given a skin of MESH_SKIN [m]: the shape stops that far from them (touching
+a triangle of no thickness, the separation vector is rounding noise).
+"""
+from __future__ import annotations
+
+import kernelcore as kc
+
+import geometry  # noqa: F401  (adds the mesh_* builtins)
+
+from .cloth_self_contact import triangle_closest_weights
+from .collide_bodies import segment_params, shape_point, static_distance
+
+FAR = kc.constant(1.0e30)
+#: thickness [m] of the skin around static mesh triangles (see the module docstring)
+MESH_SKIN = kc.constant(1.0e-4)
+#: features of one (shape, triangle) pair: 8 points, 3 vertices, 12 x 3 segment pairs
+TRIANGLE_FEATURES = 47
+
+
+skip_vector = kc.vector(length=8, dtype=float)
+
+
+@kc.func
+def mesh_feature_id(face: int, f: int, k: int) -> float:
+    """Id of feature ``f`` of triangle ``face`` against body shape ``k`` (negative: apart from the ids of
+    sim/toi_shapes.py's other features; exact in float32 below 2^24 / (8 TRIANGLE_FEATURES) faces)."""
+    return -1.0 - float((face * TRIANGLE_FEATURES + f) * 8 + k % 8)
+
+
+@kc.func
+def is_skipped(gid: float, count: int, ids: skip_vector) -> int:
+    """1 when ``gid`` is one of the first ``count`` entries of ``ids``."""
+    out = int(0)
+    for c in range(count):  # a runtime bound: not unrolled
+        if ids[c] == gid:
+            out = 1
+    return out
+
+
+@kc.func
+def triangle_vertex(mesh: kc.uint64, face: int, j: int) -> kc.vec3:
+    """Vertex ``j`` (0..2) of triangle ``face`` of a mesh [m]."""
+    return kc.mesh_get_point(mesh, kc.mesh_get_index(mesh, face * 3 + j))
+
+
+@kc.func
+def box_segment(scale: kc.vec3, k: int):
+    """Edge ``k`` (0..11) of a box of half extents ``scale`` in its frame: (start, end)."""
+    axis = k // 4
+    s1 = 2.0 * float(k % 2) - 1.0
+    s2 = 2.0 * float((k // 2) % 2) - 1.0
+    a = kc.vec3(-scale[0], s1 * scale[1], s2 * scale[2])
+    b = kc.vec3(scale[0], s1 * scale[1], s2 * scale[2])
+    if axis == 1:
+        a = kc.vec3(s1 * scale[0], -scale[1], s2 * scale[2])
+        b = kc.vec3(s1 * scale[0], scale[1], s2 * scale[2])
+    elif axis == 2:
+        a = kc.vec3(s1 * scale[0], s2 * scale[1], -scale[2])
+        b = kc.vec3(s1 * scale[0], s2 * scale[1], scale[2])
+    return a, b
+
+
+@kc.func
+def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
+                     t0: kc.vec3, t1: kc.vec3, t2: kc.vec3):
+    """Feature ``f`` (0 <= f < TRIANGLE_FEATURES) of shape A (kind ``ka``: 0 sphere, 1 box, 4 capsule)
+    against the triangle (t0, t1, t2) [m]: (distance [m], unit normal from the triangle to A, contact
+    point on A's surface); distance FAR when the feature does not exist."""
+    d = float(FAR)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    p = pos_a
+    if f < 8:  # a point of A against the triangle
+        pt = shape_point(ka, scale_a, f)
+        if pt[3] >= 0.0:
+            x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
+            wts = triangle_closest_weights(x, t0, t1, t2)
+            sep = x - (t0 * wts[0] + t1 * wts[1] + t2 * wts[2])
+            dist = kc.length(sep)
+            face_n = kc.cross(t1 - t0, t2 - t0)
+            if wts[0] > 0.0 and wts[1] > 0.0 and wts[2] > 0.0 and kc.length(face_n) > 0.0:
+                # over the face: its normal, exact where the separation is rounding noise
+                face_n = kc.normalize(face_n)
+                h = kc.dot(x - t0, face_n)
+                n = face_n
+                if h < 0.0:
+                    n = -face_n
+                d = kc.abs(h) - pt[3] - MESH_SKIN
+                p = x - n * pt[3]
+            elif dist > 0.0:
+                n = sep / dist
+                d = dist - pt[3] - MESH_SKIN
+                p = x - n * pt[3]
+    elif f < 11:  # a vertex of the triangle against A's signed distance
+        v = t0
+        if f == 9:
+            v = t1
+        elif f == 10:
+            v = t2
+        nd = static_distance(v, ka, pos_a, rot_a, scale_a, kc.vec3(0.0, 1.0, 0.0), 0.0)
+        n = -kc.vec3(nd[0], nd[1], nd[2])
+        d = nd[3] - MESH_SKIN
+        p = v + n * nd[3]
+    else:  # a segment of A against an edge of the triangle
+        g = f - 11
+        k = g // 3
+        e = g % 3
+        la0 = kc.vec3(0.0, 0.0, 0.0)
+        la1 = kc.vec3(0.0, 0.0, 0.0)
+        ra = float(-1.0)
+        if ka == 1:
+            la0, la1 = box_segment(scale_a, k)
+            ra = 0.0
+        elif ka == 4:
+            if k == 0:
+                la0 = kc.vec3(0.0, -scale_a[1], 0.0)
+                la1 = kc.vec3(0.0, scale_a[1], 0.0)
+                ra = scale_a[0]
+        if ra >= 0.0:
+            b0 = t0
+            b1 = t1
+            if e == 1:
+                b0 = t1
+                b1 = t2
+            elif e == 2:
+                b0 = t2
+                b1 = t0
+            a0 = pos_a + rot_a * la0
+            da = rot_a * (la1 - la0)
+            db = b1 - b0
+            st = segment_params(a0, da, b0, db)
+            pa = a0 + da * st[0]
+            sep = pa - (b0 + db * st[1])
+            dist = kc.length(sep)
+            axis = kc.cross(da, db)
+            crossing = st[0] > 0.0 and st[0] < 1.0 and st[1] > 0.0 and st[1] < 1.0
+            if crossing and kc.length(axis) > 1.0e-6 * kc.length(da) * kc.length(db):
+                # two edges crossing: the normal is across both, exact where the separation is noise
+                axis = kc.normalize(axis)
+                h = kc.dot(sep, axis)
+                n = axis
+                if h < 0.0:
+                    n = -axis
+                d = kc.abs(h) - ra - MESH_SKIN
+                p = pa - n * ra
+            elif dist > 0.0:
+                n = sep / dist
+                d = dist - ra - MESH_SKIN
+                p = pa - n * ra
+    return d, n, p
+
+
+@kc.func
+def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, reach: float,
+                         mesh: kc.uint64, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector):
+    """Closest feature of shape A (``reach`` [m]: bound on its points' distance from ``pos_a``; the body's
+    shape ``k``) against a static mesh, leaving out the ``skip_count`` feature ids (:func:`mesh_feature_id`)
+    in ``skip_ids``: (distance [m], normal from the mesh to A, contact point on A).  The distance is
+    ``lookahead - MESH_SKIN`` (a lower bound) when no triangle is that close."""
+    best = lookahead - MESH_SKIN
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = pos_a
+    h = reach + lookahead
+    query = kc.mesh_query_aabb(mesh, pos_a - kc.vec3(h, h, h), pos_a + kc.vec3(h, h, h))
+    face = int(0)
+    while kc.mesh_query_aabb_next(query, face):
+        t0 = triangle_vertex(mesh, face, 0)
+        t1 = triangle_vertex(mesh, face, 1)
+        t2 = triangle_vertex(mesh, face, 2)
+        for f in range(TRIANGLE_FEATURES):
+            d, n, p = triangle_feature(f, ka, pos_a, rot_a, scale_a, t0, t1, t2)
+            if d < best:
+                if is_skipped(mesh_feature_id(face, f, k), skip_count, skip_ids) == 0:
+                    best = d
+                    best_n = n
+                    best_p = p
+    return best, best_n, best_p
+
+def drop_swept_mesh_contacts(model, mesh_contacts, swept_shapes):
+    """Leave the shapes in ``swept_shapes`` out of the penalty contacts with static meshes of
+    ``mesh_contacts`` (a ``sim.collide_body_mesh.BodyMeshContacts`` or None): the sweep stops them
+    at the mesh, and a penalty contact's onset window (sim/contact.py) would push a fast body that
+    starts a step within half a step's closing distance of a mesh.  Returns the contacts, or None
+    when none are left."""
+    import numpy as np
+
+    if mesh_contacts is None or not len(swept_shapes):
+        return mesh_contacts
+    swept = np.asarray(sorted(set(int(s) for s in swept_shapes)), np.int32)
+    dev = model.device
+
+    def keep(items):
+        cols = [a.numpy() for a in items]
+        rows = ~np.isin(cols[0], swept)
+        return [kc.array(np.ascontiguousarray(c[rows]), dtype=kc.int32, device=dev) for c in cols], int(rows.sum())
+
+    if mesh_contacts.static_count:
+        mesh_contacts.static_items, mesh_contacts.static_count = keep(mesh_contacts.static_items)
+    if mesh_contacts.vertex_count:
+        mesh_contacts.vertex_items, mesh_contacts.vertex_count = keep(mesh_contacts.vertex_items)
+    edges = mesh_contacts.edges
+    if edges is not None and edges.box_count:
+        (edges.box_items,), edges.box_count = keep([edges.box_items])
+        if not edges.capacity():
+            mesh_contacts.edges = None
+    return mesh_contacts if mesh_contacts.active else None
+
+
+#: static meshes with more triangles than this have feature ids that float32 cannot tell apart
+MAX_EXACT_FACES = (1 << 24) // (8 * TRIANGLE_FEATURES)
+
+
+def warn_large_meshes(model, solver_name: str = "SolverSemiImplicit"):
+    """Warn (at solver construction) about static meshes too large for exact feature ids: after an
+    impact the sweep may then also leave out another triangle's feature for the rest of that step."""
+    import warnings
+
+    big = [(s, len(model.shape_mesh_points[s][1]) // 3) for s in model.mesh_shape_indices
+           if len(model.shape_mesh_points[s][1]) // 3 > MAX_EXACT_FACES]
+    if big:
+        warnings.warn(f"{solver_name}(toi=True): static mesh shapes {[s for s, _ in big]} have "
+                      f"{[n for _, n in big]} triangles, more than {MAX_EXACT_FACES}: their feature ids are not exact "
+                      f"in float32, so an impact may leave out another triangle for the rest of its step", stacklevel=3)
+    return [s for s, _ in big]
