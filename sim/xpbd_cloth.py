@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
+from .cloth_forces import dihedral_angle_gradients
 from .collide_shapes import shape_point_gap
 
 
@@ -72,26 +73,21 @@ def bending_step(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, x3: kc.vec3, w0: float, 
     """One projection of the dihedral constraint theta = rest (compliance 1 / ke) of bending edge
     (o0=x0, o1=x1, e0=x2, e1=x3): row k holds (dx_k [m], dlambda); all zero when it cannot act.
 
-    The angle and its four gradients (those of cloth_forces.dihedral_theta/dihedral_gradient)
-    share their cross products here, computed once: bending is most of an XPBD sweep.
+    The angle and its four gradients come from one cloth_forces.dihedral_angle_gradients call
+    (shared cross products): bending is most of an XPBD sweep.
     """
-    e = x3 - x2
-    el = kc.length(e)
     n1 = kc.cross(x0 - x2, x0 - x3)
     n2 = kc.cross(x1 - x3, x1 - x2)
-    n1n1 = kc.dot(n1, n1)
-    n2n2 = kc.dot(n2, n2)
     out = kc.mat44(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    if ke > 0.0 and n1n1 > 1.0e-20 and n2n2 > 1.0e-20 and el > 1.0e-10:
-        a = n1 / n1n1
-        b = n2 / n2n2
-        g0 = a * (-el)
-        g1 = b * (-el)
-        g2 = -(a * (kc.dot(x0 - x3, e) / el) + b * (kc.dot(x1 - x3, e) / el))
-        g3 = a * (kc.dot(x0 - x2, e) / el) + b * (kc.dot(x1 - x2, e) / el)
+    if ke > 0.0 and kc.dot(n1, n1) > 1.0e-20 and kc.dot(n2, n2) > 1.0e-20 and kc.length(x3 - x2) > 1.0e-10:
+        m = dihedral_angle_gradients(x0, x1, x2, x3)
+        g0 = kc.vec3(m[0, 0], m[0, 1], m[0, 2])
+        g1 = kc.vec3(m[1, 0], m[1, 1], m[1, 2])
+        g2 = kc.vec3(m[2, 0], m[2, 1], m[2, 2])
+        g3 = kc.vec3(m[3, 0], m[3, 1], m[3, 2])
         denom = w0 * kc.dot(g0, g0) + w1 * kc.dot(g1, g1) + w2 * kc.dot(g2, g2) + w3 * kc.dot(g3, g3)
         if denom > 0.0:
-            d = kc.atan2(kc.dot(kc.cross(n1, n2), e) / el, kc.dot(n1, n2)) - rest
+            d = m[0, 3] - rest
             if d > 3.14159265:
                 d = d - 6.28318531
             elif d < -3.14159265:

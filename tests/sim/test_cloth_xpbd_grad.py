@@ -6,6 +6,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+from sim.cloth_forces import dihedral_angle_gradients, dihedral_gradient, dihedral_theta
 
 STEPS, DT = 5, 1.0 / 60.0
 RADIUS = 0.01
@@ -102,3 +103,44 @@ def test_xpbd_gradients_match_finite_differences_through_contact():
     assert g_ke == pytest.approx(fd_ke, rel=0.05, abs=1e-4)
     fd_bend = (forward(v0, bend_scale=1.2)[0] - forward(v0, bend_scale=0.8)[0]) / 0.4
     assert g_bend == pytest.approx(fd_bend, rel=0.1, abs=1e-4)
+
+
+@kc.kernel
+def dihedral_both(x: kc.array(dtype=kc.vec3, ndim=2), fused: kc.array(dtype=kc.mat44),
+                  theta: kc.array(dtype=float), grads: kc.array(dtype=kc.vec3, ndim=2)):
+    t = kc.tid()
+    fused[t] = dihedral_angle_gradients(x[t, 0], x[t, 1], x[t, 2], x[t, 3])
+    theta[t] = dihedral_theta(x[t, 0], x[t, 1], x[t, 2], x[t, 3])
+    for k in range(4):
+        grads[t, k] = dihedral_gradient(x[t, 0], x[t, 1], x[t, 2], x[t, 3], k)
+
+
+def numpy_dihedral(x):
+    x0, x1, x2, x3 = x
+    e = x3 - x2
+    n1 = np.cross(x2 - x0, x3 - x0)
+    n2 = np.cross(x3 - x1, x2 - x1)
+    return np.arctan2(np.dot(np.cross(n1, n2), e) / np.linalg.norm(e), np.dot(n1, n2))
+
+
+def test_fused_dihedral_angle_and_gradients_match_the_separate_ones_and_fd():
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(16, 4, 3))
+    x = kc.array(pts.astype(np.float32), dtype=kc.vec3)
+    fused = kc.zeros(16, dtype=kc.mat44)
+    theta = kc.zeros(16, dtype=float)
+    grads = kc.zeros((16, 4), dtype=kc.vec3)
+    kc.launch(dihedral_both, dim=16, inputs=[x], outputs=[fused, theta, grads])
+    f = fused.numpy().astype(np.float64)
+    np.testing.assert_allclose(f[:, :, 3], np.repeat(theta.numpy()[:, None], 4, axis=1), atol=1e-5)
+    np.testing.assert_allclose(f[:, :, :3], grads.numpy(), rtol=1e-4, atol=1e-4)
+    for t in range(16):
+        assert f[t, 0, 3] == pytest.approx(numpy_dihedral(pts[t]), abs=1e-5)
+        h = 1e-6
+        for k in range(4):
+            for c in range(3):
+                p, m = pts[t].copy(), pts[t].copy()
+                p[k, c] += h
+                m[k, c] -= h
+                fd = (numpy_dihedral(p) - numpy_dihedral(m)) / (2 * h)
+                assert f[t, k, c] == pytest.approx(fd, rel=1e-3, abs=1e-3 * (1 + abs(fd)))
