@@ -141,13 +141,16 @@ def eval_triangles_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3
 
 
 def eval_triangles(model, state, forces):
-    """Add membrane (and air) forces [N] of ``state`` to ``forces`` (vec3, (particle_count,))."""
+    """Add membrane (and air) forces [N] of ``state`` to ``forces`` (vec3, (particle_count,)).
+
+    No ``device=``: the arrays give it, and kc.launch's fast path (launch.py FastLaunch) is only
+    taken without one."""
     if model.tri_count == 0:
         return
     kc.launch(eval_triangles_kernel, dim=model.tri_count,
               inputs=[state.particle_q, state.particle_qd, model.tri_indices, model.tri_poses, model.tri_areas,
                       model.tri_materials, getattr(model, "air_velocity", kc.vec3(0.0, 0.0, 0.0))],
-              outputs=[forces], device=model.device)
+              outputs=[forces])
 
 
 @kc.kernel
@@ -195,7 +198,7 @@ def eval_bending(model, state, forces):
     kc.launch(eval_bending_kernel, dim=model.edge_count,
               inputs=[state.particle_q, state.particle_qd, model.edge_indices, model.edge_rest_angle,
                       model.edge_bending_properties],
-              outputs=[forces], device=model.device)
+              outputs=[forces])
 
 
 def eval_cloth_forces(model, state, forces):

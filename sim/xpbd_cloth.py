@@ -343,6 +343,10 @@ def xpbd_velocity_kernel(q0: kc.array(dtype=kc.vec3), q1: kc.array(dtype=kc.vec3
         qd1[i] = qd0[i]
 
 
+# The launchers below name no device: the arrays (all on model.device) give it, and kc.launch
+# takes its cached fast path (launch.py FastLaunch) only for launches without ``device=``.
+
+
 def xpbd_predict(model, state_in, control, state_out, dt, q=None, record=False):
     """Explicit prediction: gravity, drag and control forces, into ``q`` (default ``state_out.particle_q``)."""
     f_ext = control.particle_f_ext if control is not None and control.particle_f_ext is not None else state_out.particle_f
@@ -350,21 +354,21 @@ def xpbd_predict(model, state_in, control, state_out, dt, q=None, record=False):
               inputs=[state_in.particle_q, state_in.particle_qd, f_ext, int(control is not None and
                       control.particle_f_ext is not None), model.particle_inv_mass, model.gravity,
                       model.particle_damping, float(dt)],
-              outputs=[state_out.particle_q if q is None else q], device=model.device, record_tape=record)
+              outputs=[state_out.particle_q if q is None else q], record_tape=record)
 
 
 def xpbd_project_stretch(model, colour, pairs, rest, compliance, lam, q, dt):
     """Project the stretch constraints listed in ``colour`` (int array) once."""
     kc.launch(xpbd_stretch_kernel, dim=colour.shape[0],
               inputs=[colour, pairs, rest, compliance, model.particle_inv_mass, float(dt)], outputs=[lam, q],
-              device=model.device, record_tape=False)
+              record_tape=False)
 
 
 def xpbd_project_bending(model, colour, lam, q, dt):
     """Project the bending constraints listed in ``colour`` (int array) once."""
     kc.launch(xpbd_bending_kernel, dim=colour.shape[0],
               inputs=[colour, model.edge_indices, model.edge_rest_angle, model.edge_bending_properties,
-                      model.particle_inv_mass, float(dt)], outputs=[lam, q], device=model.device, record_tape=False)
+                      model.particle_inv_mass, float(dt)], outputs=[lam, q], record_tape=False)
 
 
 def xpbd_project_contacts(model, state_in, ground_mu, shape_mu, q):
@@ -374,14 +378,14 @@ def xpbd_project_contacts(model, state_in, ground_mu, shape_mu, q):
                       model.ground_normal, model.ground_offset, float(ground_mu),
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, shape_mu],
-              outputs=[q], device=model.device, record_tape=False)
+              outputs=[q], record_tape=False)
 
 
 def xpbd_velocities(model, state_in, state_out, dt, record=False):
     """v = (x1 - x0) / dt for moving particles; kinematic ones keep their velocity."""
     kc.launch(xpbd_velocity_kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, state_out.particle_q, state_in.particle_qd, model.particle_inv_mass,
-                      1.0 / float(dt)], outputs=[state_out.particle_qd], device=model.device, record_tape=record)
+                      1.0 / float(dt)], outputs=[state_out.particle_qd], record_tape=record)
 
 
 def xpbd_sweeps(model, solver, state_in, q, dt):
@@ -393,23 +397,23 @@ def xpbd_sweeps(model, solver, state_in, q, dt):
                       model.particle_radius, int(model.ground), model.ground_normal, model.ground_offset,
                       float(solver.ground_mu), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
                       model.shape_rot, model.shape_scale, solver.shape_mu],
-              outputs=[solver.stretch_lambda, solver.bending_lambda, q], device=model.device, record_tape=False)
+              outputs=[solver.stretch_lambda, solver.bending_lambda, q], record_tape=False)
 
 
 def xpbd_stretch_compliance(model, tri_start, tris, rest, compliance, record=False):
     """Per-edge compliance [m/N] from the triangles' tri_ke, tri_ka and areas (recorded on a tape if asked)."""
     kc.launch(xpbd_stretch_compliance_kernel, dim=rest.shape[0],
               inputs=[tri_start, tris, model.tri_materials, model.tri_areas, rest], outputs=[compliance],
-              device=model.device, record_tape=record)
+              record_tape=record)
 
 
 def xpbd_stretch_copy(model, solver, colour, compliance, lam_in, q_in, lam_out, q_out, dt):
     """One stretch colour out of place, recorded: (lam_in, q_in) -> (lam_out, q_out)."""
     args = [solver.stretch_pairs, solver.stretch_rest, compliance, model.particle_inv_mass, float(dt), lam_in, q_in]
     kc.launch(xpbd_stretch_copy_kernel, dim=model.particle_count, inputs=[solver.stretch_slot, colour, *args],
-              outputs=[q_out], device=model.device)
+              outputs=[q_out])
     kc.launch(xpbd_stretch_lambda_copy_kernel, dim=solver.stretch_count, inputs=[solver.stretch_colour_of, colour, *args],
-              outputs=[lam_out], device=model.device)
+              outputs=[lam_out])
 
 
 def xpbd_bending_copy(model, solver, colour, lam_in, q_in, lam_out, q_out, dt):
@@ -417,9 +421,9 @@ def xpbd_bending_copy(model, solver, colour, lam_in, q_in, lam_out, q_out, dt):
     args = [model.edge_indices, model.edge_rest_angle, model.edge_bending_properties, model.particle_inv_mass,
             float(dt), lam_in, q_in]
     kc.launch(xpbd_bending_copy_kernel, dim=model.particle_count, inputs=[solver.bending_slot, colour, *args],
-              outputs=[q_out], device=model.device)
+              outputs=[q_out])
     kc.launch(xpbd_bending_lambda_copy_kernel, dim=model.edge_count, inputs=[solver.bending_colour_of, colour, *args],
-              outputs=[lam_out], device=model.device)
+              outputs=[lam_out])
 
 
 def xpbd_contacts_copy(model, state_in, ground_mu, shape_mu, q_in, q_out):
@@ -429,4 +433,4 @@ def xpbd_contacts_copy(model, state_in, ground_mu, shape_mu, q_in, q_out):
                       model.ground_normal, model.ground_offset, float(ground_mu),
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, shape_mu, q_in],
-              outputs=[q_out], device=model.device)
+              outputs=[q_out])
