@@ -152,19 +152,23 @@ def newton_available():
 
 
 def run_size(n, args, newton_ok):
-    sims = {"kc_semi": KcCloth(n, "semi", args.xpbd_iterations),
-            "kc_semi_self": KcCloth(n, "semi_self", args.xpbd_iterations),
-            "kc_xpbd": KcCloth(n, "xpbd", args.xpbd_iterations),
-            "kc_vbd": KcCloth(n, "vbd", args.vbd_iterations)}
+    want = set(args.solvers.split(","))
+    sims = {}
+    for kind in ("semi", "semi_self", "xpbd", "vbd"):
+        if kind in want:
+            sims[f"kc_{kind}"] = KcCloth(n, kind, args.vbd_iterations if kind == "vbd" else args.xpbd_iterations)
     if newton_ok:
-        if n <= args.newton_tri_contact_max:
+        if "semi_self" in want and n <= args.newton_tri_contact_max:
             sims["newton_semi"] = NewtonCloth(n, "semi", args.xpbd_iterations)
-        sims["newton_semi_notri"] = NewtonCloth(n, "semi_notri", args.xpbd_iterations)
-        sims["newton_xpbd"] = NewtonCloth(n, "xpbd", args.xpbd_iterations)
-        try:
-            sims["newton_vbd"] = NewtonCloth(n, "vbd", args.vbd_iterations)
-        except Exception as e:  # noqa: BLE001 - reported in the JSON, the other pairs still run
-            print(f"newton_vbd unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        if "semi" in want:
+            sims["newton_semi_notri"] = NewtonCloth(n, "semi_notri", args.xpbd_iterations)
+        if "xpbd" in want:
+            sims["newton_xpbd"] = NewtonCloth(n, "xpbd", args.xpbd_iterations)
+        if "vbd" in want:
+            try:
+                sims["newton_vbd"] = NewtonCloth(n, "vbd", args.vbd_iterations)
+            except Exception as e:  # noqa: BLE001 - reported in the JSON, the other pairs still run
+                print(f"newton_vbd unavailable: {type(e).__name__}: {e}", file=sys.stderr)
     t0 = time.perf_counter()
     for s in sims.values():   # compile, untimed
         s.steps(args.settle)
@@ -183,7 +187,7 @@ def run_size(n, args, newton_ok):
     if newton_ok:
         for kc_name, nt_name in (("kc_semi", "newton_semi_notri"), ("kc_semi_self", "newton_semi"),
                                  ("kc_xpbd", "newton_xpbd"), ("kc_vbd", "newton_vbd")):
-            if nt_name not in res:
+            if nt_name not in res or kc_name not in res:
                 continue
             out[f"speedup_{kc_name}_vs_{nt_name}"] = ratio(res[nt_name]["median"], res[kc_name]["median"])
     return out
@@ -197,11 +201,16 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--xpbd-iterations", type=int, default=10)
     ap.add_argument("--vbd-iterations", type=int, default=10)
+    ap.add_argument("--solvers", default="semi,semi_self,xpbd,vbd", help="comma list of the cases to run "
+                    "(each with its Newton peer)")
     ap.add_argument("--no-newton", action="store_true")
     ap.add_argument("--newton-tri-contact-max", type=int, default=64,
                     help="largest size (cells per side) for newton_semi (its self-contact cost grows as N^4)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    unknown = set(args.solvers.split(",")) - {"semi", "semi_self", "xpbd", "vbd"}
+    if unknown:
+        ap.error(f"--solvers: unknown case(s) {sorted(unknown)}; choose from semi, semi_self, xpbd, vbd")
     with contextlib.redirect_stdout(sys.stderr):
         newton_ok, info = (False, "not requested (--no-newton)") if args.no_newton else newton_available()
         results = {str(n): run_size(int(n), args, newton_ok) for n in args.sizes.split(",") if n.strip()}
