@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import kernelcore as kc
 import sim
 from sim.solvers.xpbd import colour_constraints
 
