@@ -17,11 +17,17 @@ radius 0.01 m, dt = 5e-4 s (semi-implicit, small enough for both), 1/300 s with
   process, interleaved.  Pairs compared: kc_semi vs newton_semi_notri, kc_semi_self vs
   newton_semi, kc_xpbd vs newton_xpbd, kc_vbd vs newton_vbd.
 
+Newton's particle-triangle self-contact costs grow with the square of the size (0.4 steps/s
+at 64^2 on this machine), so ``newton_semi`` runs only up to ``--newton-tri-contact-max``
+cells per side (64); the 128^2 row compares kc_semi_self with nothing.
+
 Warp 1.19 no longer ships warp.sim, so Newton is the peer.  Newton's tri_ke/tri_ka follow
 its own membrane law, so the cloths are alike, not identical; the figures compare cost per
 step.  Newton's first run compiles its kernels (minutes, cached afterwards).
 
-Run: python benchmarks/bench_cloth.py --sizes 32,64 --out benchmarks/results/cloth.json
+Run: python benchmarks/bench_cloth.py --sizes 32,64,128 --out benchmarks/results/cloth.json
+(the 128^2 row takes tens of minutes on a loaded machine: ``--sizes 128 --settle 40 --steps 5``
+times it after a shorter untimed start).
 """
 from __future__ import annotations
 
@@ -146,25 +152,31 @@ def newton_available():
 
 
 def run_size(n, args, newton_ok):
-    sims = {"kc_semi": KcCloth(n, "semi", args.xpbd_iterations),
-            "kc_semi_self": KcCloth(n, "semi_self", args.xpbd_iterations),
-            "kc_xpbd": KcCloth(n, "xpbd", args.xpbd_iterations),
-            "kc_vbd": KcCloth(n, "vbd", args.vbd_iterations)}
+    want = set(args.solvers.split(","))
+    sims = {}
+    for kind in ("semi", "semi_self", "xpbd", "vbd"):
+        if kind in want:
+            sims[f"kc_{kind}"] = KcCloth(n, kind, args.vbd_iterations if kind == "vbd" else args.xpbd_iterations)
     if newton_ok:
-        sims["newton_semi"] = NewtonCloth(n, "semi", args.xpbd_iterations)
-        sims["newton_semi_notri"] = NewtonCloth(n, "semi_notri", args.xpbd_iterations)
-        sims["newton_xpbd"] = NewtonCloth(n, "xpbd", args.xpbd_iterations)
-        try:
-            sims["newton_vbd"] = NewtonCloth(n, "vbd", args.vbd_iterations)
-        except Exception as e:  # noqa: BLE001 - reported in the JSON, the other pairs still run
-            print(f"newton_vbd unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        if "semi_self" in want and n <= args.newton_tri_contact_max:
+            sims["newton_semi"] = NewtonCloth(n, "semi", args.xpbd_iterations)
+        if "semi" in want:
+            sims["newton_semi_notri"] = NewtonCloth(n, "semi_notri", args.xpbd_iterations)
+        if "xpbd" in want:
+            sims["newton_xpbd"] = NewtonCloth(n, "xpbd", args.xpbd_iterations)
+        if "vbd" in want:
+            try:
+                sims["newton_vbd"] = NewtonCloth(n, "vbd", args.vbd_iterations)
+            except Exception as e:  # noqa: BLE001 - reported in the JSON, the other pairs still run
+                print(f"newton_vbd unavailable: {type(e).__name__}: {e}", file=sys.stderr)
     t0 = time.perf_counter()
     for s in sims.values():   # compile, untimed
         s.steps(args.settle)
     settle = time.perf_counter() - t0
     res = interleaved({name: (lambda s=s: s.steps(args.steps)) for name, s in sims.items()}, repeats=args.repeats,
                       warmup=0)
-    out = {"cells": n, "particles": (n + 1) ** 2, "steps_per_sample": args.steps, "settle_seconds": round(settle, 2),
+    out = {"cells": n, "particles": (n + 1) ** 2, "steps_per_sample": args.steps, "settle_steps": args.settle,
+           "settle_seconds": round(settle, 2),
            "load_average": load_average()}
     c, r = np.asarray(SPHERE[0]), SPHERE[1]
     for name, rr in res.items():
@@ -175,7 +187,7 @@ def run_size(n, args, newton_ok):
     if newton_ok:
         for kc_name, nt_name in (("kc_semi", "newton_semi_notri"), ("kc_semi_self", "newton_semi"),
                                  ("kc_xpbd", "newton_xpbd"), ("kc_vbd", "newton_vbd")):
-            if nt_name not in res:
+            if nt_name not in res or kc_name not in res:
                 continue
             out[f"speedup_{kc_name}_vs_{nt_name}"] = ratio(res[nt_name]["median"], res[kc_name]["median"])
     return out
@@ -183,15 +195,22 @@ def run_size(n, args, newton_ok):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="32,64", help="comma list of cells per side")
+    ap.add_argument("--sizes", default="32,64,128", help="comma list of cells per side")
     ap.add_argument("--steps", type=int, default=20, help="steps per timed sample")
     ap.add_argument("--settle", type=int, default=150, help="untimed steps first (compilation, touch-down)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--xpbd-iterations", type=int, default=10)
     ap.add_argument("--vbd-iterations", type=int, default=10)
+    ap.add_argument("--solvers", default="semi,semi_self,xpbd,vbd", help="comma list of the cases to run "
+                    "(each with its Newton peer)")
     ap.add_argument("--no-newton", action="store_true")
+    ap.add_argument("--newton-tri-contact-max", type=int, default=64,
+                    help="largest size (cells per side) for newton_semi (its self-contact cost grows as N^4)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    unknown = set(args.solvers.split(",")) - {"semi", "semi_self", "xpbd", "vbd"}
+    if unknown:
+        ap.error(f"--solvers: unknown case(s) {sorted(unknown)}; choose from semi, semi_self, xpbd, vbd")
     with contextlib.redirect_stdout(sys.stderr):
         newton_ok, info = (False, "not requested (--no-newton)") if args.no_newton else newton_available()
         results = {str(n): run_size(int(n), args, newton_ok) for n in args.sizes.split(",") if n.strip()}

@@ -58,6 +58,26 @@ def dihedral_gradient(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, x3: kc.vec3, k: int
     return -g
 
 
+@kc.func
+def dihedral_angle_gradients(x0: kc.vec3, x1: kc.vec3, x2: kc.vec3, x3: kc.vec3) -> kc.mat44:
+    """Row k = (d theta / d x_k [1/m], theta [rad]) of dihedral_theta/dihedral_gradient, their
+    cross products computed once (the four gradients and the angle share them).  The edge and
+    both normals must not be degenerate (callers test that first)."""
+    e = x3 - x2
+    el = kc.length(e)
+    n1 = kc.cross(x0 - x2, x0 - x3)
+    n2 = kc.cross(x1 - x3, x1 - x2)
+    a = n1 / kc.dot(n1, n1)
+    b = n2 / kc.dot(n2, n2)
+    theta = kc.atan2(kc.dot(kc.cross(n1, n2), e) / el, kc.dot(n1, n2))
+    g0 = a * (-el)
+    g1 = b * (-el)
+    g2 = -(a * (kc.dot(x0 - x3, e) / el) + b * (kc.dot(x1 - x3, e) / el))
+    g3 = a * (kc.dot(x0 - x2, e) / el) + b * (kc.dot(x1 - x2, e) / el)
+    return kc.mat44(g0[0], g0[1], g0[2], theta, g1[0], g1[1], g1[2], theta, g2[0], g2[1], g2[2], theta,
+                    g3[0], g3[1], g3[2], theta)
+
+
 @kc.kernel
 def eval_triangles_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
                           indices: kc.array(dtype=int, ndim=2), poses: kc.array(dtype=kc.mat22),
@@ -121,13 +141,16 @@ def eval_triangles_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3
 
 
 def eval_triangles(model, state, forces):
-    """Add membrane (and air) forces [N] of ``state`` to ``forces`` (vec3, (particle_count,))."""
+    """Add membrane (and air) forces [N] of ``state`` to ``forces`` (vec3, (particle_count,)).
+
+    No ``device=``: the arrays give it, and kc.launch's fast path (launch.py FastLaunch) is only
+    taken without one."""
     if model.tri_count == 0:
         return
     kc.launch(eval_triangles_kernel, dim=model.tri_count,
               inputs=[state.particle_q, state.particle_qd, model.tri_indices, model.tri_poses, model.tri_areas,
                       model.tri_materials, getattr(model, "air_velocity", kc.vec3(0.0, 0.0, 0.0))],
-              outputs=[forces], device=model.device)
+              outputs=[forces])
 
 
 @kc.kernel
@@ -148,11 +171,12 @@ def eval_bending_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
     el = kc.length(x3 - x2)
     # a collapsed triangle has no normal: skip rather than divide by zero
     if kc.dot(n1, n1) > 1.0e-20 and kc.dot(n2, n2) > 1.0e-20 and el > 1.0e-10:
-        theta = dihedral_theta(x0, x1, x2, x3)
-        g0 = dihedral_gradient(x0, x1, x2, x3, 0)
-        g1 = dihedral_gradient(x0, x1, x2, x3, 1)
-        g2 = dihedral_gradient(x0, x1, x2, x3, 2)
-        g3 = dihedral_gradient(x0, x1, x2, x3, 3)
+        m = dihedral_angle_gradients(x0, x1, x2, x3)
+        theta = m[0, 3]
+        g0 = kc.vec3(m[0, 0], m[0, 1], m[0, 2])
+        g1 = kc.vec3(m[1, 0], m[1, 1], m[1, 2])
+        g2 = kc.vec3(m[2, 0], m[2, 1], m[2, 2])
+        g3 = kc.vec3(m[3, 0], m[3, 1], m[3, 2])
         rate = kc.dot(g0, qd[i0]) + kc.dot(g1, qd[i1]) + kc.dot(g2, qd[i2]) + kc.dot(g3, qd[i3])
         # the angle wraps at +-pi; the difference to the rest angle is taken on the short way round
         d = theta - rest[e]
@@ -174,7 +198,7 @@ def eval_bending(model, state, forces):
     kc.launch(eval_bending_kernel, dim=model.edge_count,
               inputs=[state.particle_q, state.particle_qd, model.edge_indices, model.edge_rest_angle,
                       model.edge_bending_properties],
-              outputs=[forces], device=model.device)
+              outputs=[forces])
 
 
 def eval_cloth_forces(model, state, forces):

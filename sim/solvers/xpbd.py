@@ -12,7 +12,8 @@ from kernelcore.device import get_runtime
 
 from ..worlds import require_one_environment, static_shapes_in_environments
 from ..xpbd_cloth import (xpbd_predict, xpbd_project_bending, xpbd_project_contacts, xpbd_project_stretch,
-                          xpbd_velocities)
+                          xpbd_bending_copy, xpbd_contacts_copy, xpbd_stretch_compliance, xpbd_stretch_copy,
+                          xpbd_sweeps, xpbd_velocities)
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -50,6 +51,26 @@ def mesh_edges(tri_indices):
     return np.asarray(list(seen), np.int64).reshape(-1, 2)
 
 
+def _colour_maps(colours, constraints, inv_mass, code_scale, device):
+    """(colour of each constraint (m,), slot (colours, particles)): for each colour and moving
+    particle, ``code_scale * constraint + place of the particle in it``, or -1."""
+    constraints = np.asarray(constraints, np.int64).reshape(len(constraints), -1)
+    colour_of = np.full(len(constraints), -1, np.int32)
+    slot = np.full((max(len(colours), 1), len(inv_mass)), -1, np.int32)
+    for k, colour in enumerate(colours):
+        for c in colour.numpy().tolist():
+            colour_of[c] = k
+            for place, p in enumerate(constraints[c].tolist()):
+                if inv_mass[p] > 0:
+                    slot[k, p] = code_scale * c + (place if code_scale > 1 else 0)
+    return kc.array(colour_of, dtype=kc.int32, device=device), kc.array(slot, dtype=kc.int32, device=device)
+
+
+def _concatenated(colours, device):
+    joined = np.concatenate([c.numpy() for c in colours]) if colours else np.zeros(0, np.int32)
+    return kc.array(joined.astype(np.int32), dtype=kc.int32, device=device)
+
+
 class SolverXPBD:
     """XPBD for cloth: membrane as edge-length constraints, dihedral bending, contact projection.
 
@@ -68,12 +89,23 @@ class SolverXPBD:
     capsules and planes are projected once per sweep with Coulomb friction (``mu`` of the
     shape's and the particle's materials averaged).
 
-    Not differentiable (positions are updated in place across sweeps): calling ``step``
-    while a ``kc.Tape`` records raises an error; use SolverSemiImplicit for gradients.
+    single_launch: run all sweeps of a step in one single-threaded launch (xpbd_sweeps_kernel,
+        the default: a step is then three launches) instead of one launch per colour and sweep
+        (which spreads a colour over threads; worth it only for very large cloths on idle
+        cores).  Both give bit-identical results.
+
+    Differentiable: while a ``kc.Tape`` records, ``step`` runs the same sweeps out of place
+    (every colour writes new position and multiplier arrays, kept alive by the tape, see
+    sim/xpbd_cloth.py), so gradients flow to the initial state, the control forces, the
+    materials (``Model.tri_materials`` tri_ke/tri_ka through the per-edge compliance,
+    ``Model.edge_bending_properties``) and through the ground and shape contacts.  The
+    recorded step takes ``iterations x (colours + 1)`` launches and arrays of the particle
+    count; it gives the same positions as the step off the tape (to float rounding).
     """
 
-    def __init__(self, model, iterations: int = 20):
+    def __init__(self, model, iterations: int = 20, single_launch: bool = True):
         iterations = int(iterations)
+        self.single_launch = bool(single_launch)
         if iterations < 1:
             raise ValueError(f"SolverXPBD: iterations must be >= 1, got {iterations}")
         if static_shapes_in_environments(model):
@@ -86,20 +118,21 @@ class SolverXPBD:
         edges = mesh_edges(tris)
         q = model.particle_q.numpy().astype(np.float64)
         rest = np.linalg.norm(q[edges[:, 0]] - q[edges[:, 1]], axis=1) if len(edges) else np.zeros(0)
-        stiffness = np.zeros(len(edges))
-        index = {tuple(e): n for n, e in enumerate(edges.tolist())}
-        if model.tri_count:
-            mat = model.tri_materials.numpy().astype(np.float64)
-            area = model.tri_areas.numpy().astype(np.float64)
-            for t, (a, b, c) in enumerate(tris.tolist()):
-                for u, v in ((a, b), (b, c), (c, a)):
-                    n = index[(min(u, v), max(u, v))]
-                    stiffness[n] += (2.0 * mat[t, 0] + mat[t, 1]) * area[t] / (3.0 * rest[n] ** 2)
-        compliance = np.where(stiffness > 0, 1.0 / np.maximum(stiffness, 1e-30), 1e30)
         self.stretch_count = len(edges)
         self.stretch_pairs = kc.array(edges.astype(np.int32).reshape(-1, 2), dtype=kc.int32, device=dev)
         self.stretch_rest = kc.array(rest.astype(np.float32), dtype=float, device=dev)
-        self.stretch_compliance = kc.array(compliance.astype(np.float32), dtype=float, device=dev)
+        # the triangles of each edge (CSR), so the compliance is a kernel of the model's tri_materials
+        # (recomputed on a tape: gradients reach tri_ke and tri_ka)
+        index = {tuple(e): n for n, e in enumerate(edges.tolist())}
+        edge_tris = [[] for _ in range(len(edges))]
+        for t, (a, b, c) in enumerate(tris.tolist()):
+            for u, v in ((a, b), (b, c), (c, a)):
+                edge_tris[index[(min(u, v), max(u, v))]].append(t)
+        start = np.cumsum([0] + [len(t) for t in edge_tris]).astype(np.int32)
+        self.edge_tri_start = kc.array(start, dtype=kc.int32, device=dev)
+        self.edge_tris = kc.array(np.asarray([t for ts in edge_tris for t in ts], np.int32), dtype=kc.int32,
+                                  device=dev)
+        self.stretch_compliance = kc.zeros(len(edges), dtype=float, device=dev)   # filled by each step
         self.stretch_lambda = kc.zeros(len(edges), dtype=float, device=dev)
         self.stretch_colours = [kc.array(c, dtype=kc.int32, device=dev)
                                 for c in colour_constraints(edges, model.particle_count, inv_mass)]
@@ -107,6 +140,12 @@ class SolverXPBD:
         self.bending_lambda = kc.zeros(model.edge_count, dtype=float, device=dev)
         self.bending_colours = [kc.array(c, dtype=kc.int32, device=dev)
                                 for c in colour_constraints(bend, model.particle_count, inv_mass)]
+        # the colours one after the other: the order of the single-launch sweeps (xpbd_sweeps)
+        self.stretch_order = _concatenated(self.stretch_colours, dev)
+        self.bending_order = _concatenated(self.bending_colours, dev)
+        # for the out-of-place sweeps on a tape: each constraint's colour, each (colour, particle)'s constraint
+        self.stretch_colour_of, self.stretch_slot = _colour_maps(self.stretch_colours, edges, inv_mass, 1, dev)
+        self.bending_colour_of, self.bending_slot = _colour_maps(self.bending_colours, bend, inv_mass, 4, dev)
         mu = model.material_mu.numpy() if model.material_count else np.zeros(1, np.float32)
         pmat = int(model.particle_material.numpy()[0]) if model.particle_count else 0
         self.ground_mu = 0.5 * (mu[pmat] + mu[model.ground_material])
@@ -117,20 +156,55 @@ class SolverXPBD:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
-        if get_runtime().tape_stack:
-            raise RuntimeError("SolverXPBD.step: XPBD is not differentiable (positions are updated in place); "
-                               "record SolverSemiImplicit on a kc.Tape instead")
         if model.particle_count == 0:
             return
+        if get_runtime().tape_stack:
+            self._step_recorded(model, state_in, state_out, control, dt)
+            return
         q = state_out.particle_q
+        if self.stretch_count:   # from the model's materials as they are now (like the taped step)
+            xpbd_stretch_compliance(model, self.edge_tri_start, self.edge_tris, self.stretch_rest,
+                                    self.stretch_compliance)
         xpbd_predict(model, state_in, control, state_out, dt)
         self.stretch_lambda.zero_()
         self.bending_lambda.zero_()
-        for _ in range(self.iterations):
-            for colour in self.stretch_colours:
-                xpbd_project_stretch(model, colour, self.stretch_pairs, self.stretch_rest, self.stretch_compliance,
-                                     self.stretch_lambda, q, dt)
-            for colour in self.bending_colours:
-                xpbd_project_bending(model, colour, self.bending_lambda, q, dt)
-            xpbd_project_contacts(model, state_in, self.ground_mu, self.shape_mu, q)
+        if self.single_launch:
+            xpbd_sweeps(model, self, state_in, q, dt)
+        else:
+            for _ in range(self.iterations):
+                for colour in self.stretch_colours:
+                    xpbd_project_stretch(model, colour, self.stretch_pairs, self.stretch_rest,
+                                         self.stretch_compliance, self.stretch_lambda, q, dt)
+                for colour in self.bending_colours:
+                    xpbd_project_bending(model, colour, self.bending_lambda, q, dt)
+                xpbd_project_contacts(model, state_in, self.ground_mu, self.shape_mu, q)
         xpbd_velocities(model, state_in, state_out, dt)
+
+    def _step_recorded(self, model, state_in, state_out, control, dt):
+        """The step out of place, every launch recorded on the active Tape (see the class docstring)."""
+        dev, n = model.device, model.particle_count
+
+        def new(count, dtype):
+            return kc.zeros(count, dtype=dtype, device=dev, requires_grad=True)
+
+        compliance = new(self.stretch_count, float)
+        if self.stretch_count:
+            xpbd_stretch_compliance(model, self.edge_tri_start, self.edge_tris, self.stretch_rest, compliance,
+                                    record=True)
+        q = new(n, kc.vec3)
+        xpbd_predict(model, state_in, control, state_out, dt, q=q, record=True)
+        lam_s = new(self.stretch_count, float)
+        lam_b = new(model.edge_count, float)
+        for k in range(self.iterations):
+            for c in range(len(self.stretch_colours)):
+                lam_next, q_next = new(self.stretch_count, float), new(n, kc.vec3)
+                xpbd_stretch_copy(model, self, c, compliance, lam_s, q, lam_next, q_next, dt)
+                lam_s, q = lam_next, q_next
+            for c in range(len(self.bending_colours)):
+                lam_next, q_next = new(model.edge_count, float), new(n, kc.vec3)
+                xpbd_bending_copy(model, self, c, lam_b, q, lam_next, q_next, dt)
+                lam_b, q = lam_next, q_next
+            q_next = state_out.particle_q if k == self.iterations - 1 else new(n, kc.vec3)
+            xpbd_contacts_copy(model, state_in, self.ground_mu, self.shape_mu, q, q_next)
+            q = q_next
+        xpbd_velocities(model, state_in, state_out, dt, record=True)
