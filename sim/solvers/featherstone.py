@@ -26,6 +26,8 @@ from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_spheres_by_articulation
+from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
 
@@ -79,6 +81,10 @@ class SolverFeatherstone:
         contacts: collide the bodies' shapes with the ground and static shapes (penalty
             contacts with the shapes' materials).  Bodies of one robot do not collide with
             each other, nor with other robots.
+        toi: time-of-impact contacts for the sphere shapes of the links against the ground and
+            static planes, spheres and boxes (sim/featherstone_toi.py): an impulse through the
+            articulated inertia at the time of impact, with the materials' restitution and
+            friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
 
     ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
     and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
@@ -87,7 +93,9 @@ class SolverFeatherstone:
     ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
-    def __init__(self, model, contacts: bool = True):
+    def __init__(self, model, contacts: bool = True, toi: bool = False):
+        if toi and not contacts:
+            raise ValueError("SolverFeatherstone: toi=True needs contacts=True (the impacts are contacts)")
         if model.joint_count == 0:
             raise ValueError("SolverFeatherstone: the model has no joints (add_joint_* on the builder)")
         self.model = model
@@ -110,16 +118,23 @@ class SolverFeatherstone:
         self.h_size = int(h_start[-1])
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
-        self.pairs = body_static_pairs(model) if self.contacts else None
+        self.toi = bool(toi)
+        self._toi_shape = self._art_toi_start = None
+        swept = ()
+        if self.toi:
+            self._toi_shape, self._art_toi_start, swept = swept_spheres_by_articulation(model, body_joint)
+        self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS) \
+            if self.contacts else None
         self._art_pair_start = None
-        if self.contacts and self.pairs[0].shape[0]:
+        if self.contacts and (self.pairs[0].shape[0] or self.toi):
             # one launch per step: each articulation's thread handles its own shapes' contacts
             self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
         self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
         self._step_args = {}  # _step_key -> (kernel, inputs, outputs, keep-alive), see _prepare_step
         self._model_inputs = operator.attrgetter(*(_MODEL_INPUTS + (_CONTACT_INPUTS if self._art_pair_start
-                                                                     is not None else ())))
+                                                                     is not None else ())
+                                                   + (("material_restitution", "ground") if self.toi else ())))
 
     def _buffers(self, state_out):
         buf = getattr(state_out, "featherstone_buffers", None)
@@ -180,7 +195,16 @@ class SolverFeatherstone:
         outputs = [buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs, buf.L, buf.y, buf.qdd,
                    state_out.joint_q, state_out.joint_qd, state_out.body_q, state_out.body_qd]
         inputs = common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)]
-        if not self.contacts or self.pairs[0].shape[0] == 0:
+        outputs = stage1 + [state_out.body_f] + outputs
+        if self.toi:
+            kernel = fs_step_toi_kernel
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start) + fs_toi_inputs(
+                model, self._toi_shape, self._art_toi_start, resting_speed(model, dt))
+            toi_buf = getattr(buf, "toi", None)
+            if toi_buf is None:
+                toi_buf = buf.toi = ToiBuffers(model)
+            outputs = outputs + toi_buf.outputs()
+        elif self._art_pair_start is None:
             kernel = fs_step_kernel
         else:
             kernel = fs_step_contacts_kernel
@@ -188,7 +212,7 @@ class SolverFeatherstone:
         if len(self._step_args) >= 8:  # a rollout through many distinct states: keep the newest few
             self._step_args.pop(next(iter(self._step_args)))
         # the key holds ids: keep the objects alive with the entry so that no id is reused while cached
-        args = (kernel, inputs, stage1 + [state_out.body_f] + outputs, (state_in, state_out, control))
+        args = (kernel, inputs, outputs, (state_in, state_out, control))
         self._step_args[key] = args
         return args
 
