@@ -36,6 +36,7 @@ import kernelcore as kc
 
 from .articulation import fk_articulation
 from .featherstone_contacts import pair_contact_wrench
+from .featherstone_self_contacts import add_link_pair_contacts
 from .featherstone_kernels import fs_assemble, fs_integrate_coords, fs_kinematics, fs_solve
 from .model import SHAPE_SPHERE
 from .toi import NO_HIT, first_hit, first_hit_material
@@ -229,6 +230,7 @@ def fs_step_toi_kernel(
         cohesion_reach: float, material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float),
+        art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float,
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
@@ -260,6 +262,11 @@ def fs_step_toi_kernel(
                                 material_cohesion_distance, dt)
         b = shape_body[pair_shape[p]]
         wrenches[b] = wrenches[b] + w
+    for p in range(art_self_start[a], art_self_start[a + 1]):
+        add_link_pair_contacts(p, self_shape_a, self_shape_b, body_q, body_qd, body_com, body_inv_mass,
+                               body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                               shape_material, cohesion_reach, material_ke, material_damping_ratio, material_mu,
+                               material_cohesion, material_cohesion_distance, dt, wrenches)
     fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature, joint_damping,
                 joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper, joint_limit_ke, joint_limit_kd,
                 joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v, body_a,

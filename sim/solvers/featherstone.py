@@ -26,6 +26,7 @@ from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..featherstone_self_contacts import self_contact_pairs
 from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_spheres_by_articulation
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
@@ -85,6 +86,9 @@ class SolverFeatherstone:
             static planes, spheres and boxes (sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
+        self_collision: contacts between the shapes of different links of one robot
+            (sim/featherstone_self_contacts.py), except links joined by a joint (parent and
+            child).  Off by default: most robot models overlap their links by design.
 
     ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
     and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
@@ -93,7 +97,7 @@ class SolverFeatherstone:
     ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
-    def __init__(self, model, contacts: bool = True, toi: bool = False):
+    def __init__(self, model, contacts: bool = True, toi: bool = False, self_collision: bool = False):
         if toi and not contacts:
             raise ValueError("SolverFeatherstone: toi=True needs contacts=True (the impacts are contacts)")
         if model.joint_count == 0:
@@ -125,8 +129,12 @@ class SolverFeatherstone:
             self._toi_shape, self._art_toi_start, swept = swept_spheres_by_articulation(model, body_joint)
         self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS) \
             if self.contacts else None
+        if self.pairs is None and self_collision:  # no static pairs, only the links' own
+            self.pairs = tuple(kc.zeros(0, dtype=kc.int32, device=dev) for _ in range(2))
+        self.self_collision = bool(self_collision)
+        self.self_pairs = self_contact_pairs(model, body_joint, self.self_collision)
         self._art_pair_start = None
-        if self.contacts and (self.pairs[0].shape[0] or self.toi):
+        if self.pairs is not None and (self.pairs[0].shape[0] or self.toi or self.self_pairs[0].shape[0]):
             # one launch per step: each articulation's thread handles its own shapes' contacts
             self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
@@ -198,7 +206,7 @@ class SolverFeatherstone:
         outputs = stage1 + [state_out.body_f] + outputs
         if self.toi:
             kernel = fs_step_toi_kernel
-            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start) + fs_toi_inputs(
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs) + fs_toi_inputs(
                 model, self._toi_shape, self._art_toi_start, resting_speed(model, dt))
             toi_buf = getattr(buf, "toi", None)
             if toi_buf is None:
@@ -208,7 +216,7 @@ class SolverFeatherstone:
             kernel = fs_step_kernel
         else:
             kernel = fs_step_contacts_kernel
-            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start)
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs)
         if len(self._step_args) >= 8:  # a rollout through many distinct states: keep the newest few
             self._step_args.pop(next(iter(self._step_args)))
         # the key holds ids: keep the objects alive with the entry so that no id is reused while cached
