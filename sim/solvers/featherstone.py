@@ -167,7 +167,7 @@ class SolverFeatherstone:
         c = control
         return (id(model), id(state_in), id(state_out), id(c), dt, id(state_in.joint_q), id(state_in.joint_qd),
                 id(state_out.joint_q), id(state_out.joint_qd), id(state_out.body_q), id(state_out.body_qd),
-                id(state_out.body_f), id(getattr(state_out, "featherstone_buffers", None)),
+                id(state_out.body_f),
                 0 if c is None else (id(c.joint_f), id(c.joint_target_pos), id(c.joint_target_vel), id(c.body_f)),
                 self._model_key(model))
 
