@@ -28,6 +28,7 @@ from .collide_bodies import (BOX, CAPSULE, GROUND, MAX_POINTS, PLANE, SLOTS, SPH
 from .articulation import fk_articulation
 from .contact import material_inputs, mixed_contact_force
 from .featherstone_kernels import fs_assemble, fs_kinematics, fs_solve_integrate
+from .featherstone_self_contacts import add_link_pair_contacts
 
 POINTS = kc.constant(MAX_POINTS)
 ALL_SLOTS = kc.constant(SLOTS)
@@ -191,6 +192,7 @@ def fs_step_contacts_kernel(
         cohesion_reach: float, material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float),
+        art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
@@ -217,6 +219,11 @@ def fs_step_contacts_kernel(
                                 material_cohesion_distance, dt)
         b = shape_body[pair_shape[p]]
         wrenches[b] = wrenches[b] + w
+    for p in range(art_self_start[a], art_self_start[a + 1]):
+        add_link_pair_contacts(p, self_shape_a, self_shape_b, body_q, body_qd, body_com, body_inv_mass,
+                               body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                               shape_material, cohesion_reach, material_ke, material_damping_ratio, material_mu,
+                               material_cohesion, material_cohesion_distance, dt, wrenches)
     fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature, joint_damping,
                 joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper, joint_limit_ke, joint_limit_kd,
                 joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v, body_a,
@@ -241,9 +248,10 @@ def pairs_by_articulation(model, pairs, body_joint):
             kc.array(start, dtype=kc.int32, device=dev))
 
 
-def fs_contact_inputs(model, pairs, art_pair_start):
-    """The contact arguments of fs_step_contacts_kernel, in order."""
+def fs_contact_inputs(model, pairs, art_pair_start, self_pairs):
+    """The contact arguments of fs_step_contacts_kernel, in order (``self_pairs``: sim/featherstone_self_contacts.py's
+    self_contact_pairs)."""
     return [art_pair_start, pairs[0], pairs[1], model.body_inv_mass, model.body_inv_inertia, model.shape_type,
             model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale, model.shape_material,
             model.ground_normal, model.ground_offset, model.ground_material, model.material_max_cohesion_distance,
-            *material_inputs(model)]
+            *material_inputs(model), self_pairs[2], self_pairs[0], self_pairs[1]]

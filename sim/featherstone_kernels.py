@@ -257,14 +257,10 @@ def fs_assemble(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.
 
 
 @kc.func
-def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
-                       joint_X_c: kc.array(dtype=kc.transform),
-                              body_com: kc.array(dtype=kc.vec3), H: kc.array(dtype=float),
-                              rhs: kc.array(dtype=float), joint_q: kc.array(dtype=float),
-                              joint_qd: kc.array(dtype=float), dt: float,
-                              L: kc.array(dtype=float), y: kc.array(dtype=float), qdd: kc.array(dtype=float),
-                              joint_q_out: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
-    """Step 3 for articulation ``a``: qdd = H^-1 rhs by Cholesky, then semi-implicit Euler."""
+def fs_solve(a: int, art_table: kc.array(dtype=int, ndim=2), H: kc.array(dtype=float), rhs: kc.array(dtype=float),
+             L: kc.array(dtype=float), y: kc.array(dtype=float), qdd: kc.array(dtype=float)):
+    """qdd = H^-1 rhs for articulation ``a`` by Cholesky (its factor L is kept: sim/featherstone_toi.py
+    solves with it again)."""
     d0 = art_table[a, 2]
     n = art_table[a, 3] - d0
     h0 = art_table[a, 4]
@@ -289,16 +285,22 @@ def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_tab
         for k in range(i + 1, n):
             s = s - L[h0 + k * n + i] * qdd[d0 + k]
         qdd[d0 + i] = s / L[h0 + i * n + i]
-    # semi-implicit Euler: velocities first, coordinates with the new velocities
+
+
+@kc.func
+def fs_integrate_coords(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                        joint_X_c: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                        joint_q: kc.array(dtype=float), qd_move: kc.array(dtype=float), dt: float,
+                        joint_q_out: kc.array(dtype=float)):
+    """Articulation ``a``'s coordinates moved for ``dt`` with the dof velocities ``qd_move``
+    (ball and free quaternions turned by the Cayley rotation of ``w dt``)."""
     for j in range(art_table[a, 0], art_table[a, 1]):
         jtype = joint_table[j, 0]
         qs = joint_table[j, 3]
         ds = joint_table[j, 4]
         nd = joint_table[j, 5] - ds
-        for k in range(nd):
-            joint_qd_out[ds + k] = joint_qd[ds + k] + qdd[ds + k] * dt
         if jtype == BALL:
-            w = kc.vec3(joint_qd_out[ds], joint_qd_out[ds + 1], joint_qd_out[ds + 2]) * (0.5 * dt)
+            w = kc.vec3(qd_move[ds], qd_move[ds + 1], qd_move[ds + 2]) * (0.5 * dt)
             r = unit_quat(kc.quat(w[0], w[1], w[2], 1.0) * kc.quat(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2],
                                                                      joint_q[qs + 3]))
             for k in range(4):
@@ -308,9 +310,8 @@ def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_tab
             # the centre of mass in the child joint frame; it moves with the linear velocity
             c_j = kc.transform_point(kc.transform_inverse(joint_X_c[j]), body_com[joint_table[j, 2]])
             p0 = kc.vec3(joint_q[qs], joint_q[qs + 1], joint_q[qs + 2])
-            c1 = p0 + kc.quat_rotate(r0, c_j) + kc.vec3(joint_qd_out[ds], joint_qd_out[ds + 1],
-                                                        joint_qd_out[ds + 2]) * dt
-            w = kc.vec3(joint_qd_out[ds + 3], joint_qd_out[ds + 4], joint_qd_out[ds + 5]) * (0.5 * dt)
+            c1 = p0 + kc.quat_rotate(r0, c_j) + kc.vec3(qd_move[ds], qd_move[ds + 1], qd_move[ds + 2]) * dt
+            w = kc.vec3(qd_move[ds + 3], qd_move[ds + 4], qd_move[ds + 5]) * (0.5 * dt)
             r1 = unit_quat(kc.quat(w[0], w[1], w[2], 1.0) * r0)
             p1 = c1 - kc.quat_rotate(r1, c_j)
             for k in range(3):
@@ -319,7 +320,23 @@ def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_tab
                 joint_q_out[qs + 3 + k] = r1[k]
         else:
             for k in range(nd):
-                joint_q_out[qs + k] = joint_q[qs + k] + joint_qd_out[ds + k] * dt
+                joint_q_out[qs + k] = joint_q[qs + k] + qd_move[ds + k] * dt
+
+
+@kc.func
+def fs_solve_integrate(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: kc.array(dtype=int, ndim=2),
+                       joint_X_c: kc.array(dtype=kc.transform),
+                              body_com: kc.array(dtype=kc.vec3), H: kc.array(dtype=float),
+                              rhs: kc.array(dtype=float), joint_q: kc.array(dtype=float),
+                              joint_qd: kc.array(dtype=float), dt: float,
+                              L: kc.array(dtype=float), y: kc.array(dtype=float), qdd: kc.array(dtype=float),
+                              joint_q_out: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
+    """Step 3 for articulation ``a``: qdd = H^-1 rhs by Cholesky, then semi-implicit Euler."""
+    fs_solve(a, art_table, H, rhs, L, y, qdd)
+    # semi-implicit Euler: velocities first, coordinates with the new velocities
+    for k in range(art_table[a, 2], art_table[a, 3]):
+        joint_qd_out[k] = joint_qd[k] + qdd[k] * dt
+    fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, joint_qd_out, dt, joint_q_out)
 
 
 @kc.kernel

@@ -15,6 +15,7 @@ step's adjoint with that step's values.
 """
 from __future__ import annotations
 
+import operator
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,7 +26,22 @@ from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..featherstone_self_contacts import self_contact_pairs
+from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_spheres_by_articulation
+from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
+
+
+# model arrays the step reads (a replaced one rebuilds the launch's arguments)
+_MODEL_INPUTS = ("joint_X_p", "joint_X_c", "joint_axis", "joint_armature", "joint_damping", "joint_target_ke",
+                 "joint_target_kd", "joint_limit_lower", "joint_limit_upper", "joint_limit_ke", "joint_limit_kd",
+                 "joint_effort_limit", "joint_target_pos", "joint_target_vel", "body_com", "body_mass",
+                 "body_inertia", "gravity", "articulation_start", "joint_q_start", "joint_qd_start", "joint_type",
+                 "joint_parent", "joint_child", "joint_dof_dim")
+_CONTACT_INPUTS = ("body_inv_mass", "body_inv_inertia", "shape_type", "shape_body", "shape_pos", "shape_rot",
+                   "shape_scale", "shape_material", "ground_normal", "ground_offset", "ground_material",
+                   "material_max_cohesion_distance", "material_ke", "material_damping_ratio", "material_mu",
+                   "material_cohesion", "material_cohesion_distance")
 
 
 class _StepBuffers:
@@ -66,6 +82,13 @@ class SolverFeatherstone:
         contacts: collide the bodies' shapes with the ground and static shapes (penalty
             contacts with the shapes' materials).  Bodies of one robot do not collide with
             each other, nor with other robots.
+        toi: time-of-impact contacts for the sphere shapes of the links against the ground and
+            static planes, spheres and boxes (sim/featherstone_toi.py): an impulse through the
+            articulated inertia at the time of impact, with the materials' restitution and
+            friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
+        self_collision: contacts between the shapes of different links of one robot
+            (sim/featherstone_self_contacts.py), except links joined by a joint (parent and
+            child).  Off by default: most robot models overlap their links by design.
 
     ``step(model, state_in, state_out, control, dt)`` reads ``state_in.joint_q``/``joint_qd``
     and ``control.joint_f``, ``joint_target_pos``/``joint_target_vel``, ``body_f``; writes
@@ -74,7 +97,9 @@ class SolverFeatherstone:
     ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
-    def __init__(self, model, contacts: bool = True):
+    def __init__(self, model, contacts: bool = True, toi: bool = False, self_collision: bool = False):
+        if toi and not contacts:
+            raise ValueError("SolverFeatherstone: toi=True needs contacts=True (the impacts are contacts)")
         if model.joint_count == 0:
             raise ValueError("SolverFeatherstone: the model has no joints (add_joint_* on the builder)")
         self.model = model
@@ -97,13 +122,27 @@ class SolverFeatherstone:
         self.h_size = int(h_start[-1])
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
-        self.pairs = body_static_pairs(model) if self.contacts else None
+        self.toi = bool(toi)
+        self._toi_shape = self._art_toi_start = None
+        swept = ()
+        if self.toi:
+            self._toi_shape, self._art_toi_start, swept = swept_spheres_by_articulation(model, body_joint)
+        self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS) \
+            if self.contacts else None
+        if self.pairs is None and self_collision:  # no static pairs, only the links' own
+            self.pairs = tuple(kc.zeros(0, dtype=kc.int32, device=dev) for _ in range(2))
+        self.self_collision = bool(self_collision)
+        self.self_pairs = self_contact_pairs(model, body_joint, self.self_collision)
         self._art_pair_start = None
-        if self.contacts and self.pairs[0].shape[0]:
+        if self.pairs is not None and (self.pairs[0].shape[0] or self.toi or self.self_pairs[0].shape[0]):
             # one launch per step: each articulation's thread handles its own shapes' contacts
             self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
         self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
+        self._step_args = {}  # _step_key -> (kernel, inputs, outputs, keep-alive), see _prepare_step
+        self._model_inputs = operator.attrgetter(*(_MODEL_INPUTS + (_CONTACT_INPUTS if self._art_pair_start
+                                                                     is not None else ())
+                                                   + (("material_restitution", "ground") if self.toi else ())))
 
     def _buffers(self, state_out):
         buf = getattr(state_out, "featherstone_buffers", None)
@@ -115,6 +154,29 @@ class SolverFeatherstone:
     @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
+        key = self._step_key(model, state_in, state_out, control, dt)
+        args = self._step_args.get(key)
+        if args is None:
+            args = self._prepare_step(model, state_in, state_out, control, dt, key)
+        # no kc.launch(device=...): an explicit device takes launch's general path (~2x the Python time)
+        kc.launch(args[0], dim=model.articulation_count, inputs=args[1], outputs=args[2])
+
+    def _step_key(self, model, state_in, state_out, control, dt):
+        """What the launch's arguments are made of, by identity: the same key, the same argument
+        lists (the arguments' values are read by the kernel, not here)."""
+        c = control
+        return (id(model), id(state_in), id(state_out), id(c), dt, id(state_in.joint_q), id(state_in.joint_qd),
+                id(state_out.joint_q), id(state_out.joint_qd), id(state_out.body_q), id(state_out.body_qd),
+                id(state_out.body_f),
+                0 if c is None else (id(c.joint_f), id(c.joint_target_pos), id(c.joint_target_vel), id(c.body_f)),
+                self._model_key(model))
+
+    def _model_key(self, model):
+        return tuple(map(id, self._model_inputs(model)))
+
+    def _prepare_step(self, model, state_in, state_out, control, dt, key):
+        """Check the step's arguments and build its launch (kernel, inputs, outputs), kept under
+        ``key``: a rollout that alternates two states checks and builds twice, then only launches."""
         if model is not self.model:
             raise ValueError("SolverFeatherstone.step: model is not the model this solver was made for")
         check_step_arguments(model, state_in, state_out, control)
@@ -140,17 +202,27 @@ class SolverFeatherstone:
         stage1 = [buf.body_q, buf.body_qd, buf.body_v, buf.body_a, buf.body_m, buf.body_h, buf.body_io, buf.joint_S]
         outputs = [buf.f_acc, buf.ic_m, buf.ic_h, buf.ic_io, buf.H, buf.rhs, buf.L, buf.y, buf.qdd,
                    state_out.joint_q, state_out.joint_qd, state_out.body_q, state_out.body_qd]
-        wrenches = state_out.body_f
-        na, dev = model.articulation_count, model.device
-        if not self.contacts or self.pairs[0].shape[0] == 0:
-            kc.launch(fs_step_kernel, dim=na,
-                      inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)],
-                      outputs=stage1 + [wrenches] + outputs, device=dev)
-            return
-        kc.launch(fs_step_contacts_kernel, dim=na,
-                  inputs=common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)]
-                  + fs_contact_inputs(model, self.pairs, self._art_pair_start),
-                  outputs=stage1 + [wrenches] + outputs, device=dev)
+        inputs = common + [model.body_mass, model.body_inertia, control_body_f, model.gravity, float(dt)]
+        outputs = stage1 + [state_out.body_f] + outputs
+        if self.toi:
+            kernel = fs_step_toi_kernel
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs) + fs_toi_inputs(
+                model, self._toi_shape, self._art_toi_start, resting_speed(model, dt))
+            toi_buf = getattr(buf, "toi", None)
+            if toi_buf is None:
+                toi_buf = buf.toi = ToiBuffers(model)
+            outputs = outputs + toi_buf.outputs()
+        elif self._art_pair_start is None:
+            kernel = fs_step_kernel
+        else:
+            kernel = fs_step_contacts_kernel
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs)
+        if len(self._step_args) >= 8:  # a rollout through many distinct states: keep the newest few
+            self._step_args.pop(next(iter(self._step_args)))
+        # the key holds ids: keep the objects alive with the entry so that no id is reused while cached
+        args = (kernel, inputs, outputs, (state_in, state_out, control))
+        self._step_args[key] = args
+        return args
 
     def mass_matrix(self, state):
         """The joint-space mass matrices of ``state`` (with armature and the implicit drive terms of
