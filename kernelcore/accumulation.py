@@ -91,10 +91,16 @@ def _analyse(ir, adjoint):
     def arg_of(v):
         return alias.get(v.id, args.get(v.id))
 
+    passed = set()      # arguments handed to user functions that only read arrays
     for s in stmts:
         if isinstance(s, FuncCall):
-            if any(isinstance(a.type, ArrayType) for a in s.args):
+            arrays = [a for a in s.args if isinstance(a.type, ArrayType)]
+            if not arrays:
+                continue
+            if adjoint or _func_may_write(s.func):
                 out.shared = True   # the function may accumulate anywhere (or read what others add)
+            else:
+                passed.update(arg_of(a) for a in arrays)   # read-only there: threads stay independent
             continue
         if not isinstance(s, Call):
             continue
@@ -118,6 +124,8 @@ def _analyse(ir, adjoint):
         kind = _classify(t, acc, adjoint, tids, used, ir.tid_arity)
         if kind is None:
             continue
+        if k in passed:
+            kind = "shared"   # a function reads an array this kernel accumulates into
         if kind == "shared":
             out.shared = True
             continue
@@ -131,6 +139,28 @@ def _analyse(ir, adjoint):
             target.itemsize = ctypes.sizeof(T.ctypes_of(t.dtype))
         out.targets.append(target)
     return out
+
+
+def _func_may_write(inst, seen=None) -> bool:
+    """Whether calling user function ``inst`` (a FuncInstance) may write or accumulate into an array:
+    a store or atomic on an array anywhere in its body or in the functions it calls.  Native
+    functions and anything that cannot be followed count as writing."""
+    ir = getattr(inst, "ir", None)
+    if getattr(inst, "native", None) is not None or ir is None:
+        return True
+    seen = set() if seen is None else seen
+    if id(inst) in seen:
+        return False   # recursion: already being examined
+    seen.add(id(inst))
+    for s in ir.block.walk():
+        if isinstance(s, FuncCall):
+            if any(isinstance(a.type, ArrayType) for a in s.args) and _func_may_write(s.func, seen):
+                return True
+        elif isinstance(s, Call) and any(isinstance(a.type, ArrayType) for a in s.args):
+            b = s.builtin
+            if b.name not in _HARMLESS and (b.side_effect or b.mutates):
+                return True
+    return False
 
 
 def _may_accumulate(name, arr, adjoint):

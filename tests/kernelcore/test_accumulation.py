@@ -74,6 +74,29 @@ def through_func(a: kc.array(dtype=float), idx: kc.array(dtype=int)):
     add_into(a, idx[i], 1.0)
 
 
+@kc.func
+def read_pair(a: kc.array(dtype=float), i: int) -> float:
+    return a[i] + a[(i + 1) % a.shape[0]]
+
+
+@kc.func
+def read_pair_twice(a: kc.array(dtype=float), i: int) -> float:
+    return read_pair(a, i) * 2.0
+
+
+@kc.kernel
+def through_reading_func(a: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    out[i] = read_pair_twice(a, i)
+
+
+@kc.kernel
+def reads_what_it_accumulates(a: kc.array(dtype=float), idx: kc.array(dtype=int), out: kc.array(dtype=float)):
+    i = kc.tid()
+    out[i] = read_pair(a, i)
+    a[idx[i]] += 1.0
+
+
 def _kinds(kernel, adjoint):
     p = plan(kernel.ir(), adjoint)
     names = kernel.arg_names
@@ -94,6 +117,20 @@ def test_plan_classifies_targets():
     # read and accumulated in one launch, or passed to a function: atomics
     assert _kinds(read_and_add, False)[1] is True
     assert _kinds(through_func, False)[1] is True
+    # a function (and the functions it calls) that only reads its arrays keeps the launch parallel
+    assert _kinds(through_reading_func, False) == ({}, False)
+    assert _kinds(through_reading_func, True)[1] is True   # its adjoint accumulates into a's gradient
+    # ... unless it reads an array the kernel accumulates into
+    assert _kinds(reads_what_it_accumulates, False)[1] is True
+
+
+def test_reading_function_runs_on_threads_with_the_serial_result(threads, monkeypatch):
+    rng = np.random.default_rng(3)
+    a = kc.array(rng.random(N), dtype=float)
+    out = kc.zeros(N, dtype=float)
+    kc.launch(through_reading_func, N, inputs=[a], outputs=[out])
+    an = a.numpy().astype(np.float64)
+    np.testing.assert_allclose(out.numpy(), 2.0 * (an + np.roll(an, -1)), rtol=1e-6)
 
 
 def _policy(kernel, args, adjoint, dim=N):
