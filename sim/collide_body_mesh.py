@@ -61,6 +61,7 @@ from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
 from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
+from .contacts import write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -257,18 +258,9 @@ def generate_static_mesh_vertex_contacts_kernel(
             arm = x - com
             vb = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
             if gap < cohesion_reach + 0.5 * dt * kc.length(vb):
-                if used < slots_per_thread:
-                    slot = base + used
-                    active[slot] = 1
-                    point[slot] = x + n * gap  # the body's surface point nearest the vertex
-                    normal[slot] = n
-                    depth[slot] = -gap
-                    shape_a[slot] = s
-                    shape_b[slot] = c
-                    kc.atomic_add(count, 0, 1)
-                else:
-                    kc.atomic_add(overflow, 0, 1)
-                used = used + 1
+                # the point: the body's surface point nearest the vertex
+                used = write_contact_slot(used, base, slots_per_thread, x + n * gap, n, gap, s, c, active, point,
+                                          normal, depth, shape_a, shape_b, count, overflow, 0)
 
 
 @kc.kernel
@@ -361,18 +353,8 @@ def generate_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = xa
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sa
-                        shape_b[slot] = sb
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, xa, n, gap, sa, sb, active, point, normal,
+                                              depth, shape_a, shape_b, count, overflow, 0)
             # 2. point k of primitive b (sphere centre, capsule end, box corner) against this mesh
             gap = FAR
             contact = pos_b
@@ -393,18 +375,8 @@ def generate_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = contact
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sb
-                        shape_b[slot] = sa
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sb, sa, active, point,
+                                              normal, depth, shape_a, shape_b, count, overflow, 0)
 
 
 @kc.kernel

@@ -42,6 +42,7 @@ from kernelcore.device import get_runtime
 from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
                              spatial_wrench, static_distance)
 from .contact import material_inputs, mixed_contact_force
+from .contacts import write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -175,18 +176,8 @@ def generate_body_pair_contacts_kernel(
                 if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
                     gap = 1.0e30
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = contact
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sa
-                        shape_b[slot] = sb
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sa, sb, active, point,
+                                              normal, depth, shape_a, shape_b, count, overflow, 0)
             if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near != 0:
                 # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
                 tfe = body_q[bb]
@@ -199,18 +190,8 @@ def generate_body_pair_contacts_kernel(
                     if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n_e, v_e)) >= impact_speed:
                         gap_e = 1.0e30
                     if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
-                        if used < slots_per_thread:
-                            slot_e = base + used
-                            active[slot_e] = 1
-                            point[slot_e] = contact_e
-                            normal[slot_e] = n_e
-                            depth[slot_e] = -gap_e
-                            shape_a[slot_e] = sa
-                            shape_b[slot_e] = sb
-                            kc.atomic_add(count, 0, 1)
-                        else:
-                            kc.atomic_add(overflow, 0, 1)
-                        used = used + 1
+                        used = write_contact_slot(used, base, slots_per_thread, contact_e, n_e, gap_e, sa, sb, active,
+                                                  point, normal, depth, shape_a, shape_b, count, overflow, 0)
 
 
 @kc.kernel

@@ -40,6 +40,7 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the bvh_* builtins)
 
 from .collide_shapes import box_closest
+from .contacts import write_contact_slot
 from .model import SHAPE_BOX, SHAPE_MESH
 
 #: two triangles meeting at more than this angle [rad] (convexly) make a sharp edge
@@ -197,18 +198,9 @@ def generate_box_mesh_edge_contacts_kernel(
                 arm = x - com
                 v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = x
-                        normal[slot] = -n_out  # the box is pushed off the edge
-                        depth[slot] = -gap
-                        shape_a[slot] = s
-                        shape_b[slot] = edge_shape[e]
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    # the box is pushed off the edge
+                    used = write_contact_slot(used, base, slots_per_thread, x, -n_out, gap, s, edge_shape[e], active,
+                                              point, normal, depth, shape_a, shape_b, count, overflow, 0)
 
 
 @kc.kernel

@@ -36,6 +36,32 @@ import numpy as np
 import kernelcore as kc
 
 
+@kc.func
+def write_contact_slot(used: int, base: int, slots: int, contact: kc.vec3, n: kc.vec3, gap: float, sa: int, sb: int,
+                       active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3),
+                       normal: kc.array(dtype=kc.vec3), depth: kc.array(dtype=float),
+                       shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int), count: kc.array(dtype=int),
+                       overflow: kc.array(dtype=int), family: int) -> int:
+    """Write one contact into a thread's next free slot ``base + used`` of ``slots`` and return the new ``used``.
+
+    ``contact`` [m] on shape ``sa``'s surface, unit ``n`` from ``sb`` to ``sa``, ``gap`` [m] (< 0:
+    overlap).  Bumps ``count``; a contact with no free slot is not written and bumps
+    ``overflow[family]`` instead (one counter per contact family, see OVERFLOW_FAMILIES), so the
+    caller can raise an error naming the argument that sizes that family's slots."""
+    if used < slots:
+        slot = base + used
+        active[slot] = 1
+        point[slot] = contact
+        normal[slot] = n
+        depth[slot] = -gap
+        shape_a[slot] = sa
+        shape_b[slot] = sb
+        kc.atomic_add(count, 0, 1)
+    else:
+        kc.atomic_add(overflow, family, 1)
+    return used + 1
+
+
 class Contacts:
     """Contact arrays of one step (see the module docstring)."""
 
