@@ -61,7 +61,8 @@ from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
 from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
-from .contacts import write_contact_slot
+from .contacts import (OVERFLOW_MESH_EDGE, OVERFLOW_MESH_PAIR, OVERFLOW_MESH_STATIC, check_contact_overflow,
+                       write_contact_slot)
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -260,7 +261,8 @@ def generate_static_mesh_vertex_contacts_kernel(
             if gap < cohesion_reach + 0.5 * dt * kc.length(vb):
                 # the point: the body's surface point nearest the vertex
                 used = write_contact_slot(used, base, slots_per_thread, x + n * gap, n, gap, s, c, active, point,
-                                          normal, depth, shape_a, shape_b, count, overflow, 0)
+                                          normal, depth, shape_a, shape_b, count, overflow,
+                                          OVERFLOW_MESH_STATIC)
 
 
 @kc.kernel
@@ -354,7 +356,8 @@ def generate_mesh_body_pair_contacts_kernel(
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, xa, n, gap, sa, sb, active, point, normal,
-                                              depth, shape_a, shape_b, count, overflow, 0)
+                                              depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_PAIR)
             # 2. point k of primitive b (sphere centre, capsule end, box corner) against this mesh
             gap = FAR
             contact = pos_b
@@ -376,7 +379,8 @@ def generate_mesh_body_pair_contacts_kernel(
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sb, sa, active, point,
-                                              normal, depth, shape_a, shape_b, count, overflow, 0)
+                                              normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_PAIR)
 
 
 @kc.kernel
@@ -596,12 +600,18 @@ class BodyMeshContacts:
 
     def check_overflow(self, contacts):
         """Raise when a mesh contact thread found more contacts than its slots (``contacts.overflow``)."""
-        dropped = int(contacts.overflow.numpy()[0])
-        if dropped:
-            raise RuntimeError(
-                f"mesh contacts: {dropped} contacts did not fit in their slots (vertex_slots={self.vertex_slots} "
-                f"static mesh vertices under one body shape, pair_slots={self.pair_slots} shapes at one mesh "
-                f"vertex); pass a larger mesh_contact_slots to SolverSemiImplicit")
+        check_contact_overflow(contacts.overflow, None, self)
+
+    def overflow_message(self, family: int, dropped: int) -> str:
+        """The error for ``dropped`` contacts of ``family`` (sim/contacts.py) that found no slot."""
+        where = {int(OVERFLOW_MESH_STATIC): f"vertex_slots={self.vertex_slots} static mesh vertices under one "
+                                            f"body shape",
+                 int(OVERFLOW_MESH_PAIR): f"pair_slots={self.pair_slots} shapes at one mesh vertex",
+                 int(OVERFLOW_MESH_EDGE): f"slots={self.vertex_slots} mesh edge contacts of one body shape or "
+                                          f"edge"}[int(family)]
+        kind = "mesh edge contacts" if family == int(OVERFLOW_MESH_EDGE) else "mesh contacts"
+        return (f"{kind}: {dropped} contacts did not fit in their slots ({where}); pass a larger "
+                f"mesh_contact_slots to SolverSemiImplicit")
 
     def eval(self, model, state, wrenches, dt: float):
         """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,),

@@ -40,7 +40,7 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the bvh_* builtins)
 
 from .collide_shapes import box_closest
-from .contacts import write_contact_slot
+from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_MESH
 
 #: two triangles meeting at more than this angle [rad] (convexly) make a sharp edge
@@ -200,7 +200,8 @@ def generate_box_mesh_edge_contacts_kernel(
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v):
                     # the box is pushed off the edge
                     used = write_contact_slot(used, base, slots_per_thread, x, -n_out, gap, s, edge_shape[e], active,
-                                              point, normal, depth, shape_a, shape_b, count, overflow, 0)
+                                              point, normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_EDGE)
 
 
 @kc.kernel
