@@ -27,10 +27,10 @@ Contact points, one thread each:
 Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
 particle's centre against the mesh in its frame, the reaction on the body).
 
-Sharp mesh edges across box faces (a box body on a static mesh's ridge, a mesh body on a
-static box's edge): sim/collide_mesh_edges.py, generated here with the static contacts.
-Not seen: edges against edges of two bodies (a mesh body's edge across a box body's
-face), mesh edges against mesh edges.
+Sharp mesh edges across box faces and capsules (a box or capsule body on a static mesh's
+ridge, a mesh body on a static box's edge): sim/collide_mesh_edges.py, generated here with
+the static contacts.  Sharp edges of mesh bodies against box bodies and against other mesh
+bodies' edges: sim/collide_mesh_edge_pairs.py, generated here with the pair contacts.
 
 Contacts are generated, like the primitives' (sim/collide_bodies.py,
 sim/collide_body_pairs.py), into the step's sim/contacts.py arrays, after the primitives'
@@ -59,6 +59,7 @@ from kernelcore.device import get_runtime
 
 from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
+from .collide_mesh_edge_pairs import make_mesh_edge_pair_contacts
 from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
 from .contacts import (OVERFLOW_MESH_EDGE, OVERFLOW_MESH_PAIR, OVERFLOW_MESH_STATIC, check_contact_overflow,
@@ -526,6 +527,7 @@ class BodyMeshContacts:
         ids = body_meshes + body_prims
         self.pair_count = 0
         self.grid = None
+        self.edge_pairs = None  # sharp edges of mesh bodies against other bodies (sim/collide_mesh_edge_pairs.py)
         if body_meshes and len(set(int(shape_body[s]) for s in ids)) > 1:
             slot_items = [(i, p) for i, s in enumerate(body_meshes) for p in range(max(int(counts[s]), 8))]
             slot_items = np.asarray(slot_items, np.int32).reshape(-1, 2)
@@ -541,6 +543,7 @@ class BodyMeshContacts:
                 grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * len(ids) ** (1 / 3)))))))
             self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
             self.grid.reserve(len(ids))
+            self.edge_pairs = make_mesh_edge_pair_contacts(model, body_meshes, slots)
 
     @property
     def active(self) -> bool:
@@ -553,8 +556,9 @@ class BodyMeshContacts:
                 + (self.edges.capacity() if self.edges is not None else 0))
 
     def pair_capacity(self) -> int:
-        """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item."""
-        return self.pair_count * self.pair_slots
+        """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item, then
+        the edge pairs' (sim/collide_mesh_edge_pairs.py)."""
+        return self.pair_count * self.pair_slots + (self.edge_pairs.capacity() if self.edge_pairs is not None else 0)
 
     def generate_static(self, model, state, contacts, offset: int, dt: float):
         """Write ``state``'s mesh contacts between bodies and static shapes (the ground too) into
@@ -593,6 +597,8 @@ class BodyMeshContacts:
                           model.shape_material, model.shape_mesh, self.shape_vertex_count,
                           model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots],
                   outputs=_contact_outputs(contacts), device=model.device)
+        if self.edge_pairs is not None:  # before the rebuild below: its adjoint needs the same grid
+            self.edge_pairs.generate(model, state, contacts, offset + self.pair_count * self.pair_slots, dt, self)
         tapes = get_runtime().tape_stack
         if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
             body_q = state.body_q
