@@ -39,7 +39,7 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 
 from .collide_body_pairs import pair_relative_velocity
-from .collide_mesh_edges import END_FRACTION, segment_box_contacts, sharp_edges_with_normals
+from .collide_mesh_edges import END_FRACTION, segment_box_contacts, segment_near_box, sharp_edges_with_normals
 from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
 
 BOX = kc.constant(1)
@@ -139,9 +139,10 @@ def generate_mesh_edge_pair_contacts_kernel(
             if kc.length(centers[j] - mid) < half_len + bound_b * 1.1 + margin:
                 rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
                 pos_b = kc.transform_point(tfb, shape_pos[sb])
-                if kb == BOX:
-                    t0, t1, gap0, gap1, n_local = segment_box_contacts(kc.transpose(rot_b) * (a0 - pos_b),
-                                                                       kc.transpose(rot_b) * da, shape_scale[sb])
+                a_local = kc.transpose(rot_b) * (a0 - pos_b)
+                d_local = kc.transpose(rot_b) * da
+                if kb == BOX and segment_near_box(a_local, d_local, shape_scale[sb], margin) != 0:
+                    t0, t1, gap0, gap1, n_local = segment_box_contacts(a_local, d_local, shape_scale[sb])
                     n_out = rot_b * n_local  # the box's outward normal: pushes the mesh off it
                     for k in range(2):
                         te = t0
@@ -156,7 +157,7 @@ def generate_mesh_edge_pair_contacts_kernel(
                                 used = write_contact_slot(used, base, slots_per_thread, x, n_out, gap, sa, sb, active,
                                                           point, normal, depth, shape_a, shape_b, count, overflow,
                                                           OVERFLOW_MESH_EDGE)
-                else:  # edge against each sharp edge of mesh b
+                elif kb == MESH:  # edge against each sharp edge of mesh b
                     first = shape_edge_first[sb]
                     for eb in range(first, first + shape_edge_count[sb]):
                         b0 = pos_b + rot_b * edge_p0[eb]

@@ -69,6 +69,19 @@ def box_distance_local(p: kc.vec3, half: kc.vec3) -> float:
 
 
 @kc.func
+def segment_near_box(a: kc.vec3, d: kc.vec3, half: kc.vec3, margin: float) -> int:
+    """0 when the segment ``a + t d`` (t in [0, 1], box frame) is farther than ``margin`` [m] from a box of half
+    extents ``half``, told by its bounding box in the box frame (a cheap cull before the search: a segment
+    whose bounds miss the grown box along some axis is that far from every point of the box), else 1."""
+    b = a + d
+    near = int(1)
+    for i in range(3):
+        if kc.min(a[i], b[i]) > half[i] + margin or kc.max(a[i], b[i]) < -half[i] - margin:
+            near = 0
+    return near
+
+
+@kc.func
 def segment_box_span(a: kc.vec3, d: kc.vec3, half: kc.vec3) -> kc.vec4:
     """Deepest part of the segment ``a + t d`` (t in [0, 1], box frame) in a box of half extents ``half``:
     (t_lo, t_hi, t_mid, distance at t_mid [m]): [t_lo, t_hi] is where the distance is within
@@ -191,8 +204,15 @@ def generate_box_mesh_edge_contacts_kernel(
     while kc.bvh_query_next(query, e):
         p0 = edge_p0[e]
         seg = edge_p1[e] - p0
-        t0, t1, gap0, gap1, n_local = segment_box_contacts(kc.transpose(rot) * (p0 - pos), kc.transpose(rot) * seg,
-                                                           half)
+        a_local = kc.transpose(rot) * (p0 - pos)
+        d_local = kc.transpose(rot) * seg
+        t0 = float(-1.0)
+        t1 = float(-1.0)
+        gap0 = float(1.0e30)
+        gap1 = float(1.0e30)
+        n_local = kc.vec3(0.0, 1.0, 0.0)
+        if segment_near_box(a_local, d_local, half, margin) != 0:  # else no contact: skip the search
+            t0, t1, gap0, gap1, n_local = segment_box_contacts(a_local, d_local, half)
         n_out = rot * n_local  # the box's outward normal
         for j in range(2):
             te = t0
@@ -246,8 +266,10 @@ def generate_mesh_body_box_edge_contacts_kernel(
     n_local = kc.vec3(0.0, 1.0, 0.0)
     # bounding balls of the edge and the box apart: nothing to do
     if kc.length(p0 + 0.5 * seg - pos_c) < 0.5 * kc.length(seg) + kc.length(half) + margin:
-        t0, t1, gap0, gap1, n_local = segment_box_contacts(kc.transpose(rot_c) * (p0 - pos_c),
-                                                           kc.transpose(rot_c) * seg, half)
+        a_local = kc.transpose(rot_c) * (p0 - pos_c)
+        d_local = kc.transpose(rot_c) * seg
+        if segment_near_box(a_local, d_local, half, margin) != 0:  # else no contact: skip the search
+            t0, t1, gap0, gap1, n_local = segment_box_contacts(a_local, d_local, half)
     n_out = rot_c * n_local  # the static box's outward normal
     for j in range(2):
         slot = offset + 2 * t + j
