@@ -228,3 +228,50 @@ def test_gradient_through_a_capsule_edge_contact_matches_finite_differences():
     assert states[-1].body_qd.numpy()[0, 1] > -0.5            # and was stopped by it
     assert np.abs(fd).max() > 0.02
     np.testing.assert_allclose(grad, fd, rtol=0.03, atol=1e-3)
+
+
+def test_edge_edge_contact_arrays_have_the_gradient_of_finite_differences():
+    from sim.contacts import Contacts
+
+    axis = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
+    rot = tuple(np.append(axis * np.sin(0.002), np.cos(0.002)))
+    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    _bar_across_block(b, bar_y=BLOCK[1] + BAR[1] / 2 - 2e-3, bar_rot=rot)
+    m = b.finalize(requires_grad=True)
+    meshes = sim.SolverSemiImplicit(m).body_mesh_contacts
+    state = m.state()
+    contacts = Contacts(meshes.pair_capacity(), m.device, True)
+    rng = np.random.default_rng(2)
+    wd, wp, wn = (rng.normal(size=s).astype(np.float32) for s in
+                  (contacts.capacity, (contacts.capacity, 3), (contacts.capacity, 3)))
+
+    def loss():
+        contacts.count.zero_()
+        meshes.generate_pairs(m, state, contacts, 0, 1e-3)
+        on = contacts.active.numpy()[:contacts.capacity] != 0
+        return float((contacts.depth.numpy()[on] * wd[on]).sum() + (contacts.point.numpy()[on] * wp[on]).sum()
+                     + (contacts.normal.numpy()[on] * wn[on]).sum()), on
+
+    tape = kc.Tape()
+    with tape:
+        _, on = loss()
+    assert on.sum() == 4
+    tape.backward(grads={contacts.depth: np.where(on, wd, 0).astype(np.float32),
+                         contacts.point: np.where(on[:, None], wp, 0).astype(np.float32),
+                         contacts.normal: np.where(on[:, None], wn, 0).astype(np.float32)})
+    grad = state.body_q.grad.numpy().astype(np.float64)
+    q0 = state.body_q.numpy().copy()
+    checked = 0
+    for body in range(2):
+        for i in range(7):
+            e = np.zeros((2, 7), np.float32)
+            e[body, i] = 1e-3
+            state.body_q.numpy()[:] = q0 + e
+            plus, on_plus = loss()
+            state.body_q.numpy()[:] = q0 - e
+            minus, on_minus = loss()
+            state.body_q.numpy()[:] = q0
+            if (on_plus == on).all() and (on_minus == on).all():  # the same contacts on both sides
+                np.testing.assert_allclose(grad[body, i], (plus - minus) / 2e-3, rtol=0.02, atol=2e-3)
+                checked += 1
+    assert checked >= 10
