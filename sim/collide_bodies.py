@@ -401,14 +401,17 @@ def apply_body_static_contacts(model, state, contacts, wrenches, dt: float):
               outputs=[wrenches], device=model.device)
 
 
-def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts=None, meshes=None):
+def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts=None, meshes=None,
+                              check_overflow: bool = True):
     """Add the penalty contact wrenches [N, N m] of ``state``'s body shapes against the ground and static
     shapes to ``wrenches`` (spatial_vector, (B,)); ``pairs`` from :func:`body_static_pairs`.
 
     ``contacts``: the sim.contacts.Contacts to generate the contacts into (the solver passes
     ``state_out.contacts``); None: a temporary one.  ``meshes``: a
     sim.collide_body_mesh.BodyMeshContacts whose body-static mesh contacts go into the same
-    arrays, in the slots after the primitives' (``contacts`` then needs room for both)."""
+    arrays, in the slots after the primitives' (``contacts`` then needs room for both).
+    ``check_overflow``: zero ``contacts.overflow`` first and raise (one read-back) when the mesh
+    contacts did not fit their slots; False: the caller does both (the solver, once per step)."""
     from .contacts import Contacts
 
     primitive = body_static_contact_capacity(pairs)
@@ -419,8 +422,9 @@ def eval_body_static_contacts(model, state, pairs, wrenches, dt: float, contacts
         contacts = Contacts(capacity, model.device, model.requires_grad)
     generate_body_static_contacts(model, state, pairs, contacts, dt)
     if meshes is not None and meshes.static_capacity():
-        contacts.overflow.zero_()
+        if check_overflow:
+            contacts.overflow.zero_()
         meshes.generate_static(model, state, contacts, primitive, dt)
-        if meshes.vertex_count or meshes.edges is not None:
+        if check_overflow and (meshes.vertex_count or meshes.edges is not None):
             meshes.check_overflow(contacts)
     apply_body_static_contacts(model, state, contacts, wrenches, dt)

@@ -27,10 +27,10 @@ Contact points, one thread each:
 Particles against mesh shapes on bodies: :func:`eval_particle_body_mesh_contacts` (the
 particle's centre against the mesh in its frame, the reaction on the body).
 
-Sharp mesh edges across box faces (a box body on a static mesh's ridge, a mesh body on a
-static box's edge): sim/collide_mesh_edges.py, generated here with the static contacts.
-Not seen: edges against edges of two bodies (a mesh body's edge across a box body's
-face), mesh edges against mesh edges.
+Sharp mesh edges across box faces and capsules (a box or capsule body on a static mesh's
+ridge, a mesh body on a static box's edge): sim/collide_mesh_edges.py, generated here with
+the static contacts.  Sharp edges of mesh bodies against box bodies and against other mesh
+bodies' edges: sim/collide_mesh_edge_pairs.py, generated here with the pair contacts.
 
 Contacts are generated, like the primitives' (sim/collide_bodies.py,
 sim/collide_body_pairs.py), into the step's sim/contacts.py arrays, after the primitives'
@@ -59,8 +59,11 @@ from kernelcore.device import get_runtime
 
 from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
+from .collide_mesh_edge_pairs import make_mesh_edge_pair_contacts
 from .collide_mesh_edges import MeshEdgeContacts
 from .contact import material_inputs, mixed_contact_force
+from .contacts import (OVERFLOW_MESH_EDGE, OVERFLOW_MESH_PAIR, OVERFLOW_MESH_STATIC, check_contact_overflow,
+                       write_contact_slot)
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -257,18 +260,10 @@ def generate_static_mesh_vertex_contacts_kernel(
             arm = x - com
             vb = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
             if gap < cohesion_reach + 0.5 * dt * kc.length(vb):
-                if used < slots_per_thread:
-                    slot = base + used
-                    active[slot] = 1
-                    point[slot] = x + n * gap  # the body's surface point nearest the vertex
-                    normal[slot] = n
-                    depth[slot] = -gap
-                    shape_a[slot] = s
-                    shape_b[slot] = c
-                    kc.atomic_add(count, 0, 1)
-                else:
-                    kc.atomic_add(overflow, 0, 1)
-                used = used + 1
+                # the point: the body's surface point nearest the vertex
+                used = write_contact_slot(used, base, slots_per_thread, x + n * gap, n, gap, s, c, active, point,
+                                          normal, depth, shape_a, shape_b, count, overflow,
+                                          OVERFLOW_MESH_STATIC)
 
 
 @kc.kernel
@@ -361,18 +356,9 @@ def generate_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = xa
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sa
-                        shape_b[slot] = sb
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, xa, n, gap, sa, sb, active, point, normal,
+                                              depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_PAIR)
             # 2. point k of primitive b (sphere centre, capsule end, box corner) against this mesh
             gap = FAR
             contact = pos_b
@@ -393,18 +379,9 @@ def generate_mesh_body_pair_contacts_kernel(
                 v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = contact
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sb
-                        shape_b[slot] = sa
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sb, sa, active, point,
+                                              normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_PAIR)
 
 
 @kc.kernel
@@ -550,6 +527,7 @@ class BodyMeshContacts:
         ids = body_meshes + body_prims
         self.pair_count = 0
         self.grid = None
+        self.edge_pairs = None  # sharp edges of mesh bodies against other bodies (sim/collide_mesh_edge_pairs.py)
         if body_meshes and len(set(int(shape_body[s]) for s in ids)) > 1:
             slot_items = [(i, p) for i, s in enumerate(body_meshes) for p in range(max(int(counts[s]), 8))]
             slot_items = np.asarray(slot_items, np.int32).reshape(-1, 2)
@@ -565,6 +543,7 @@ class BodyMeshContacts:
                 grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * len(ids) ** (1 / 3)))))))
             self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
             self.grid.reserve(len(ids))
+            self.edge_pairs = make_mesh_edge_pair_contacts(model, body_meshes, slots)
 
     @property
     def active(self) -> bool:
@@ -577,8 +556,9 @@ class BodyMeshContacts:
                 + (self.edges.capacity() if self.edges is not None else 0))
 
     def pair_capacity(self) -> int:
-        """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item."""
-        return self.pair_count * self.pair_slots
+        """Contact slots of the body-body mesh contacts: ``pair_slots`` per (mesh vertex) work item, then
+        the edge pairs' (sim/collide_mesh_edge_pairs.py)."""
+        return self.pair_count * self.pair_slots + (self.edge_pairs.capacity() if self.edge_pairs is not None else 0)
 
     def generate_static(self, model, state, contacts, offset: int, dt: float):
         """Write ``state``'s mesh contacts between bodies and static shapes (the ground too) into
@@ -617,6 +597,8 @@ class BodyMeshContacts:
                           model.shape_material, model.shape_mesh, self.shape_vertex_count,
                           model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots],
                   outputs=_contact_outputs(contacts), device=model.device)
+        if self.edge_pairs is not None:  # before the rebuild below: its adjoint needs the same grid
+            self.edge_pairs.generate(model, state, contacts, offset + self.pair_count * self.pair_slots, dt, self)
         tapes = get_runtime().tape_stack
         if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
             body_q = state.body_q
@@ -624,12 +606,18 @@ class BodyMeshContacts:
 
     def check_overflow(self, contacts):
         """Raise when a mesh contact thread found more contacts than its slots (``contacts.overflow``)."""
-        dropped = int(contacts.overflow.numpy()[0])
-        if dropped:
-            raise RuntimeError(
-                f"mesh contacts: {dropped} contacts did not fit in their slots (vertex_slots={self.vertex_slots} "
-                f"static mesh vertices under one body shape, pair_slots={self.pair_slots} shapes at one mesh "
-                f"vertex); pass a larger mesh_contact_slots to SolverSemiImplicit")
+        check_contact_overflow(contacts.overflow, None, self)
+
+    def overflow_message(self, family: int, dropped: int) -> str:
+        """The error for ``dropped`` contacts of ``family`` (sim/contacts.py) that found no slot."""
+        where = {int(OVERFLOW_MESH_STATIC): f"vertex_slots={self.vertex_slots} static mesh vertices under one "
+                                            f"body shape",
+                 int(OVERFLOW_MESH_PAIR): f"pair_slots={self.pair_slots} shapes at one mesh vertex",
+                 int(OVERFLOW_MESH_EDGE): f"slots={self.vertex_slots} mesh edge contacts of one body shape or "
+                                          f"edge"}[int(family)]
+        kind = "mesh edge contacts" if family == int(OVERFLOW_MESH_EDGE) else "mesh contacts"
+        return (f"{kind}: {dropped} contacts did not fit in their slots ({where}); pass a larger "
+                f"mesh_contact_slots to SolverSemiImplicit")
 
     def eval(self, model, state, wrenches, dt: float):
         """Add the wrenches [N, N m] of every mesh contact of ``state``'s bodies to ``wrenches`` (B,),

@@ -42,6 +42,7 @@ from kernelcore.device import get_runtime
 from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
                              spatial_wrench, static_distance)
 from .contact import material_inputs, mixed_contact_force
+from .contacts import OVERFLOW_BODY_PAIR, check_contact_overflow, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -175,18 +176,9 @@ def generate_body_pair_contacts_kernel(
                 if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
                     gap = 1.0e30
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = contact
-                        normal[slot] = n
-                        depth[slot] = -gap
-                        shape_a[slot] = sa
-                        shape_b[slot] = sb
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sa, sb, active, point,
+                                              normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_BODY_PAIR)
             if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near != 0:
                 # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
                 tfe = body_q[bb]
@@ -199,18 +191,9 @@ def generate_body_pair_contacts_kernel(
                     if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n_e, v_e)) >= impact_speed:
                         gap_e = 1.0e30
                     if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
-                        if used < slots_per_thread:
-                            slot_e = base + used
-                            active[slot_e] = 1
-                            point[slot_e] = contact_e
-                            normal[slot_e] = n_e
-                            depth[slot_e] = -gap_e
-                            shape_a[slot_e] = sa
-                            shape_b[slot_e] = sb
-                            kc.atomic_add(count, 0, 1)
-                        else:
-                            kc.atomic_add(overflow, 0, 1)
-                        used = used + 1
+                        used = write_contact_slot(used, base, slots_per_thread, contact_e, n_e, gap_e, sa, sb, active,
+                                                  point, normal, depth, shape_a, shape_b, count, overflow,
+                                                  OVERFLOW_BODY_PAIR)
 
 
 @kc.kernel
@@ -251,11 +234,13 @@ def apply_body_pair_contacts_kernel(
         kc.atomic_add(body_f, bb, spatial_wrench(-f, arm_b))
 
 
-def apply_body_pair_contacts(model, state, contacts, wrenches, dt: float):
+def apply_body_pair_contacts(model, state, contacts, wrenches, dt: float, skip_empty: bool = True):
     """Add the penalty wrenches [N, N m] of the body-body ``contacts`` (found in ``state``; the primitive
-    pairs' and those of sim/collide_body_mesh.py) to ``wrenches`` (B,)."""
-    if contacts.capacity == 0 or contacts.count.numpy()[0] == 0:
-        return  # nothing touches (count was read back by the generation's overflow check anyway)
+    pairs' and those of sim/collide_body_mesh.py) to ``wrenches`` (B,).  ``skip_empty``: read ``count``
+    back and launch nothing when no slot is active (False: no read-back; the solver's step reads back
+    only its overflow counters)."""
+    if contacts.capacity == 0 or (skip_empty and contacts.count.numpy()[0] == 0):
+        return  # nothing touches
     kc.launch(apply_body_pair_contacts_kernel, dim=contacts.capacity,
               inputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
                       contacts.shape_b, state.body_q, state.body_qd, model.body_com, model.body_inv_mass,
@@ -342,10 +327,10 @@ class BodyPairContacts:
 
     def generate(self, model, state, contacts, dt: float):
         """Contact generation: fill ``contacts`` (sim.contacts.Contacts of :meth:`capacity` slots) with
-        ``state``'s body-body contacts; raises when a thread found more than ``slots_per_thread``."""
+        ``state``'s body-body contacts; contacts beyond a thread's ``slots_per_thread`` are counted in
+        ``contacts.overflow[OVERFLOW_BODY_PAIR]`` (added to, not reset: see :meth:`eval`)."""
         contacts.active.zero_()
         contacts.count.zero_()
-        contacts.overflow.zero_()
         if not self.active:
             return
         self._rebuild(model, state.body_q)
@@ -359,24 +344,26 @@ class BodyPairContacts:
                            contacts.shape_b, contacts.count, contacts.overflow], device=model.device)
         # the generation's adjoint queries the grid again: rebuild it from this state first
         self.record_rebuild(model, state.body_q)
-        dropped = int(contacts.overflow.numpy()[0])
-        if dropped:
-            raise RuntimeError(
-                f"body-body contacts: {dropped} contacts did not fit in slots_per_thread={self.slots_per_thread} "
+
+    def overflow_message(self, family: int, dropped: int) -> str:
+        """The error for ``dropped`` contacts that found no slot (sim.contacts.check_contact_overflow)."""
+        return (f"body-body contacts: {dropped} contacts did not fit in slots_per_thread={self.slots_per_thread} "
                 f"(one shape's contact point touches that many shapes); pass a larger "
                 f"body_pair_slots to SolverSemiImplicit")
 
-    def apply(self, model, state, contacts, wrenches, dt: float):
+    def apply(self, model, state, contacts, wrenches, dt: float, skip_empty: bool = True):
         """Add the penalty wrenches [N, N m] of ``contacts`` (found in ``state``) to ``wrenches`` (B,)."""
-        apply_body_pair_contacts(model, state, contacts, wrenches, dt)
+        apply_body_pair_contacts(model, state, contacts, wrenches, dt, skip_empty)
 
-    def eval(self, model, state, wrenches, dt: float, contacts=None, meshes=None):
+    def eval(self, model, state, wrenches, dt: float, contacts=None, meshes=None, check_overflow: bool = True):
         """Add the body-body contact wrenches [N, N m] of ``state`` to ``wrenches`` (spatial_vector, (B,)).
 
         ``contacts``: the sim.contacts.Contacts to generate into (the solver passes
         ``state_out.body_pair_contacts``); None: a temporary one.  ``meshes``: a
         sim.collide_body_mesh.BodyMeshContacts whose body-body mesh contacts go into the same
-        arrays, in the slots after the primitives' (``contacts`` then needs room for both)."""
+        arrays, in the slots after the primitives' (``contacts`` then needs room for both).
+        ``check_overflow``: zero ``contacts.overflow`` first and raise (one read-back) when a family's
+        contacts did not fit; False: the caller does both (the solver, once per step for all families)."""
         from .contacts import Contacts
 
         mesh_capacity = meshes.pair_capacity() if meshes is not None else 0
@@ -384,11 +371,14 @@ class BodyPairContacts:
             return
         if contacts is None:
             contacts = Contacts(self.capacity() + mesh_capacity, model.device, model.requires_grad)
+        if check_overflow:
+            contacts.overflow.zero_()
         self.generate(model, state, contacts, dt)
         if mesh_capacity:
             meshes.generate_pairs(model, state, contacts, self.capacity(), dt)
-            meshes.check_overflow(contacts)
-        self.apply(model, state, contacts, wrenches, dt)
+        if check_overflow:
+            check_contact_overflow(contacts.overflow, self, meshes)
+        self.apply(model, state, contacts, wrenches, dt, skip_empty=check_overflow)
 
     def record_rebuild(self, model, body_q):
         """On an active Tape, rebuild the grid from ``body_q`` just before the adjoint of the last

@@ -24,13 +24,19 @@ Contacts (written into sim/contacts.py arrays like the other mesh contacts):
 - a box body against the sharp edges of static meshes (a ``geometry.Bvh`` over the edges'
   bounds, queried with the box's bounding cube): one thread per (box shape, static meshes),
   ``slots`` contact slots each (two per edge met);
+- a capsule body against the sharp edges of static meshes (the same BVH): the closest points
+  of the capsule's core segment and each edge, one contact per edge where both lie inside
+  their segments (a capsule lying across a ridge; at the capsule's ends its end spheres'
+  closest-point queries of sim/collide_body_mesh.py see the edge already);
 - the sharp edges of a mesh body against static boxes: one thread per (mesh shape, static
   box, edge), two slots each.
 
 The normal points from the static shape to the body (``shape_a`` is the body shape).
-Not handled: edges against edges of two bodies (mesh body against box body), mesh edges
-against capsules and spheres (their round surfaces meet mesh faces at points, which the
-existing contacts find), and mesh edges against mesh edges.
+Spheres need no edge contacts: a sphere's centre queries the mesh's closest point, which is
+on an edge where the edge is nearest.  Body-body edges (a mesh body's edges against box
+bodies and against the edges of other mesh bodies): sim/collide_mesh_edge_pairs.py.
+Not handled: static mesh edges against mesh bodies, mesh body edges against static capsules
+(the capsule's axis point nearest the mesh stands in) and static meshes.
 """
 from __future__ import annotations
 
@@ -39,8 +45,10 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the bvh_* builtins)
 
+from .collide_bodies import segment_params
 from .collide_shapes import box_closest
-from .model import SHAPE_BOX, SHAPE_MESH
+from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH
 
 #: two triangles meeting at more than this angle [rad] (convexly) make a sharp edge
 SHARP_ANGLE = 0.17
@@ -58,6 +66,19 @@ def box_distance_local(p: kc.vec3, half: kc.vec3) -> float:
     q = kc.abs(p) - half
     outside = kc.length(kc.max(q, kc.vec3(0.0, 0.0, 0.0)))
     return outside + kc.min(kc.max(q), 0.0)
+
+
+@kc.func
+def segment_near_box(a: kc.vec3, d: kc.vec3, half: kc.vec3, margin: float) -> int:
+    """0 when the segment ``a + t d`` (t in [0, 1], box frame) is farther than ``margin`` [m] from a box of half
+    extents ``half``, told by its bounding box in the box frame (a cheap cull before the search: a segment
+    whose bounds miss the grown box along some axis is that far from every point of the box), else 1."""
+    b = a + d
+    near = int(1)
+    for i in range(3):
+        if kc.min(a[i], b[i]) > half[i] + margin or kc.max(a[i], b[i]) < -half[i] - margin:
+            near = 0
+    return near
 
 
 @kc.func
@@ -183,8 +204,15 @@ def generate_box_mesh_edge_contacts_kernel(
     while kc.bvh_query_next(query, e):
         p0 = edge_p0[e]
         seg = edge_p1[e] - p0
-        t0, t1, gap0, gap1, n_local = segment_box_contacts(kc.transpose(rot) * (p0 - pos), kc.transpose(rot) * seg,
-                                                           half)
+        a_local = kc.transpose(rot) * (p0 - pos)
+        d_local = kc.transpose(rot) * seg
+        t0 = float(-1.0)
+        t1 = float(-1.0)
+        gap0 = float(1.0e30)
+        gap1 = float(1.0e30)
+        n_local = kc.vec3(0.0, 1.0, 0.0)
+        if segment_near_box(a_local, d_local, half, margin) != 0:  # else no contact: skip the search
+            t0, t1, gap0, gap1, n_local = segment_box_contacts(a_local, d_local, half)
         n_out = rot * n_local  # the box's outward normal
         for j in range(2):
             te = t0
@@ -197,18 +225,10 @@ def generate_box_mesh_edge_contacts_kernel(
                 arm = x - com
                 v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-                    if used < slots_per_thread:
-                        slot = base + used
-                        active[slot] = 1
-                        point[slot] = x
-                        normal[slot] = -n_out  # the box is pushed off the edge
-                        depth[slot] = -gap
-                        shape_a[slot] = s
-                        shape_b[slot] = edge_shape[e]
-                        kc.atomic_add(count, 0, 1)
-                    else:
-                        kc.atomic_add(overflow, 0, 1)
-                    used = used + 1
+                    # the box is pushed off the edge
+                    used = write_contact_slot(used, base, slots_per_thread, x, -n_out, gap, s, edge_shape[e], active,
+                                              point, normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_EDGE)
 
 
 @kc.kernel
@@ -246,8 +266,10 @@ def generate_mesh_body_box_edge_contacts_kernel(
     n_local = kc.vec3(0.0, 1.0, 0.0)
     # bounding balls of the edge and the box apart: nothing to do
     if kc.length(p0 + 0.5 * seg - pos_c) < 0.5 * kc.length(seg) + kc.length(half) + margin:
-        t0, t1, gap0, gap1, n_local = segment_box_contacts(kc.transpose(rot_c) * (p0 - pos_c),
-                                                           kc.transpose(rot_c) * seg, half)
+        a_local = kc.transpose(rot_c) * (p0 - pos_c)
+        d_local = kc.transpose(rot_c) * seg
+        if segment_near_box(a_local, d_local, half, margin) != 0:  # else no contact: skip the search
+            t0, t1, gap0, gap1, n_local = segment_box_contacts(a_local, d_local, half)
     n_out = rot_c * n_local  # the static box's outward normal
     for j in range(2):
         slot = offset + 2 * t + j
@@ -273,9 +295,71 @@ def generate_mesh_body_box_edge_contacts_kernel(
         shape_b[slot] = c
 
 
+@kc.kernel
+def generate_capsule_mesh_edge_contacts_kernel(
+        item_shape: kc.array(dtype=int), edge_bvh: kc.uint64, edge_p0: kc.array(dtype=kc.vec3),
+        edge_p1: kc.array(dtype=kc.vec3), edge_shape: kc.array(dtype=int),
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        body_com: kc.array(dtype=kc.vec3), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
+        active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+        depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+        count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
+    t = kc.tid()
+    s = item_shape[t]
+    b = shape_body[s]
+    tf = body_q[b]
+    qd = body_qd[b]
+    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
+    pos = kc.transform_point(tf, shape_pos[s])
+    com = kc.transform_point(tf, body_com[b])
+    radius = shape_scale[s][0]
+    half_axis = rot * kc.vec3(0.0, shape_scale[s][1], 0.0)
+    bound = radius + shape_scale[s][1]
+    margin = cohesion_reach + dt * (kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * bound)
+    ext = bound + margin
+    reach = kc.vec3(ext, ext, ext)
+    base = offset + t * slots_per_thread
+    for u in range(slots_per_thread):
+        active[base + u] = 0
+    used = int(0)
+    core0 = pos - half_axis
+    query = kc.bvh_query_aabb(edge_bvh, pos - reach, pos + reach)
+    e = int(0)
+    while kc.bvh_query_next(query, e):
+        p0 = edge_p0[e]
+        seg = edge_p1[e] - p0
+        st = segment_params(core0, half_axis * 2.0, p0, seg)
+        # inside both segments only: at the edge's ends a vertex contact, at the capsule's ends its end sphere's
+        # closest-point query (sim/collide_body_mesh.py) has the contact already
+        inside = st[0] > END_FRACTION and st[0] < 1.0 - END_FRACTION
+        if inside and st[1] > END_FRACTION and st[1] < 1.0 - END_FRACTION:
+            core = core0 + half_axis * (2.0 * st[0])
+            sep = core - (p0 + seg * st[1])
+            dist = kc.length(sep)
+            if dist > 1.0e-9 and dist - radius < margin:
+                n = sep / dist  # from the edge towards the capsule's axis
+                gap = dist - radius
+                x = core - n * radius  # on the capsule's surface
+                v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), x - com)
+                if gap < cohesion_reach + 0.5 * dt * kc.length(v):
+                    used = write_contact_slot(used, base, slots_per_thread, x, n, gap, s, edge_shape[e], active,
+                                              point, normal, depth, shape_a, shape_b, count, overflow,
+                                              OVERFLOW_MESH_EDGE)
+
+
 def sharp_edges(points, indices, angle: float = SHARP_ANGLE):
     """(p0, p1) float32 arrays (E, 3) of a triangle mesh's sharp edges: boundary edges and edges
     whose two triangles meet convexly at more than ``angle`` [rad]."""
+    p0, p1, _, _ = sharp_edges_with_normals(points, indices, angle)
+    return p0, p1
+
+
+def sharp_edges_with_normals(points, indices, angle: float = SHARP_ANGLE):
+    """(p0, p1, f1, f2) float32 arrays (E, 3): a triangle mesh's sharp edges (see :func:`sharp_edges`) and
+    the unit normals of their two triangles (f2 = f1 on a boundary edge); the triangles are taken to
+    wind counter-clockwise seen from outside."""
     pts = np.asarray(points, np.float64)
     tris = np.asarray(indices, np.int64).reshape(-1, 3)
     normals = np.cross(pts[tris[:, 1]] - pts[tris[:, 0]], pts[tris[:, 2]] - pts[tris[:, 0]])
@@ -285,18 +369,22 @@ def sharp_edges(points, indices, angle: float = SHARP_ANGLE):
         for k in range(3):
             i, j = int(tri[k]), int(tri[(k + 1) % 3])
             faces.setdefault((min(i, j), max(i, j)), []).append((f, int(tri[(k + 2) % 3])))
-    keep = []
+    keep, face_pairs = [], []
     for (i, j), fs in faces.items():
         if len(fs) != 2:
             keep.append((i, j))
+            face_pairs.append((fs[0][0], fs[0][0]))
             continue
         (f1, _), (f2, opposite2) = fs
         cos = float(normals[f1] @ normals[f2])
         convex = float((pts[opposite2] - pts[i]) @ normals[f1]) < 0.0
         if convex and cos < np.cos(angle):
             keep.append((i, j))
+            face_pairs.append((f1, f2))
     keep = np.asarray(keep, np.int64).reshape(-1, 2)
-    return pts[keep[:, 0]].astype(np.float32), pts[keep[:, 1]].astype(np.float32)
+    face_pairs = np.asarray(face_pairs, np.int64).reshape(-1, 2)
+    return (pts[keep[:, 0]].astype(np.float32), pts[keep[:, 1]].astype(np.float32),
+            normals[face_pairs[:, 0]].astype(np.float32), normals[face_pairs[:, 1]].astype(np.float32))
 
 
 class MeshEdgeContacts:
@@ -314,6 +402,7 @@ class MeshEdgeContacts:
         shape_type = model.shape_type.numpy() if k else np.zeros(0, np.int32)
         dev = model.device
         body_boxes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_BOX]
+        body_capsules = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_CAPSULE]
         body_meshes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_MESH]
         static_meshes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_MESH]
         static_boxes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_BOX]
@@ -325,7 +414,8 @@ class MeshEdgeContacts:
             p1.append(b)
             owner += [c] * len(a)
         self.box_count = 0
-        if body_boxes and owner:
+        self.capsule_count = 0  # capsule bodies against the same static mesh edges
+        if (body_boxes or body_capsules) and owner:
             p0, p1 = np.concatenate(p0), np.concatenate(p1)
             self.edge_p0 = kc.array(p0, dtype=kc.vec3, device=dev)
             self.edge_p1 = kc.array(p1, dtype=kc.vec3, device=dev)
@@ -333,6 +423,8 @@ class MeshEdgeContacts:
             self._bvh = geometry.Bvh(np.minimum(p0, p1), np.maximum(p0, p1), device=dev)
             self.box_items = kc.array(np.asarray(body_boxes, np.int32), dtype=kc.int32, device=dev)
             self.box_count = len(body_boxes)
+            self.capsule_items = kc.array(np.asarray(body_capsules, np.int32), dtype=kc.int32, device=dev)
+            self.capsule_count = len(body_capsules)
         # the sharp edges of mesh bodies (shape frame) against every static box
         items, q0, q1 = [], [], []
         first = 0
@@ -352,7 +444,7 @@ class MeshEdgeContacts:
 
     def capacity(self) -> int:
         """Contact slots a step needs."""
-        return self.box_count * self.slots + 2 * self.mesh_count
+        return (self.box_count + self.capsule_count) * self.slots + 2 * self.mesh_count
 
     def generate(self, model, state, contacts, offset: int, dt: float):
         """Write ``state``'s edge contacts into ``contacts`` from slot ``offset`` on (:meth:`capacity`
@@ -372,4 +464,11 @@ class MeshEdgeContacts:
                               model.body_com, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                               model.material_max_cohesion_distance, float(dt),
                               int(offset + self.box_count * self.slots)],
+                      outputs=outputs, device=model.device)
+        if self.capsule_count:
+            kc.launch(generate_capsule_mesh_edge_contacts_kernel, dim=self.capsule_count,
+                      inputs=[self.capsule_items, self._bvh.id, self.edge_p0, self.edge_p1, self.edge_shape,
+                              state.body_q, state.body_qd, model.body_com, model.shape_body, model.shape_pos,
+                              model.shape_rot, model.shape_scale, model.material_max_cohesion_distance, float(dt),
+                              int(offset + self.box_count * self.slots + 2 * self.mesh_count), self.slots],
                       outputs=outputs, device=model.device)

@@ -215,8 +215,11 @@ def drop_swept_mesh_contacts(model, mesh_contacts, swept_shapes):
     if mesh_contacts.vertex_count:
         mesh_contacts.vertex_items, mesh_contacts.vertex_count = keep(mesh_contacts.vertex_items)
     edges = mesh_contacts.edges
-    if edges is not None and edges.box_count:
-        (edges.box_items,), edges.box_count = keep([edges.box_items])
+    if edges is not None:
+        if edges.box_count:
+            (edges.box_items,), edges.box_count = keep([edges.box_items])
+        if getattr(edges, "capsule_count", 0):   # capsule bodies across static mesh ridges (collide_mesh_edges.py)
+            (edges.capsule_items,), edges.capsule_count = keep([edges.capsule_items])
         if not edges.capacity():
             mesh_contacts.edges = None
     return mesh_contacts if mesh_contacts.active else None

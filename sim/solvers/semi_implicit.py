@@ -15,7 +15,7 @@ from ..worlds import require_one_environment
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
 from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh_contacts
 from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
-from ..contacts import state_contacts
+from ..contacts import OVERFLOW_FAMILIES, check_contact_overflow, state_contacts
 from ..collide_shapes import eval_particle_shape_contacts
 from ..joint_forces import check_maximal_joints, eval_joint_forces
 from ..integrate import eval_control_forces, integrate_particles, zero_forces
@@ -151,6 +151,9 @@ class SolverSemiImplicit:
             # swept shapes meet static meshes in the sweep (sim/toi_mesh.py), not in penalty contacts
             self.body_mesh_contacts = drop_swept_mesh_contacts(model, self.body_mesh_contacts, swept_all)
         _refuse_mixed_environments(self, model)
+        # contacts that found no slot, one counter per family (sim/contacts.py), shared by the step's body-static
+        # and body-body arrays: zeroed once and read back once per step
+        self._contact_overflow = kc.zeros(OVERFLOW_FAMILIES, dtype=kc.int32, device=model.device)
         #: the body-static contacts of the last step (``state_out.contacts``, see sim/contacts.py)
         self.contacts = None
         #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)
@@ -194,17 +197,22 @@ class SolverSemiImplicit:
             if self._joint_bodies:
                 eval_joint_forces(model, state_in, control, wrenches, self.joint_attach_ke, self.joint_attach_kd)
             mesh = self.body_mesh_contacts  # mesh contacts go into the same arrays, after the primitives'
+            overflow = self._contact_overflow
+            overflow.zero_()
             contacts = state_contacts(state_out, body_static_contact_capacity(self.body_static_pairs)
                                       + (mesh.static_capacity() if mesh is not None else 0), model.device,
-                                      model.requires_grad)
-            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts, meshes=mesh)
+                                      model.requires_grad, overflow=overflow)
+            eval_body_static_contacts(model, state_in, self.body_static_pairs, wrenches, dt, contacts, meshes=mesh,
+                                      check_overflow=False)
             self.contacts = contacts
             if self.body_pairs is not None:
                 pair_contacts = state_contacts(state_out, self.body_pairs.capacity()
                                                + (mesh.pair_capacity() if mesh is not None else 0), model.device,
-                                               model.requires_grad, name="body_pair_contacts")
-                self.body_pairs.eval(model, state_in, wrenches, dt, pair_contacts, meshes=mesh)
+                                               model.requires_grad, name="body_pair_contacts", overflow=overflow)
+                self.body_pairs.eval(model, state_in, wrenches, dt, pair_contacts, meshes=mesh, check_overflow=False)
                 self.body_pair_contacts = pair_contacts
+            if (self.body_pairs is not None and self.body_pairs.active) or mesh is not None:
+                check_contact_overflow(overflow, self.body_pairs, mesh)  # the step's one read-back of them
             if self.toi:
                 start = state_in
                 if self.body_pair_toi_shape is not None and self.body_pairs is not None and self.body_pairs.active:

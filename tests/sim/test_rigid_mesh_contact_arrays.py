@@ -129,6 +129,9 @@ def _match(found, expected):
 def test_mesh_contacts_are_in_the_step_arrays_and_match_a_numpy_narrow_phase():
     m, bodies = _scene()
     solver = sim.SolverSemiImplicit(m)
+    # the reference is vertices and corners only: the mesh body's edges through the box body
+    # (sim/collide_mesh_edge_pairs.py) have their own brute force in test_rigid_mesh_edge_pairs.py
+    solver.body_mesh_contacts.edge_pairs = None
     s0, s1 = m.state(), m.state()
     solver.step(m, s0, s1, None, 1e-3)
     static_box = (np.array([2.0, 0.2, 0.0]), quat_to_matrix(_quat(0.2, (0, 1, 0))), np.array([0.3, 0.2, 0.3]))
