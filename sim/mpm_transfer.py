@@ -21,6 +21,7 @@ import kernelcore as kc
 
 from .mpm_colliders import collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, update_particle_material
+from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
 
 #: the wall rule of a grid node (sim/mpm_colliders.py)
 collide_plane = collide_node_velocity
@@ -29,12 +30,6 @@ BOUNDARY_STICKY = 0
 BOUNDARY_SLIP = 1
 BOUNDARY_SEPARATE = 2
 BOUNDARY_CODES = {"sticky": BOUNDARY_STICKY, "slip": BOUNDARY_SLIP, "separate": BOUNDARY_SEPARATE}
-
-
-@kc.func
-def bspline_weights(f: float):
-    """Quadratic B-spline weights of nodes base + 0, 1, 2 for a particle at base + f, f in [0.5, 1.5)."""
-    return kc.vec3(0.5 * (1.5 - f) * (1.5 - f), 0.75 - (f - 1.0) * (f - 1.0), 0.5 * (f - 0.5) * (f - 0.5))
 
 
 @kc.func
@@ -57,7 +52,8 @@ def make_p2g_2d_kernel(update, name):
                       mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
                       grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
                       F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
-                      grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
+                      grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
+                      grid_mv_grad: kc.array(dtype=kc.vec2, ndim=2), grid_m_grad: kc.array(dtype=float, ndim=2)):
         p = kc.tid()
         m = material[p]
         Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
@@ -76,16 +72,9 @@ def make_p2g_2d_kernel(update, name):
         bx = stencil_base(gx, nx)
         by = stencil_base(gy, ny)
         fx = kc.vec2(gx - float(bx), gy - float(by))
-        wx = bspline_weights(fx[0])
-        wy = bspline_weights(fx[1])
         vp = qd[p]
         mv = kc.vec2(vp[0], vp[1]) * mp
-        for i in range(3):
-            for j in range(3):
-                dpos = (kc.vec2(float(i), float(j)) - fx) * dx
-                w = wx[i] * wy[j]
-                grid_mv[bx + i, by + j] += (mv + affine * dpos) * w
-                grid_m[bx + i, by + j] += w * mp
+        scatter_apic_2d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, fx, mv, affine, mp, dx)
 
     p2g_2d_kernel.__qualname__ = f"p2g_2d_kernel_{name}"
     return kc.kernel(p2g_2d_kernel)
@@ -184,7 +173,8 @@ def make_p2g_3d_kernel(update, name):
                       mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
                       grid_lower: kc.vec3, dx: float, nx: int, ny: int, nz: int, dt: float,
                       F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
-                      grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
+                      grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
+                      grid_mv_grad: kc.array(dtype=kc.vec3, ndim=3), grid_m_grad: kc.array(dtype=float, ndim=3)):
         p = kc.tid()
         m = material[p]
         Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
@@ -199,17 +189,8 @@ def make_p2g_3d_kernel(update, name):
         by = stencil_base(g[1], ny)
         bz = stencil_base(g[2], nz)
         fx = g - kc.vec3(float(bx), float(by), float(bz))
-        wx = bspline_weights(fx[0])
-        wy = bspline_weights(fx[1])
-        wz = bspline_weights(fx[2])
         mv = qd[p] * mp
-        for i in range(3):
-            for j in range(3):
-                for k in range(3):
-                    dpos = (kc.vec3(float(i), float(j), float(k)) - fx) * dx
-                    w = wx[i] * wy[j] * wz[k]
-                    grid_mv[bx + i, by + j, bz + k] += (mv + affine * dpos) * w
-                    grid_m[bx + i, by + j, bz + k] += w * mp
+        scatter_apic_3d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, bz, fx, mv, affine, mp, dx)
 
     p2g_3d_kernel.__qualname__ = f"p2g_3d_kernel_{name}"
     return kc.kernel(p2g_3d_kernel)
@@ -284,6 +265,77 @@ def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, nd
 
 
 # ------------------------------------------------------------------------------------------------
+# P2G in two launches, for differentiated runs
+# ------------------------------------------------------------------------------------------------
+# The fused P2G kernels above are the fastest forward.  Differentiated, their adjoint replays the
+# constitutive update and the scatter together, and the scatter's hand-written adjoint
+# (sim/mpm_scatter.py) inlined into that large adjoint ran slower than the automatic one
+# (2.5 vs 1.9 ms, 2-D diffmpm size, one thread).  Split, the stress kernel's adjoint is the
+# constitutive update's alone and the scatter kernel's adjoint is the hand-written gather
+# (1.4 + 0.4 ms); the price is one mat33 per particle per state (``MPMGrid.affine``).
+def make_p2g_stress_kernel(update, name):
+    """Per particle: new F, Jp and the APIC affine matrix ``m C - dt V (4 / dx^2) tau`` [kg/s] (3 x 3;
+    the 2-D scatter reads its upper-left 2 x 2 block)."""
+    def p2g_stress_kernel(C: kc.array(dtype=kc.mat33), F: kc.array(dtype=kc.mat33), Jp: kc.array(dtype=float),
+                          mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                          material: kc.array(dtype=kc.int32), mat_kind: kc.array(dtype=kc.int32),
+                          mat_E: kc.array(dtype=float), mat_nu: kc.array(dtype=float),
+                          mat_hardening: kc.array(dtype=float), mat_theta_c: kc.array(dtype=float),
+                          mat_theta_s: kc.array(dtype=float), mat_friction: kc.array(dtype=float),
+                          mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                          dx: float, dt: float,
+                          F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
+                          affine_out: kc.array(dtype=kc.mat33)):
+        p = kc.tid()
+        m = material[p]
+        Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
+                             mat_theta_s[m], mat_friction[m], mat_viscosity[m], actuation[p], act_axis)
+        F_out[p] = Fn
+        Jp_out[p] = Jn
+        inv_dx = 1.0 / dx
+        affine_out[p] = tau * (-dt * volume[p] * 4.0 * inv_dx * inv_dx) + C[p] * mass[p]
+
+    p2g_stress_kernel.__qualname__ = f"p2g_stress_kernel_{name}"
+    return kc.kernel(p2g_stress_kernel)
+
+
+@kc.kernel
+def p2g_scatter_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
+                          affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
+                          grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
+                          grid_mv_grad: kc.array(dtype=kc.vec2, ndim=2), grid_m_grad: kc.array(dtype=float, ndim=2)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    a = affine[p]
+    xp = q[p] - grid_lower
+    gx = xp[0] * inv_dx
+    gy = xp[1] * inv_dx
+    bx = stencil_base(gx, nx)
+    by = stencil_base(gy, ny)
+    fx = kc.vec2(gx - float(bx), gy - float(by))
+    vp = qd[p]
+    scatter_apic_2d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, fx, kc.vec2(vp[0], vp[1]) * mp,
+                    kc.mat22(a[0, 0], a[0, 1], a[1, 0], a[1, 1]), mp, dx)
+
+
+@kc.kernel
+def p2g_scatter_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
+                          affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int, nz: int,
+                          grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
+                          grid_mv_grad: kc.array(dtype=kc.vec3, ndim=3), grid_m_grad: kc.array(dtype=float, ndim=3)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    g = (q[p] - grid_lower) * inv_dx
+    bx = stencil_base(g[0], nx)
+    by = stencil_base(g[1], ny)
+    bz = stencil_base(g[2], nz)
+    fx = g - kc.vec3(float(bx), float(by), float(bz))
+    scatter_apic_3d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, bz, fx, qd[p] * mp, affine[p], mp, dx)
+
+
+# ------------------------------------------------------------------------------------------------
 # launchers
 # ------------------------------------------------------------------------------------------------
 @kc.kernel
@@ -312,6 +364,16 @@ p2g_3d_kernel = make_p2g_3d_kernel(update_particle_material, "any")
 _p2g_kernels = {(2, None): p2g_2d_kernel, (3, None): p2g_3d_kernel}
 
 
+_p2g_stress_kernels = {None: make_p2g_stress_kernel(update_particle_material, "any")}
+
+
+def p2g_stress_kernel(model_code=None):
+    """The stress kernel of the split P2G, specialised to one material model code (None: any mix)."""
+    if model_code not in _p2g_stress_kernels:
+        _p2g_stress_kernels[model_code] = make_p2g_stress_kernel(MODEL_UPDATES[model_code], f"model{model_code}")
+    return _p2g_stress_kernels[model_code]
+
+
 def p2g_kernel(dim, model_code=None):
     """The P2G kernel for ``dim``, specialised to one material model code (None: any mix).
 
@@ -329,16 +391,33 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
     """P2G: new F, Jp into ``state_out``; mass [kg] and momentum [kg m/s] into ``grid``.
 
     ``model_code``: the material model every particle uses (a faster kernel), or None for a mix.
+    A grid with gradients (a differentiated run) takes the split P2G (stress, then scatter with
+    its hand-written adjoint, sim/mpm_scatter.py), the affine matrices kept in ``grid.affine``.
     """
-    inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
-              state_in.particle_Jp, model.particle_mass, model.particle_volume, model.particle_material,
-              model.material_mpm_model, model.material_youngs_modulus, model.material_poisson_ratio,
-              model.material_hardening, model.material_critical_compression, model.material_critical_stretch,
-              model.material_friction_angle, model.material_viscosity, actuation, act_axis,
-              grid.lower, grid.dx, *grid.shape, float(dt)]
-    kernel = p2g_kernel(len(grid.shape), model_code)
-    kc.launch(kernel, dim=model.particle_count, inputs=inputs,
-              outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
+    materials = [model.particle_material, model.material_mpm_model, model.material_youngs_modulus,
+                 model.material_poisson_ratio, model.material_hardening, model.material_critical_compression,
+                 model.material_critical_stretch, model.material_friction_angle, model.material_viscosity,
+                 actuation, act_axis]
+    dim = len(grid.shape)
+    if grid.mv.grad is None:
+        inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
+                  state_in.particle_Jp, model.particle_mass, model.particle_volume, *materials,
+                  grid.lower, grid.dx, *grid.shape, float(dt)]
+        # the scatter's gradient arrays are never read in a run without gradients: any grid-shaped array will do
+        kc.launch(p2g_kernel(dim, model_code), dim=model.particle_count, inputs=inputs,
+                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m, grid.mv, grid.m],
+                  device=model.device)
+        return
+    affine = grid.particle_affine(model.particle_count)
+    kc.launch(p2g_stress_kernel(model_code), dim=model.particle_count,
+              inputs=[state_in.particle_C, state_in.particle_F, state_in.particle_Jp, model.particle_mass,
+                      model.particle_volume, *materials, grid.dx, float(dt)],
+              outputs=[state_out.particle_F, state_out.particle_Jp, affine], device=model.device)
+    scatter = p2g_scatter_2d_kernel if dim == 2 else p2g_scatter_3d_kernel
+    kc.launch(scatter, dim=model.particle_count,
+              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
+                      *grid.shape],
+              outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=model.device)
 
 
 def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders):

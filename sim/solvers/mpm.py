@@ -49,6 +49,15 @@ class MPMGrid:
         self.v = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
         #: per rigid body: mass [kg] of the grid nodes touching it this step (sim/mpm_colliders.py)
         self.body_contact_mass = kc.zeros(body_count, dtype=float, device=device, requires_grad=requires_grad)
+        #: per particle: the APIC affine matrix of a differentiated step (see particle_affine)
+        self.affine = None
+
+    def particle_affine(self, count):
+        """Per-particle APIC affine matrices [kg/s] (count,) of the split, differentiated P2G
+        (sim/mpm_transfer.particle_to_grid); made on first use."""
+        if self.affine is None or self.affine.shape[0] != count:
+            self.affine = kc.zeros(count, dtype=kc.mat33, device=self.m.device, requires_grad=self.m.requires_grad)
+        return self.affine
 
     @property
     def nbytes(self) -> int:
