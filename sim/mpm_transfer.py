@@ -22,6 +22,7 @@ import kernelcore as kc
 from .mpm_colliders import collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, update_particle_material
 from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
+from .mpm_volume_colliders import collide_node_volumes
 
 #: the wall rule of a grid node (sim/mpm_colliders.py)
 collide_plane = collide_node_velocity
@@ -89,7 +90,7 @@ def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary:
     return collide_plane(out, -axis, hi, boundary, friction)
 
 
-def make_grid_update_2d_kernel(shapes: bool):
+def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
     """The 2-D grid update, with (``shapes``) or without the model's shapes and bodies."""
     def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
                               min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
@@ -101,6 +102,8 @@ def make_grid_update_2d_kernel(shapes: bool):
                               shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                              volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
+                              volume_grad_xform: kc.array(dtype=kc.mat33),
                               grid_v: kc.array(dtype=kc.vec2, ndim=2), body_f: kc.array(dtype=kc.spatial_vector)):
         i, j = kc.tid()
         m = grid_m[i, j]
@@ -119,9 +122,11 @@ def make_grid_update_2d_kernel(shapes: bool):
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
                                         body_mass, contact_mass, body_f)
+            if volumes:   # static, as shapes: SDF colliders (sim/mpm_volume_colliders.py)
+                v = collide_node_volumes(v, xi, boundary, friction, 1, volume_count, volume_ids, volume_grad_xform)
         grid_v[i, j] = kc.vec2(v[0], v[1])
 
-    grid_update_2d_kernel.__qualname__ = f"grid_update_2d_kernel_{'shapes' if shapes else 'walls'}"
+    grid_update_2d_kernel.__qualname__ = f"grid_update_2d_kernel_{'shapes' if shapes else 'walls'}{'_sdf' if volumes else ''}"
     return kc.kernel(grid_update_2d_kernel)
 
 
@@ -196,7 +201,7 @@ def make_p2g_3d_kernel(update, name):
     return kc.kernel(p2g_3d_kernel)
 
 
-def make_grid_update_3d_kernel(shapes: bool):
+def make_grid_update_3d_kernel(shapes: bool, volumes: bool = False):
     """The 3-D grid update, with (``shapes``) or without the model's shapes and bodies."""
     def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
                               min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int,
@@ -208,6 +213,8 @@ def make_grid_update_3d_kernel(shapes: bool):
                               shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                              volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
+                              volume_grad_xform: kc.array(dtype=kc.mat33),
                               grid_v: kc.array(dtype=kc.vec3, ndim=3), body_f: kc.array(dtype=kc.spatial_vector)):
         i, j, k = kc.tid()
         m = grid_m[i, j, k]
@@ -224,9 +231,11 @@ def make_grid_update_3d_kernel(shapes: bool):
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
                                         body_mass, contact_mass, body_f)
+            if volumes:
+                v = collide_node_volumes(v, xi, boundary, friction, 0, volume_count, volume_ids, volume_grad_xform)
         grid_v[i, j, k] = v
 
-    grid_update_3d_kernel.__qualname__ = f"grid_update_3d_kernel_{'shapes' if shapes else 'walls'}"
+    grid_update_3d_kernel.__qualname__ = f"grid_update_3d_kernel_{'shapes' if shapes else 'walls'}{'_sdf' if volumes else ''}"
     return kc.kernel(grid_update_3d_kernel)
 
 
@@ -420,27 +429,53 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
               outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=model.device)
 
 
-def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders):
+_grid_update_kernels = {}
+_no_volumes = {}   # device -> empty (ids, inv(A)^T) arrays
+
+
+def no_volumes(device):
+    """Empty SDF-collider arrays on ``device`` (a model without SDF colliders)."""
+    key = str(device)
+    if key not in _no_volumes:
+        _no_volumes[key] = (kc.zeros(0, dtype=kc.uint64, device=device), kc.zeros(0, dtype=kc.mat33, device=device))
+    return _no_volumes[key]
+
+
+def grid_update_kernel(dim, shapes, volumes):
+    """The grid update kernel with (or without) shape colliders and SDF volume colliders."""
+    key = (dim, bool(shapes), bool(volumes))
+    if key not in _grid_update_kernels:
+        make = make_grid_update_2d_kernel if dim == 2 else make_grid_update_3d_kernel
+        _grid_update_kernels[key] = make(bool(shapes), bool(volumes))
+    return _grid_update_kernels[key]
+
+
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders, volumes=None):
     """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and the
     model's shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says);
     ``colliders``: (reach [m], body_q, body_qd, contact_mass, body_f) — body poses and velocities at
     the step's start, the contact node mass per body [kg] (sim/mpm_colliders.body_contact_mass) and
-    the wrench array (B,) the material's reaction is added to.
+    the wrench array (B,) the material's reaction is added to.  ``volumes``: (ids, inv(A)^T) of
+    static SDF colliders (sim/mpm_volume_colliders.volume_collider_arrays), or None.
 
     Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
     velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
     which underflows float32 (inf * 0 = NaN gradients, always so when denormals are flushed).
     """
-    if model.shape_count:
+    if volumes is not None:
+        kernel = grid_update_kernel(len(grid.shape), model.shape_count > 0, True)
+    elif model.shape_count:
         kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
     else:
         kernel = grid_update_2d_walls_kernel if len(grid.shape) == 2 else grid_update_3d_walls_kernel
     reach, body_q, body_qd, contact_mass, body_f = colliders
+    volume_ids, volume_xform = volumes if volumes is not None else no_volumes(model.device)
     kc.launch(kernel, dim=grid.shape,
               inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
                       float(reach), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
-                      model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass],
+                      model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass,
+                      volume_ids.shape[0], volume_ids, volume_xform],
               outputs=[grid.v, body_f], device=model.device)
 
 

@@ -25,6 +25,7 @@ from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
 from ..body_integrate import add_spatial_kernel, integrate_bodies_kernel, zero_body_forces
 from ..mpm_colliders import body_contact_mass
 from ..mpm_transfer import BOUNDARY_CODES, grid_to_particle, particle_to_grid, update_grid, zero_grid
+from ..mpm_volume_colliders import check_volumes, volume_collider_arrays
 from .checks import reports_non_finite
 
 #: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
@@ -88,6 +89,9 @@ class SolverMPM:
             of the initial materials.  Fast particles (|v| dt > dx) are not checked (that
             would need a read-back from the device).
         gravity: (3,) [m/s^2], default the model's gravity.
+        sdf_colliders: static ``geometry.Volume`` signed-distance colliders [m] (one or a list;
+            negative inside, background > 0): grid nodes inside get the ``boundary`` rule with
+            the SDF's gradient as normal (sim/mpm_volume_colliders.py; 2-D samples z = 0).
 
     The particles' materials are read when the solver is made (the CFL guard's wave speed, and
     the P2G kernel: one specialised to the model when all particles share one); make a new
@@ -107,7 +111,7 @@ class SolverMPM:
     """
 
     def __init__(self, model, dx: float, bounds, dim: int = 3, boundary: str = "separate", friction: float = 0.0,
-                 actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None):
+                 actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None, sdf_colliders=None):
         if dim not in (2, 3):
             raise ValueError(f"SolverMPM: dim must be 2 or 3, got {dim!r}")
         try:
@@ -158,6 +162,9 @@ class SolverMPM:
         #: meshes are searched this far from a grid node [m] (sim/mpm_colliders.py)
         self.mesh_reach = 4.0 * self.dx
         self._no_body_f = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
+        #: static SDF colliders (geometry.Volume), kept alive here, and their kernel arrays
+        self.sdf_colliders = check_volumes(sdf_colliders)
+        self._volume_arrays = volume_collider_arrays(self.sdf_colliders, model.device) if self.sdf_colliders else None
 
     # -- construction checks ------------------------------------------------------------------------
     def _check_bounds(self, bounds):
@@ -259,7 +266,8 @@ class SolverMPM:
             body_contact_mass(model, grid, self.min_node_mass, self.gravity, self.boundary, dt, self.mesh_reach,
                               body_q, body_qd, grid.body_contact_mass)
         colliders = (self.mesh_reach, body_q, body_qd, grid.body_contact_mass, wrenches)
-        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt, colliders)
+        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt, colliders,
+                    self._volume_arrays)
         grid_to_particle(model, state_in, grid, dt, state_out)
         if bodies:
             kc.launch(integrate_bodies_kernel, dim=model.body_count,
