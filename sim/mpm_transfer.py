@@ -4,10 +4,12 @@ One step is three launches (Hu et al. 2018, moving-least-squares MPM with APIC):
 
 * ``p2g``: update each particle's deformation gradient and stress (sim/mpm_constitutive.py),
   then scatter mass and affine momentum ``m v + (m C - dt V (4 / dx^2) tau) (x_i - x_p)``
-  to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds);
+  to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds, sim/mpm_scatter.py);
+  a differentiated step runs it as two launches, stress then scatter (see p2g_stress_kernel);
 * ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders (ground plane,
-  static sphere/box/capsule/plane/mesh shapes and shapes on rigid bodies, sim/mpm_colliders.py;
-  a node inside one keeps only what the boundary rule allows, bodies get the reaction);
+  static sphere/box/capsule/plane/mesh shapes and shapes on rigid bodies, sim/mpm_colliders.py,
+  static SDF volumes, sim/mpm_volume_colliders.py; a node inside one keeps only what the
+  boundary rule allows, bodies get the reaction);
 * ``g2p``: gather velocity and the APIC affine matrix ``C = (4 / dx^2) sum w v (x_i - x_p)^T``
   and move the particle, ``x += dt v``.
 
@@ -16,6 +18,8 @@ vec3 positions/velocities and mat33 F and C; the 2-D kernels read and write only
 parts (and keep C's third row/column zero and F's (2, 2) entry at 1, plane strain).
 """
 from __future__ import annotations
+
+import numpy as np
 
 import kernelcore as kc
 
@@ -103,9 +107,11 @@ def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
                               volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
-                              volume_grad_xform: kc.array(dtype=kc.mat33),
+                              volume_grad_xform: kc.array(dtype=kc.mat33), i0: int, j0: int,
                               grid_v: kc.array(dtype=kc.vec2, ndim=2), body_f: kc.array(dtype=kc.spatial_vector)):
-        i, j = kc.tid()
+        ti, tj = kc.tid()
+        i = ti + i0   # the launch covers the box of nodes the particles touch (see active_box)
+        j = tj + j0
         m = grid_m[i, j]
         v = kc.vec3(0.0, 0.0, 0.0)
         # a node without mass keeps v = 0 (every collider leaves 0 alone on a static wall, and no
@@ -214,9 +220,12 @@ def make_grid_update_3d_kernel(shapes: bool, volumes: bool = False):
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
                               volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
-                              volume_grad_xform: kc.array(dtype=kc.mat33),
+                              volume_grad_xform: kc.array(dtype=kc.mat33), i0: int, j0: int, k0: int,
                               grid_v: kc.array(dtype=kc.vec3, ndim=3), body_f: kc.array(dtype=kc.spatial_vector)):
-        i, j, k = kc.tid()
+        ti, tj, tk = kc.tid()
+        i = ti + i0   # the launch covers the box of nodes the particles touch (see active_box)
+        j = tj + j0
+        k = tk + k0
         m = grid_m[i, j, k]
         v = kc.vec3(0.0, 0.0, 0.0)
         if m > min_mass:   # colliders only where there is mass (see grid_update_2d_kernel)
@@ -348,23 +357,49 @@ def p2g_scatter_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3
 # launchers
 # ------------------------------------------------------------------------------------------------
 @kc.kernel
-def zero_grid_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
-    i, j = kc.tid()
-    grid_mv[i, j] = kc.vec2(0.0, 0.0)
-    grid_m[i, j] = 0.0
+def zero_grid_2d_kernel(i0: int, j0: int, grid_mv: kc.array(dtype=kc.vec2, ndim=2),
+                        grid_m: kc.array(dtype=float, ndim=2)):
+    ti, tj = kc.tid()
+    grid_mv[ti + i0, tj + j0] = kc.vec2(0.0, 0.0)
+    grid_m[ti + i0, tj + j0] = 0.0
 
 
 @kc.kernel
-def zero_grid_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
-    i, j, k = kc.tid()
-    grid_mv[i, j, k] = kc.vec3(0.0, 0.0, 0.0)
-    grid_m[i, j, k] = 0.0
+def zero_grid_3d_kernel(i0: int, j0: int, k0: int, grid_mv: kc.array(dtype=kc.vec3, ndim=3),
+                        grid_m: kc.array(dtype=float, ndim=3)):
+    ti, tj, tk = kc.tid()
+    grid_mv[ti + i0, tj + j0, tk + k0] = kc.vec3(0.0, 0.0, 0.0)
+    grid_m[ti + i0, tj + j0, tk + k0] = 0.0
 
 
-def zero_grid(grid, device):
-    """Clear a step's grid momentum and mass (a launch, so a Tape records it)."""
+def full_box(grid):
+    """The whole grid as a box: (lowest node (d,), nodes per axis (d,))."""
+    return (0,) * len(grid.shape), tuple(grid.shape)
+
+
+def active_box(q, grid):
+    """The box of grid nodes that particles at ``q`` (n, 3) [m] can touch: (lowest node, nodes per axis).
+
+    Every particle's stencil (sim/mpm_scatter.py) lies inside it, with one node to spare on each
+    side for float32 rounding of the stencil base (computed here in float64).  The step clears,
+    updates and reads only these nodes; the rest of the grid is never read that step.
+    """
+    d = len(grid.shape)
+    g = (q[:, :d].astype(np.float64) - np.array([grid.lower[k] for k in range(d)])) / grid.dx
+    if not np.all(np.isfinite(g)):
+        return full_box(grid)   # (the step's non-finite check reports such particles)
+    n = np.array(grid.shape)
+    lo = np.clip(np.floor(g.min(0) - 0.5).astype(np.int64) - 1, 0, n - 3)
+    hi = np.clip(np.floor(g.max(0) - 0.5).astype(np.int64) + 1, 0, n - 3) + 3
+    return tuple(int(v) for v in lo), tuple(int(v) for v in hi - lo)
+
+
+def zero_grid(grid, device, box=None):
+    """Clear a step's grid momentum and mass in ``box`` (active_box; None: everywhere), as a launch
+    so that a Tape records it."""
+    lo, shape = box if box is not None else full_box(grid)
     kernel = zero_grid_2d_kernel if len(grid.shape) == 2 else zero_grid_3d_kernel
-    kc.launch(kernel, dim=grid.shape, inputs=[grid.mv, grid.m], device=device)
+    kc.launch(kernel, dim=shape, inputs=[*lo, grid.mv, grid.m], device=device)
 
 
 #: P2G kernels for any mix of materials (they dispatch on the material's model code per particle)
@@ -450,13 +485,14 @@ def grid_update_kernel(dim, shapes, volumes):
     return _grid_update_kernels[key]
 
 
-def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders, volumes=None):
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders, volumes=None, box=None):
     """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and the
     model's shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says);
     ``colliders``: (reach [m], body_q, body_qd, contact_mass, body_f) — body poses and velocities at
     the step's start, the contact node mass per body [kg] (sim/mpm_colliders.body_contact_mass) and
     the wrench array (B,) the material's reaction is added to.  ``volumes``: (ids, inv(A)^T) of
-    static SDF colliders (sim/mpm_volume_colliders.volume_collider_arrays), or None.
+    static SDF colliders (sim/mpm_volume_colliders.volume_collider_arrays), or None.  ``box``: the
+    nodes to update (active_box; None: all).
 
     Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
     velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
@@ -470,12 +506,13 @@ def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, collider
         kernel = grid_update_2d_walls_kernel if len(grid.shape) == 2 else grid_update_3d_walls_kernel
     reach, body_q, body_qd, contact_mass, body_f = colliders
     volume_ids, volume_xform = volumes if volumes is not None else no_volumes(model.device)
-    kc.launch(kernel, dim=grid.shape,
+    lo, shape = box if box is not None else full_box(grid)
+    kc.launch(kernel, dim=shape,
               inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
                       float(reach), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
                       model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass,
-                      volume_ids.shape[0], volume_ids, volume_xform],
+                      volume_ids.shape[0], volume_ids, volume_xform, *lo],
               outputs=[grid.v, body_f], device=model.device)
 
 
