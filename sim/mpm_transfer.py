@@ -88,10 +88,14 @@ def make_p2g_2d_kernel(update, name):
 @kc.func
 def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary: int, friction: float):
     """The two domain walls across ``axis``: nodes 0..pad lie at or beyond the lower bound, n-1-pad.. the upper."""
-    lo = float(i - pad) - 0.5
-    hi = float(n - 1 - pad - i) - 0.5
-    out = collide_plane(v, axis, lo, boundary, friction)
-    return collide_plane(out, -axis, hi, boundary, friction)
+    # collide_plane leaves v alone outside a wall (phi >= 0): interior nodes skip it, which
+    # makes the adjoint of a node carrying mass about 2x cheaper (nothing to reverse there)
+    out = v
+    if i <= pad:
+        out = collide_plane(out, axis, float(i - pad) - 0.5, boundary, friction)
+    if i >= n - 1 - pad:
+        out = collide_plane(out, -axis, float(n - 1 - pad - i) - 0.5, boundary, friction)
+    return out
 
 
 def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
@@ -123,7 +127,9 @@ def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
             v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
             xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
             if ground != 0:
-                v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+                phi_ground = kc.dot(xi, ground_normal) - ground_offset
+                if phi_ground < 0.0:   # (see collide_walls)
+                    v = collide_plane(v, ground_normal, phi_ground, boundary, friction)
             if shapes:   # static: a model without shapes gets a kernel without their (adjoint) code
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
@@ -235,7 +241,9 @@ def make_grid_update_3d_kernel(shapes: bool, volumes: bool = False):
             v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
             xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
             if ground != 0:
-                v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+                phi_ground = kc.dot(xi, ground_normal) - ground_offset
+                if phi_ground < 0.0:   # (see collide_walls)
+                    v = collide_plane(v, ground_normal, phi_ground, boundary, friction)
             if shapes:   # static: a model without shapes gets a kernel without their (adjoint) code
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
