@@ -393,12 +393,16 @@ def active_box(q, grid):
     updates and reads only these nodes; the rest of the grid is never read that step.
     """
     d = len(grid.shape)
-    g = (q[:, :d].astype(np.float64) - np.array([grid.lower[k] for k in range(d)])) / grid.dx
-    if not np.all(np.isfinite(g)):
+    # column by column: numpy reduces a strided (n, d) slice along axis 0 ~25x slower
+    x_min = np.array([q[:, k].min() for k in range(d)], np.float64)
+    x_max = np.array([q[:, k].max() for k in range(d)], np.float64)
+    if not (np.all(np.isfinite(x_min)) and np.all(np.isfinite(x_max))):
         return full_box(grid)   # (the step's non-finite check reports such particles)
+    lower = np.array([grid.lower[k] for k in range(d)])
     n = np.array(grid.shape)
-    lo = np.clip(np.floor(g.min(0) - 0.5).astype(np.int64) - 1, 0, n - 3)
-    hi = np.clip(np.floor(g.max(0) - 0.5).astype(np.int64) + 1, 0, n - 3) + 3
+    # the stencil base is monotone in the position: the extreme particles give the extreme bases
+    lo = np.clip(np.floor((x_min - lower) / grid.dx - 0.5).astype(np.int64) - 1, 0, n - 3)
+    hi = np.clip(np.floor((x_max - lower) / grid.dx - 0.5).astype(np.int64) + 1, 0, n - 3) + 3
     return tuple(int(v) for v in lo), tuple(int(v) for v in hi - lo)
 
 
