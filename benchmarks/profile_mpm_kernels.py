@@ -4,9 +4,13 @@ Each kernel is launched back to back (median of 5 blocks of 200 launches), forwa
 ``launch(adjoint=True)``; KERNELCORE_NUM_THREADS=1 gives the one-thread figures.
 
 ``--solver``: the same for sim.SolverMPM's 2-D kernels (sim/mpm_transfer.py) on bench_mpm.py's
-2-D case (6.4K particles, 128^2 cells), including the grid clear.
+2-D case (6.4K particles, 128^2 cells), including the grid clear, on the box of nodes the
+particles touch as the solver does on the CPU (``--whole-grid``: every node).
 
-Run: python benchmarks/profile_mpm_kernels.py [--solver]
+With one thread the figures are process CPU time, not wall time: on a machine shared with
+other jobs the wall time of a launch includes the time it waited for a core.
+
+Run: KERNELCORE_NUM_THREADS=1 python benchmarks/profile_mpm_kernels.py [--solver [--whole-grid]]
 """
 import os
 import sys
@@ -22,13 +26,14 @@ import bench_autodiff as B  # noqa: E402
 
 
 def median_us(fn, n=200):
+    clock = time.process_time if os.environ.get("KERNELCORE_NUM_THREADS") == "1" else time.perf_counter
     fn()
     blocks = []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(n):
             fn()
-        blocks.append((time.perf_counter() - t0) / n)
+        blocks.append((clock() - t0) / n)
     return sorted(blocks)[2] * 1e6
 
 
@@ -51,10 +56,12 @@ def solver_kernels():
 
     kc.launch = spy
     try:
-        T.zero_grid(grid, model.device)
+        box = T.active_box(s0.particle_q.numpy(), grid) if "--whole-grid" not in sys.argv else None
+        T.zero_grid(grid, model.device, box)
         T.particle_to_grid(model, s0, solver._zero_actuation, solver.actuation_axis, grid, M.DT, s1, solver.model_code)
         T.update_grid(model, grid, solver.min_node_mass, solver.gravity, solver.boundary, solver.friction, M.DT,
-                      (solver.mesh_reach, model.body_q, model.body_qd, grid.body_contact_mass, solver._no_body_f))
+                      (solver.mesh_reach, model.body_q, model.body_qd, grid.body_contact_mass, solver._no_body_f),
+                      None, box)
         T.grid_to_particle(model, s0, grid, M.DT, s1)
     finally:
         kc.launch = real_launch

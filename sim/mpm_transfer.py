@@ -4,10 +4,12 @@ One step is three launches (Hu et al. 2018, moving-least-squares MPM with APIC):
 
 * ``p2g``: update each particle's deformation gradient and stress (sim/mpm_constitutive.py),
   then scatter mass and affine momentum ``m v + (m C - dt V (4 / dx^2) tau) (x_i - x_p)``
-  to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds);
+  to the 3^d grid nodes of its quadratic B-spline stencil (atomic adds, sim/mpm_scatter.py);
+  a differentiated step runs it as two launches, stress then scatter (see p2g_stress_kernel);
 * ``grid_update``: velocity = momentum / mass + dt g, then walls and colliders (ground plane,
-  static sphere/box/capsule/plane/mesh shapes and shapes on rigid bodies, sim/mpm_colliders.py;
-  a node inside one keeps only what the boundary rule allows, bodies get the reaction);
+  static sphere/box/capsule/plane/mesh shapes and shapes on rigid bodies, sim/mpm_colliders.py,
+  static SDF volumes, sim/mpm_volume_colliders.py; a node inside one keeps only what the
+  boundary rule allows, bodies get the reaction);
 * ``g2p``: gather velocity and the APIC affine matrix ``C = (4 / dx^2) sum w v (x_i - x_p)^T``
   and move the particle, ``x += dt v``.
 
@@ -17,10 +19,14 @@ parts (and keep C's third row/column zero and F's (2, 2) entry at 1, plane strai
 """
 from __future__ import annotations
 
+import numpy as np
+
 import kernelcore as kc
 
 from .mpm_colliders import collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, update_particle_material
+from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
+from .mpm_volume_colliders import collide_node_volumes
 
 #: the wall rule of a grid node (sim/mpm_colliders.py)
 collide_plane = collide_node_velocity
@@ -29,12 +35,6 @@ BOUNDARY_STICKY = 0
 BOUNDARY_SLIP = 1
 BOUNDARY_SEPARATE = 2
 BOUNDARY_CODES = {"sticky": BOUNDARY_STICKY, "slip": BOUNDARY_SLIP, "separate": BOUNDARY_SEPARATE}
-
-
-@kc.func
-def bspline_weights(f: float):
-    """Quadratic B-spline weights of nodes base + 0, 1, 2 for a particle at base + f, f in [0.5, 1.5)."""
-    return kc.vec3(0.5 * (1.5 - f) * (1.5 - f), 0.75 - (f - 1.0) * (f - 1.0), 0.5 * (f - 0.5) * (f - 0.5))
 
 
 @kc.func
@@ -57,7 +57,8 @@ def make_p2g_2d_kernel(update, name):
                       mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
                       grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
                       F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
-                      grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
+                      grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
+                      grid_mv_grad: kc.array(dtype=kc.vec2, ndim=2), grid_m_grad: kc.array(dtype=float, ndim=2)):
         p = kc.tid()
         m = material[p]
         Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
@@ -76,16 +77,9 @@ def make_p2g_2d_kernel(update, name):
         bx = stencil_base(gx, nx)
         by = stencil_base(gy, ny)
         fx = kc.vec2(gx - float(bx), gy - float(by))
-        wx = bspline_weights(fx[0])
-        wy = bspline_weights(fx[1])
         vp = qd[p]
         mv = kc.vec2(vp[0], vp[1]) * mp
-        for i in range(3):
-            for j in range(3):
-                dpos = (kc.vec2(float(i), float(j)) - fx) * dx
-                w = wx[i] * wy[j]
-                grid_mv[bx + i, by + j] += (mv + affine * dpos) * w
-                grid_m[bx + i, by + j] += w * mp
+        scatter_apic_2d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, fx, mv, affine, mp, dx)
 
     p2g_2d_kernel.__qualname__ = f"p2g_2d_kernel_{name}"
     return kc.kernel(p2g_2d_kernel)
@@ -94,13 +88,17 @@ def make_p2g_2d_kernel(update, name):
 @kc.func
 def collide_walls(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, boundary: int, friction: float):
     """The two domain walls across ``axis``: nodes 0..pad lie at or beyond the lower bound, n-1-pad.. the upper."""
-    lo = float(i - pad) - 0.5
-    hi = float(n - 1 - pad - i) - 0.5
-    out = collide_plane(v, axis, lo, boundary, friction)
-    return collide_plane(out, -axis, hi, boundary, friction)
+    # collide_plane leaves v alone outside a wall (phi >= 0): interior nodes skip it, which
+    # makes the adjoint of a node carrying mass about 2x cheaper (nothing to reverse there)
+    out = v
+    if i <= pad:
+        out = collide_plane(out, axis, float(i - pad) - 0.5, boundary, friction)
+    if i >= n - 1 - pad:
+        out = collide_plane(out, -axis, float(n - 1 - pad - i) - 0.5, boundary, friction)
+    return out
 
 
-def make_grid_update_2d_kernel(shapes: bool):
+def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
     """The 2-D grid update, with (``shapes``) or without the model's shapes and bodies."""
     def grid_update_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
                               min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int, boundary: int,
@@ -112,8 +110,12 @@ def make_grid_update_2d_kernel(shapes: bool):
                               shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                              volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
+                              volume_grad_xform: kc.array(dtype=kc.mat33), i0: int, j0: int,
                               grid_v: kc.array(dtype=kc.vec2, ndim=2), body_f: kc.array(dtype=kc.spatial_vector)):
-        i, j = kc.tid()
+        ti, tj = kc.tid()
+        i = ti + i0   # the launch covers the box of nodes the particles touch (see active_box)
+        j = tj + j0
         m = grid_m[i, j]
         v = kc.vec3(0.0, 0.0, 0.0)
         # a node without mass keeps v = 0 (every collider leaves 0 alone on a static wall, and no
@@ -125,14 +127,18 @@ def make_grid_update_2d_kernel(shapes: bool):
             v = collide_walls(v, j, ny, pad, kc.vec3(0.0, 1.0, 0.0), boundary, friction)
             xi = grid_lower + kc.vec3(float(i), float(j), 0.0) * dx
             if ground != 0:
-                v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+                phi_ground = kc.dot(xi, ground_normal) - ground_offset
+                if phi_ground < 0.0:   # (see collide_walls)
+                    v = collide_plane(v, ground_normal, phi_ground, boundary, friction)
             if shapes:   # static: a model without shapes gets a kernel without their (adjoint) code
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
                                         body_mass, contact_mass, body_f)
+            if volumes:   # static, as shapes: SDF colliders (sim/mpm_volume_colliders.py)
+                v = collide_node_volumes(v, xi, boundary, friction, 1, volume_count, volume_ids, volume_grad_xform)
         grid_v[i, j] = kc.vec2(v[0], v[1])
 
-    grid_update_2d_kernel.__qualname__ = f"grid_update_2d_kernel_{'shapes' if shapes else 'walls'}"
+    grid_update_2d_kernel.__qualname__ = f"grid_update_2d_kernel_{'shapes' if shapes else 'walls'}{'_sdf' if volumes else ''}"
     return kc.kernel(grid_update_2d_kernel)
 
 
@@ -184,7 +190,8 @@ def make_p2g_3d_kernel(update, name):
                       mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
                       grid_lower: kc.vec3, dx: float, nx: int, ny: int, nz: int, dt: float,
                       F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
-                      grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
+                      grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
+                      grid_mv_grad: kc.array(dtype=kc.vec3, ndim=3), grid_m_grad: kc.array(dtype=float, ndim=3)):
         p = kc.tid()
         m = material[p]
         Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
@@ -199,23 +206,14 @@ def make_p2g_3d_kernel(update, name):
         by = stencil_base(g[1], ny)
         bz = stencil_base(g[2], nz)
         fx = g - kc.vec3(float(bx), float(by), float(bz))
-        wx = bspline_weights(fx[0])
-        wy = bspline_weights(fx[1])
-        wz = bspline_weights(fx[2])
         mv = qd[p] * mp
-        for i in range(3):
-            for j in range(3):
-                for k in range(3):
-                    dpos = (kc.vec3(float(i), float(j), float(k)) - fx) * dx
-                    w = wx[i] * wy[j] * wz[k]
-                    grid_mv[bx + i, by + j, bz + k] += (mv + affine * dpos) * w
-                    grid_m[bx + i, by + j, bz + k] += w * mp
+        scatter_apic_3d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, bz, fx, mv, affine, mp, dx)
 
     p2g_3d_kernel.__qualname__ = f"p2g_3d_kernel_{name}"
     return kc.kernel(p2g_3d_kernel)
 
 
-def make_grid_update_3d_kernel(shapes: bool):
+def make_grid_update_3d_kernel(shapes: bool, volumes: bool = False):
     """The 3-D grid update, with (``shapes``) or without the model's shapes and bodies."""
     def grid_update_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
                               min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, nz: int, pad: int,
@@ -227,8 +225,13 @@ def make_grid_update_3d_kernel(shapes: bool):
                               shape_mesh: kc.array(dtype=kc.uint64), body_q: kc.array(dtype=kc.transform),
                               body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
                               body_mass: kc.array(dtype=float), contact_mass: kc.array(dtype=float),
+                              volume_count: int, volume_ids: kc.array(dtype=kc.uint64),
+                              volume_grad_xform: kc.array(dtype=kc.mat33), i0: int, j0: int, k0: int,
                               grid_v: kc.array(dtype=kc.vec3, ndim=3), body_f: kc.array(dtype=kc.spatial_vector)):
-        i, j, k = kc.tid()
+        ti, tj, tk = kc.tid()
+        i = ti + i0   # the launch covers the box of nodes the particles touch (see active_box)
+        j = tj + j0
+        k = tk + k0
         m = grid_m[i, j, k]
         v = kc.vec3(0.0, 0.0, 0.0)
         if m > min_mass:   # colliders only where there is mass (see grid_update_2d_kernel)
@@ -238,14 +241,18 @@ def make_grid_update_3d_kernel(shapes: bool):
             v = collide_walls(v, k, nz, pad, kc.vec3(0.0, 0.0, 1.0), boundary, friction)
             xi = grid_lower + kc.vec3(float(i), float(j), float(k)) * dx
             if ground != 0:
-                v = collide_plane(v, ground_normal, kc.dot(xi, ground_normal) - ground_offset, boundary, friction)
+                phi_ground = kc.dot(xi, ground_normal) - ground_offset
+                if phi_ground < 0.0:   # (see collide_walls)
+                    v = collide_plane(v, ground_normal, phi_ground, boundary, friction)
             if shapes:   # static: a model without shapes gets a kernel without their (adjoint) code
                 v = collide_node_shapes(v, m, xi, boundary, friction, dt, reach, shape_count, shape_type, shape_body,
                                         shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_qd, body_com,
                                         body_mass, contact_mass, body_f)
+            if volumes:
+                v = collide_node_volumes(v, xi, boundary, friction, 0, volume_count, volume_ids, volume_grad_xform)
         grid_v[i, j, k] = v
 
-    grid_update_3d_kernel.__qualname__ = f"grid_update_3d_kernel_{'shapes' if shapes else 'walls'}"
+    grid_update_3d_kernel.__qualname__ = f"grid_update_3d_kernel_{'shapes' if shapes else 'walls'}{'_sdf' if volumes else ''}"
     return kc.kernel(grid_update_3d_kernel)
 
 
@@ -284,32 +291,143 @@ def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, nd
 
 
 # ------------------------------------------------------------------------------------------------
+# P2G in two launches, for differentiated runs
+# ------------------------------------------------------------------------------------------------
+# The fused P2G kernels above are the fastest forward.  Differentiated, their adjoint replays the
+# constitutive update and the scatter together, and the scatter's hand-written adjoint
+# (sim/mpm_scatter.py) inlined into that large adjoint ran slower than the automatic one
+# (2.5 vs 1.9 ms, 2-D diffmpm size, one thread).  Split, the stress kernel's adjoint is the
+# constitutive update's alone and the scatter kernel's adjoint is the hand-written gather
+# (1.4 + 0.4 ms); the price is one mat33 per particle per state (``MPMGrid.affine``).
+def make_p2g_stress_kernel(update, name):
+    """Per particle: new F, Jp and the APIC affine matrix ``m C - dt V (4 / dx^2) tau`` [kg/s] (3 x 3;
+    the 2-D scatter reads its upper-left 2 x 2 block)."""
+    def p2g_stress_kernel(C: kc.array(dtype=kc.mat33), F: kc.array(dtype=kc.mat33), Jp: kc.array(dtype=float),
+                          mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                          material: kc.array(dtype=kc.int32), mat_kind: kc.array(dtype=kc.int32),
+                          mat_E: kc.array(dtype=float), mat_nu: kc.array(dtype=float),
+                          mat_hardening: kc.array(dtype=float), mat_theta_c: kc.array(dtype=float),
+                          mat_theta_s: kc.array(dtype=float), mat_friction: kc.array(dtype=float),
+                          mat_viscosity: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                          dx: float, dt: float,
+                          F_out: kc.array(dtype=kc.mat33), Jp_out: kc.array(dtype=float),
+                          affine_out: kc.array(dtype=kc.mat33)):
+        p = kc.tid()
+        m = material[p]
+        Fn, Jn, tau = update(mat_kind[m], F[p], C[p], Jp[p], dt, mat_E[m], mat_nu[m], mat_hardening[m], mat_theta_c[m],
+                             mat_theta_s[m], mat_friction[m], mat_viscosity[m], actuation[p], act_axis)
+        F_out[p] = Fn
+        Jp_out[p] = Jn
+        inv_dx = 1.0 / dx
+        affine_out[p] = tau * (-dt * volume[p] * 4.0 * inv_dx * inv_dx) + C[p] * mass[p]
+
+    p2g_stress_kernel.__qualname__ = f"p2g_stress_kernel_{name}"
+    return kc.kernel(p2g_stress_kernel)
+
+
+@kc.kernel
+def p2g_scatter_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
+                          affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
+                          grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
+                          grid_mv_grad: kc.array(dtype=kc.vec2, ndim=2), grid_m_grad: kc.array(dtype=float, ndim=2)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    a = affine[p]
+    xp = q[p] - grid_lower
+    gx = xp[0] * inv_dx
+    gy = xp[1] * inv_dx
+    bx = stencil_base(gx, nx)
+    by = stencil_base(gy, ny)
+    fx = kc.vec2(gx - float(bx), gy - float(by))
+    vp = qd[p]
+    scatter_apic_2d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, fx, kc.vec2(vp[0], vp[1]) * mp,
+                    kc.mat22(a[0, 0], a[0, 1], a[1, 0], a[1, 1]), mp, dx)
+
+
+@kc.kernel
+def p2g_scatter_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
+                          affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int, nz: int,
+                          grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3),
+                          grid_mv_grad: kc.array(dtype=kc.vec3, ndim=3), grid_m_grad: kc.array(dtype=float, ndim=3)):
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    mp = mass[p]
+    g = (q[p] - grid_lower) * inv_dx
+    bx = stencil_base(g[0], nx)
+    by = stencil_base(g[1], ny)
+    bz = stencil_base(g[2], nz)
+    fx = g - kc.vec3(float(bx), float(by), float(bz))
+    scatter_apic_3d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, bz, fx, qd[p] * mp, affine[p], mp, dx)
+
+
+# ------------------------------------------------------------------------------------------------
 # launchers
 # ------------------------------------------------------------------------------------------------
 @kc.kernel
-def zero_grid_2d_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2)):
-    i, j = kc.tid()
-    grid_mv[i, j] = kc.vec2(0.0, 0.0)
-    grid_m[i, j] = 0.0
+def zero_grid_2d_kernel(i0: int, j0: int, grid_mv: kc.array(dtype=kc.vec2, ndim=2),
+                        grid_m: kc.array(dtype=float, ndim=2)):
+    ti, tj = kc.tid()
+    grid_mv[ti + i0, tj + j0] = kc.vec2(0.0, 0.0)
+    grid_m[ti + i0, tj + j0] = 0.0
 
 
 @kc.kernel
-def zero_grid_3d_kernel(grid_mv: kc.array(dtype=kc.vec3, ndim=3), grid_m: kc.array(dtype=float, ndim=3)):
-    i, j, k = kc.tid()
-    grid_mv[i, j, k] = kc.vec3(0.0, 0.0, 0.0)
-    grid_m[i, j, k] = 0.0
+def zero_grid_3d_kernel(i0: int, j0: int, k0: int, grid_mv: kc.array(dtype=kc.vec3, ndim=3),
+                        grid_m: kc.array(dtype=float, ndim=3)):
+    ti, tj, tk = kc.tid()
+    grid_mv[ti + i0, tj + j0, tk + k0] = kc.vec3(0.0, 0.0, 0.0)
+    grid_m[ti + i0, tj + j0, tk + k0] = 0.0
 
 
-def zero_grid(grid, device):
-    """Clear a step's grid momentum and mass (a launch, so a Tape records it)."""
+def full_box(grid):
+    """The whole grid as a box: (lowest node (d,), nodes per axis (d,))."""
+    return (0,) * len(grid.shape), tuple(grid.shape)
+
+
+def active_box(q, grid):
+    """The box of grid nodes that particles at ``q`` (n, 3) [m] can touch: (lowest node, nodes per axis).
+
+    Every particle's stencil (sim/mpm_scatter.py) lies inside it, with one node to spare on each
+    side for float32 rounding of the stencil base (computed here in float64).  The step clears,
+    updates and reads only these nodes; the rest of the grid is never read that step.
+    """
+    d = len(grid.shape)
+    # column by column: numpy reduces a strided (n, d) slice along axis 0 ~25x slower
+    x_min = np.array([q[:, k].min() for k in range(d)], np.float64)
+    x_max = np.array([q[:, k].max() for k in range(d)], np.float64)
+    if not (np.all(np.isfinite(x_min)) and np.all(np.isfinite(x_max))):
+        return full_box(grid)   # (the step's non-finite check reports such particles)
+    lower = np.array([grid.lower[k] for k in range(d)])
+    n = np.array(grid.shape)
+    # the stencil base is monotone in the position: the extreme particles give the extreme bases
+    lo = np.clip(np.floor((x_min - lower) / grid.dx - 0.5).astype(np.int64) - 1, 0, n - 3)
+    hi = np.clip(np.floor((x_max - lower) / grid.dx - 0.5).astype(np.int64) + 1, 0, n - 3) + 3
+    return tuple(int(v) for v in lo), tuple(int(v) for v in hi - lo)
+
+
+def zero_grid(grid, device, box=None):
+    """Clear a step's grid momentum and mass in ``box`` (active_box; None: everywhere), as a launch
+    so that a Tape records it."""
+    lo, shape = box if box is not None else full_box(grid)
     kernel = zero_grid_2d_kernel if len(grid.shape) == 2 else zero_grid_3d_kernel
-    kc.launch(kernel, dim=grid.shape, inputs=[grid.mv, grid.m], device=device)
+    kc.launch(kernel, dim=shape, inputs=[*lo, grid.mv, grid.m], device=device)
 
 
 #: P2G kernels for any mix of materials (they dispatch on the material's model code per particle)
 p2g_2d_kernel = make_p2g_2d_kernel(update_particle_material, "any")
 p2g_3d_kernel = make_p2g_3d_kernel(update_particle_material, "any")
 _p2g_kernels = {(2, None): p2g_2d_kernel, (3, None): p2g_3d_kernel}
+
+
+_p2g_stress_kernels = {None: make_p2g_stress_kernel(update_particle_material, "any")}
+
+
+def p2g_stress_kernel(model_code=None):
+    """The stress kernel of the split P2G, specialised to one material model code (None: any mix)."""
+    if model_code not in _p2g_stress_kernels:
+        _p2g_stress_kernels[model_code] = make_p2g_stress_kernel(MODEL_UPDATES[model_code], f"model{model_code}")
+    return _p2g_stress_kernels[model_code]
 
 
 def p2g_kernel(dim, model_code=None):
@@ -329,39 +447,84 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
     """P2G: new F, Jp into ``state_out``; mass [kg] and momentum [kg m/s] into ``grid``.
 
     ``model_code``: the material model every particle uses (a faster kernel), or None for a mix.
+    A grid with gradients (a differentiated run) takes the split P2G (stress, then scatter with
+    its hand-written adjoint, sim/mpm_scatter.py), the affine matrices kept in ``grid.affine``.
     """
-    inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
-              state_in.particle_Jp, model.particle_mass, model.particle_volume, model.particle_material,
-              model.material_mpm_model, model.material_youngs_modulus, model.material_poisson_ratio,
-              model.material_hardening, model.material_critical_compression, model.material_critical_stretch,
-              model.material_friction_angle, model.material_viscosity, actuation, act_axis,
-              grid.lower, grid.dx, *grid.shape, float(dt)]
-    kernel = p2g_kernel(len(grid.shape), model_code)
-    kc.launch(kernel, dim=model.particle_count, inputs=inputs,
-              outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m], device=model.device)
+    materials = [model.particle_material, model.material_mpm_model, model.material_youngs_modulus,
+                 model.material_poisson_ratio, model.material_hardening, model.material_critical_compression,
+                 model.material_critical_stretch, model.material_friction_angle, model.material_viscosity,
+                 actuation, act_axis]
+    dim = len(grid.shape)
+    if grid.mv.grad is None:
+        inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
+                  state_in.particle_Jp, model.particle_mass, model.particle_volume, *materials,
+                  grid.lower, grid.dx, *grid.shape, float(dt)]
+        # the scatter's gradient arrays are never read in a run without gradients: any grid-shaped array will do
+        kc.launch(p2g_kernel(dim, model_code), dim=model.particle_count, inputs=inputs,
+                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m, grid.mv, grid.m],
+                  device=model.device)
+        return
+    affine = grid.particle_affine(model.particle_count)
+    kc.launch(p2g_stress_kernel(model_code), dim=model.particle_count,
+              inputs=[state_in.particle_C, state_in.particle_F, state_in.particle_Jp, model.particle_mass,
+                      model.particle_volume, *materials, grid.dx, float(dt)],
+              outputs=[state_out.particle_F, state_out.particle_Jp, affine], device=model.device)
+    scatter = p2g_scatter_2d_kernel if dim == 2 else p2g_scatter_3d_kernel
+    kc.launch(scatter, dim=model.particle_count,
+              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
+                      *grid.shape],
+              outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=model.device)
 
 
-def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders):
+_grid_update_kernels = {}
+_no_volumes = {}   # device -> empty (ids, inv(A)^T) arrays
+
+
+def no_volumes(device):
+    """Empty SDF-collider arrays on ``device`` (a model without SDF colliders)."""
+    key = str(device)
+    if key not in _no_volumes:
+        _no_volumes[key] = (kc.zeros(0, dtype=kc.uint64, device=device), kc.zeros(0, dtype=kc.mat33, device=device))
+    return _no_volumes[key]
+
+
+def grid_update_kernel(dim, shapes, volumes):
+    """The grid update kernel with (or without) shape colliders and SDF volume colliders."""
+    key = (dim, bool(shapes), bool(volumes))
+    if key not in _grid_update_kernels:
+        make = make_grid_update_2d_kernel if dim == 2 else make_grid_update_3d_kernel
+        _grid_update_kernels[key] = make(bool(shapes), bool(volumes))
+    return _grid_update_kernels[key]
+
+
+def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, colliders, volumes=None, box=None):
     """Grid velocities [m/s]: momentum / mass + dt g, then domain walls, the ground plane and the
     model's shapes (a node inside a collider loses its velocity as the wall ``boundary`` rule says);
     ``colliders``: (reach [m], body_q, body_qd, contact_mass, body_f) — body poses and velocities at
     the step's start, the contact node mass per body [kg] (sim/mpm_colliders.body_contact_mass) and
-    the wrench array (B,) the material's reaction is added to.
+    the wrench array (B,) the material's reaction is added to.  ``volumes``: (ids, inv(A)^T) of
+    static SDF colliders (sim/mpm_volume_colliders.volume_collider_arrays), or None.  ``box``: the
+    nodes to update (active_box; None: all).
 
     Nodes lighter than ``min_mass`` [kg] (touched only by the far tail of a B-spline) get zero
     velocity: dividing by such a mass is ill-conditioned, and the adjoint of mv / m needs m^2,
     which underflows float32 (inf * 0 = NaN gradients, always so when denormals are flushed).
     """
-    if model.shape_count:
+    if volumes is not None:
+        kernel = grid_update_kernel(len(grid.shape), model.shape_count > 0, True)
+    elif model.shape_count:
         kernel = grid_update_2d_kernel if len(grid.shape) == 2 else grid_update_3d_kernel
     else:
         kernel = grid_update_2d_walls_kernel if len(grid.shape) == 2 else grid_update_3d_walls_kernel
     reach, body_q, body_qd, contact_mass, body_f = colliders
-    kc.launch(kernel, dim=grid.shape,
+    volume_ids, volume_xform = volumes if volumes is not None else no_volumes(model.device)
+    lo, shape = box if box is not None else full_box(grid)
+    kc.launch(kernel, dim=shape,
               inputs=[grid.mv, grid.m, float(min_mass), gravity, float(dt), *grid.shape, grid.pad, boundary, float(friction),
                       int(model.ground), model.ground_normal, float(model.ground_offset), grid.lower, grid.dx,
                       float(reach), model.shape_count, model.shape_type, model.shape_body, model.shape_pos,
-                      model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass],
+                      model.shape_rot, model.shape_scale, model.shape_mesh, body_q, body_qd, model.body_com, model.body_mass, contact_mass,
+                      volume_ids.shape[0], volume_ids, volume_xform, *lo],
               outputs=[grid.v, body_f], device=model.device)
 
 

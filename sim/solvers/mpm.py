@@ -9,9 +9,10 @@ Differentiability and memory: each step writes its grid (momentum, mass, velocit
 buffers owned by ``state_out`` (``state_out.mpm_grid``, attached on the first step that
 writes into that state and reused afterwards).  A taped run over N states therefore keeps
 N grids, which is what the backward pass reads, and nothing is overwritten.  Per state:
-particles ``N_p (3 vec3 + 2 mat33 + 1 float) = 112 N_p`` bytes and grid
-``(d + 1 + d) 4 nodes`` bytes, doubled with gradients.  The 2-D diffmpm size (6.4K
-particles, 128^2 grid, 1024 steps) needs about 1025 x 2 x (0.72 + 0.36) MB ~ 2.2 GB.
+particles ``N_p (3 vec3 + 2 mat33 + 1 float) = 112 N_p`` bytes, grid ``(d + 1 + d) 4 nodes``
+bytes and, in a differentiated run, the P2G affine matrices ``36 N_p`` (``MPMGrid.affine``),
+doubled with gradients.  The 2-D diffmpm size (6.4K particles, 128^2 grid, 1024 steps)
+needs about 1025 x 2 x (0.95 + 0.36) MB ~ 2.7 GB.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ..worlds import require_one_environment
 from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
 from ..body_integrate import add_spatial_kernel, integrate_bodies_kernel, zero_body_forces
 from ..mpm_colliders import body_contact_mass
-from ..mpm_transfer import BOUNDARY_CODES, grid_to_particle, particle_to_grid, update_grid, zero_grid
+from ..mpm_transfer import BOUNDARY_CODES, active_box, grid_to_particle, particle_to_grid, update_grid, zero_grid
+from ..mpm_volume_colliders import check_volumes, volume_collider_arrays
 from .checks import reports_non_finite
 
 #: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
@@ -50,6 +52,15 @@ class MPMGrid:
         self.v = kc.zeros(self.shape, dtype=vec, device=device, requires_grad=requires_grad)
         #: per rigid body: mass [kg] of the grid nodes touching it this step (sim/mpm_colliders.py)
         self.body_contact_mass = kc.zeros(body_count, dtype=float, device=device, requires_grad=requires_grad)
+        #: per particle: the APIC affine matrix of a differentiated step (see particle_affine)
+        self.affine = None
+
+    def particle_affine(self, count):
+        """Per-particle APIC affine matrices [kg/s] (count,) of the split, differentiated P2G
+        (sim/mpm_transfer.particle_to_grid); made on first use."""
+        if self.affine is None or self.affine.shape[0] != count:
+            self.affine = kc.zeros(count, dtype=kc.mat33, device=self.m.device, requires_grad=self.m.requires_grad)
+        return self.affine
 
     @property
     def nbytes(self) -> int:
@@ -80,6 +91,9 @@ class SolverMPM:
             of the initial materials.  Fast particles (|v| dt > dx) are not checked (that
             would need a read-back from the device).
         gravity: (3,) [m/s^2], default the model's gravity.
+        sdf_colliders: static ``geometry.Volume`` signed-distance colliders [m] (one or a list;
+            negative inside, background > 0): grid nodes inside get the ``boundary`` rule with
+            the SDF's gradient as normal (sim/mpm_volume_colliders.py; 2-D samples z = 0).
 
     The particles' materials are read when the solver is made (the CFL guard's wave speed, and
     the P2G kernel: one specialised to the model when all particles share one); make a new
@@ -99,7 +113,7 @@ class SolverMPM:
     """
 
     def __init__(self, model, dx: float, bounds, dim: int = 3, boundary: str = "separate", friction: float = 0.0,
-                 actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None):
+                 actuation_axis=(0.0, 1.0, 0.0), cfl: float = 0.5, gravity=None, sdf_colliders=None):
         if dim not in (2, 3):
             raise ValueError(f"SolverMPM: dim must be 2 or 3, got {dim!r}")
         try:
@@ -151,6 +165,10 @@ class SolverMPM:
         #: meshes are searched this far from a grid node [m] (sim/mpm_colliders.py)
         self.mesh_reach = 4.0 * self.dx
         self._no_body_f = kc.zeros(0, dtype=kc.spatial_vector, device=model.device)
+        self._cpu = kc.get_device(model.device).is_cpu
+        #: static SDF colliders (geometry.Volume), kept alive here, and their kernel arrays
+        self.sdf_colliders = check_volumes(sdf_colliders)
+        self._volume_arrays = volume_collider_arrays(self.sdf_colliders, model.device) if self.sdf_colliders else None
 
     # -- construction checks ------------------------------------------------------------------------
     def _check_bounds(self, bounds):
@@ -237,7 +255,13 @@ class SolverMPM:
         if act is None:
             act = self._zero_actuation
         grid = self.grid_for(state_out)
-        zero_grid(grid, model.device)
+        # on the CPU, clear and update only the nodes the particles touch (a read of the positions
+        # there costs microseconds; on a GPU it would be a synchronisation, so the whole grid is
+        # used).  Bodies keep the whole grid: body_contact_mass reads every node.
+        box = None
+        if self._cpu and model.body_count == 0:
+            box = active_box(state_in.particle_q.numpy(), grid)
+        zero_grid(grid, model.device, box)
         particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
         bodies = model.body_count > 0
         wrenches = state_out.body_f if bodies else self._no_body_f
@@ -252,7 +276,8 @@ class SolverMPM:
             body_contact_mass(model, grid, self.min_node_mass, self.gravity, self.boundary, dt, self.mesh_reach,
                               body_q, body_qd, grid.body_contact_mass)
         colliders = (self.mesh_reach, body_q, body_qd, grid.body_contact_mass, wrenches)
-        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt, colliders)
+        update_grid(model, grid, self.min_node_mass, self.gravity, self.boundary, self.friction, dt, colliders,
+                    self._volume_arrays, box)
         grid_to_particle(model, state_in, grid, dt, state_out)
         if bodies:
             kc.launch(integrate_bodies_kernel, dim=model.body_count,
