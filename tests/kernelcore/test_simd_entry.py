@@ -38,6 +38,7 @@ def _g2p_like(u: kc.array(dtype=float, ndim=2), x: kc.array(dtype=kc.vec2), inv_
 
 
 g2p_auto = kc.kernel(_g2p_like, enable_backward=False)
+g2p_simd = kc.kernel(_g2p_like, enable_backward=False, simd=True, module="test_simd_entry_required_ok")
 g2p_scalar = kc.kernel(_g2p_like, enable_backward=False, simd=False, module="test_simd_entry_scalar")
 
 
@@ -111,7 +112,7 @@ def test_g2p_like_identical_to_generic_entry_and_right(threads, n):
     results = []
     for t in (1, 2, 3):
         threads(t)
-        for k in (g2p_auto, g2p_scalar):
+        for k in (g2p_auto, g2p_simd, g2p_scalar):
             v, g = kc.zeros(n, dtype=float), kc.zeros(n, dtype=kc.vec2)
             kc.launch(k, dim=n, inputs=[u, x, inv_dx, v, g])
             results.append((v.numpy(), g.numpy()))
@@ -151,8 +152,9 @@ def test_clamp_matches_its_definition_nan_and_empty_range_included(threads):
         np.testing.assert_array_equal(out_i.numpy(), expect_i)
 
 
-def test_simd_false_emits_no_vectorised_entry_point():
-    assert "_fwd_stream" in g2p_auto.source and "flatten" in g2p_auto.source
+def test_simd_true_inlines_simd_false_emits_no_vectorised_entry_point():
+    assert f"{g2p_auto.cname}_fwd_stream" in g2p_auto.source and "flatten" not in g2p_auto.source
+    assert "flatten" in g2p_simd.source
     assert f"{g2p_scalar.cname}_fwd_stream" not in g2p_scalar.source
 
 
