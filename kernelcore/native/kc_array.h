@@ -61,11 +61,7 @@ template <typename T> KC_FUNC int64 offset(const array_t<T>& a, int32 i, int32 j
 // Python and Warp. The frontend applies it only to indices not known to be >= 0; one still
 // out of range after it is left as it is (for the debug bounds check to report).
 template <typename T> KC_FUNC int32 wrap_array_index(const array_t<T>& a, int32 d, int32 i) {
-    // branch-free (a mask, not `&&`): the short-circuit left two jumps per index that GCC did
-    // not if-convert, which kept every kernel that indexes an array by a computed index (MPM
-    // G2P, stencils) off the vectorised entry point
-    const int32 wrap = -(int32)((i < 0) & (i >= -a.shape[d]));
-    return i + (a.shape[d] & wrap);
+    return (i < 0 && i >= -a.shape[d]) ? i + a.shape[d] : i;
 }
 template <typename T> KC_FUNC void adj_wrap_array_index(const array_t<T>&, int32, int32, array_t<T>&, int32&, int32&, int32) {}
 // kc.indexedarray (kernelcore/indexedarray.py): dimension d of `data` is read through the int32

@@ -206,10 +206,7 @@ template <typename T> KC_FUNC T min(T a, T b) { return a < b ? a : b; }
 template <typename T> KC_FUNC void adj_min(T a, T b, T& adj_a, T& adj_b, T adj_ret) { if (a < b) adj_a += adj_ret; else adj_b += adj_ret; }
 template <typename T> KC_FUNC T max(T a, T b) { return a > b ? a : b; }
 template <typename T> KC_FUNC void adj_max(T a, T b, T& adj_a, T& adj_b, T adj_ret) { if (a > b) adj_a += adj_ret; else adj_b += adj_ret; }
-// two independent selects (the same result as x < lo ? lo : (x > hi ? hi : x), NaN included):
-// the nested form let GCC thread a jump through the index arithmetic after it, which kept MPM
-// G2P off the vectorised entry point
-template <typename T> KC_FUNC T clamp(T x, T lo, T hi) { const T below_hi = x > hi ? hi : x; return x < lo ? lo : below_hi; }
+template <typename T> KC_FUNC T clamp(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }
 template <typename T> KC_FUNC void adj_clamp(T x, T lo, T hi, T& adj_x, T& adj_lo, T& adj_hi, T adj_ret) {
     if (x < lo) adj_lo += adj_ret; else if (x > hi) adj_hi += adj_ret; else adj_x += adj_ret;
 }
