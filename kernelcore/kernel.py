@@ -17,13 +17,18 @@ class Kernel:
     generic = False  # typing.Any arguments: specialised per launch (kernel_generic.py)
     indexed = False  # kc.indexedarray arguments: launched as a lowered form (indexed_launch.py)
 
-    def __init__(self, pyfunc, module=None, enable_backward=True):
+    def __init__(self, pyfunc, module=None, enable_backward=True, simd=None):
         from .module import get_module
 
         self.func = pyfunc
         self.key = pyfunc.__name__
         self.defn = FuncDef(pyfunc, "kernel")
         self.enable_backward = enable_backward
+        if simd not in (None, True, False):
+            raise TypeError(f"kernel '{pyfunc.__name__}': simd must be None (automatic), True or False, got {simd!r}")
+        # CPU forward vectorised across threads (emit_cpp.emit_streaming_entry): None where the
+        # kernel qualifies, False never, True required (a build error names why it cannot)
+        self.simd = simd
         self.arg_names = list(self.defn.arg_names)
         self.arg_types = [self.defn.arg_types[n] for n in self.arg_names]
         digest = hashlib.sha256(f"{self.defn.module}.{pyfunc.__qualname__}\n{self.defn.source}".encode()).hexdigest()[:10]
@@ -75,9 +80,14 @@ class Kernel:
         return f"<kernelcore kernel {self.key}>"
 
 
-def kernel(f=None, *, enable_backward=True, module=None):
-    """Decorator: compile a typed Python function as a kernel."""
+def kernel(f=None, *, enable_backward=True, module=None, simd=None):
+    """Decorator: compile a typed Python function as a kernel.
+
+    ``simd``: the CPU forward's vectorised entry point (several threads' work per SIMD lane, see
+    docs/cpu_codegen.md): None uses it for every kernel that qualifies, False never (the generic
+    entry point only), True requires it (building a kernel that does not qualify is an error).
+    """
     def wrap(fn):
-        return Kernel(fn, module=module, enable_backward=enable_backward)
+        return Kernel(fn, module=module, enable_backward=enable_backward, simd=simd)
 
     return wrap(f) if f is not None else wrap

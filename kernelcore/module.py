@@ -151,7 +151,8 @@ class Module:
         for k, ir in irs:
             em.emit_args_struct(k.cname, ir)
             em.emit_kernel_threads(k.cname, ir, with_adjoint=k.enable_backward)
-            em.emit_entry_points(k.cname, ir, with_adjoint=k.enable_backward)
+            simd = {"simd": _simd_option(k)} if target == "cpu" else {}  # (the CUDA emitter has no such entry point)
+            em.emit_entry_points(k.cname, ir, with_adjoint=k.enable_backward, **simd)
         if target == "cpu":
             em.w('extern "C" KC_EXPORT kc::error_state_t* kc_error_state() { return &kc::g_error; }')
         return em.text()
@@ -251,3 +252,10 @@ def _ordered_structs(irs, funcs):
         for t in f.arg_types:
             visit(t)
     return order
+
+
+def _simd_option(kernel):
+    """A kernel's ``simd`` option; specialisations and lowered forms take their base kernel's."""
+    while not hasattr(kernel, "simd") and hasattr(kernel, "base"):
+        kernel = kernel.base
+    return getattr(kernel, "simd", None)
