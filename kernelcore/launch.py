@@ -179,7 +179,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     ``adj_inputs``/``adj_outputs`` when given, else from each array's ``.grad``.
     """
     fast = getattr(kernel, "_fast_launch", None)
-    if fast is not None and not adjoint and adj_inputs is None and adj_outputs is None and device is None \
+    # an explicit device equal to the fast path's own (sim launchers pass ``device=model.device``) takes it too
+    if fast is not None and not adjoint and adj_inputs is None and adj_outputs is None \
+            and (device is None or device is fast.dev or device == fast.dev.alias) \
             and stream is None and fast.run(dim, inputs, outputs):
         return
     if not isinstance(kernel, _kernel_class()):

@@ -400,3 +400,27 @@ def test_fast_launch_packs_every_value_afresh():
         s = (scale * k + h) * (-1 if flip else 1)
         np.testing.assert_allclose(out.numpy(), np.tile([s, 2 * s, 3 * s], (3, 1)), rtol=1e-6)
     assert mixed_args_k._fast_launch is not None
+
+
+def test_fast_launch_taken_with_an_explicit_cpu_device(monkeypatch):
+    """``device="cpu"`` or the CPU Device object (sim launchers pass ``device=model.device``) takes
+    the fast path like ``device=None``; a wrong device still gets the general path's error."""
+    from kernelcore.launch import FastLaunch
+
+    calls = []
+    run = FastLaunch.run
+
+    def counting(self, dim, inputs, outputs):
+        calls.append(dim)
+        return run(self, dim, inputs, outputs)
+
+    x = kc.array(np.arange(6, dtype=np.float32))
+    y = kc.zeros(6, dtype=float)
+    kc.launch(saxpy_k, dim=6, inputs=[x, y, 1.0])   # builds the fast path
+    monkeypatch.setattr(FastLaunch, "run", counting)
+    kc.launch(saxpy_k, dim=6, inputs=[x, y, 1.0], device="cpu")
+    kc.launch(saxpy_k, dim=6, inputs=[x, y, 1.0], device=x.device)
+    assert calls == [6, 6]
+    np.testing.assert_array_equal(y.numpy(), 3 * np.arange(6, dtype=np.float32))
+    with pytest.raises(Exception, match="cuda"):
+        kc.launch(saxpy_k, dim=6, inputs=[x, y, 1.0], device="cuda")
