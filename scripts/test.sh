@@ -13,4 +13,7 @@ if nvidia-smi -L >/dev/null 2>&1; then  # a GPU: CuPy too, and the GPU tests mus
     export KERNELCORE_REQUIRE_CUDA=1
 fi
 export KERNELCORE_REQUIRE_NVRTC=1  # NVRTC comes with the [test] extra: the CUDA compile checks must run, not skip
-python3 -m pytest -q -p no:cacheprovider "$@"
+# two workers (CI has 2 cores): most tests wait on g++ building kernels, which is single-threaded;
+# --dist loadfile keeps a file's tests (and its module fixtures, e.g. a Ray cluster) on one worker;
+# each worker ends with the NVRTC check of all of its kernels (tests/conftest.py)
+python3 -m pytest -q -p no:cacheprovider -n "${KERNELCORE_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"
