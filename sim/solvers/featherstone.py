@@ -22,6 +22,7 @@ import numpy as np
 
 import kernelcore as kc
 
+from ..worlds import require_one_environment, static_shapes_in_environments
 from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
@@ -100,6 +101,8 @@ class SolverFeatherstone:
     def __init__(self, model, contacts: bool = True, toi: bool = False, self_collision: bool = False):
         if toi and not contacts:
             raise ValueError("SolverFeatherstone: toi=True needs contacts=True (the impacts are contacts)")
+        if toi and static_shapes_in_environments(model):
+            require_one_environment(model, "SolverFeatherstone", "toi=True against static shapes of one environment")
         if model.joint_count == 0:
             raise ValueError("SolverFeatherstone: the model has no joints (add_joint_* on the builder)")
         self.model = model

@@ -54,7 +54,8 @@ def mesh_edges(tri_indices):
 def _colour_maps(colours, constraints, inv_mass, code_scale, device):
     """(colour of each constraint (m,), slot (colours, particles)): for each colour and moving
     particle, ``code_scale * constraint + place of the particle in it``, or -1."""
-    constraints = np.asarray(constraints, np.int64).reshape(len(constraints), -1)
+    constraints = np.asarray(constraints, np.int64).reshape(len(constraints), -1) if len(constraints) \
+        else np.zeros((0, 1), np.int64)   # a model without cloth: nothing to map
     colour_of = np.full(len(constraints), -1, np.int32)
     slot = np.full((max(len(colours), 1), len(inv_mass)), -1, np.int32)
     for k, colour in enumerate(colours):

@@ -55,3 +55,15 @@ def test_static_shape_contact_refused_when_shapes_belong_to_environments():
     with pytest.raises(ValueError, match="SolverVBD: the model has 2 environments.*static shapes"):
         sim.SolverVBD(_two_envs(make))
     sim.SolverXPBD(_two_envs(_particles))   # no static shapes in the environments: nothing couples them
+
+
+def test_featherstone_toi_refuses_static_shapes_of_several_environments():
+    def make(b):
+        bob = b.add_body(mass=1.0, inertia=np.eye(3) * 1e-3, com=(0.5, 0, 0))
+        b.add_shape_sphere(pos=(0.5, 0, 0), radius=0.1, body=bob, density=1.0)
+        b.add_joint_revolute(-1, bob, parent_xform=(0, 0.3, 0, 0, 0, 0, 1), axis=(0, 0, 1))
+        b.add_shape_box((0.5, -0.5, 0.0), half_extents=(0.2, 0.05, 0.2))
+    m = _two_envs(make)
+    with pytest.raises(ValueError, match="SolverFeatherstone: the model has 2 environments.*toi=True"):
+        sim.SolverFeatherstone(m, toi=True)
+    sim.SolverFeatherstone(m)   # penalty contacts: body-static pairs are filtered by environment
