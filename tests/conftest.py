@@ -38,27 +38,39 @@ def pytest_sessionfinish(session, exitstatus):
         if session.testscollected and _nvrtc_required_or_available():
             from kernelcore import cuda_check
 
+            modules = cuda_check.session_modules()
             try:
-                found = cuda_check.check_modules()
+                found = cuda_check.check_modules(modules)
             except Exception as e:  # noqa: BLE001 - NVRTC missing although required: a failure too
                 found = [("NVRTC", [f"{type(e).__name__}: {e}"])]
             config.workeroutput["kernelcore_ptx_failures"] = found
+            config.workeroutput["kernelcore_ptx_modules"] = len(modules)
         return
-    found = getattr(config, "_kernelcore_ptx_failures", None)
-    if found:
-        from kernelcore import cuda_check
+    checked = getattr(config, "_kernelcore_ptx_modules", None)
+    if checked is None:
+        return
+    found = getattr(config, "_kernelcore_ptx_failures", [])
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.write_sep("=", f"NVRTC check at the end of each xdist worker: {checked} kernel modules", red=bool(found))
+        if found:
+            from kernelcore import cuda_check
 
-        tr = config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_sep("=", "NVRTC check at the end of the xdist workers", red=True)
             tr.write_line(cuda_check.format_failures(found))
+        else:
+            tr.write_line("every kernel the workers defined compiles to a CUBIN (sm_80)")
+    if found:
         session.exitstatus = 1
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """xdist controller: collect each worker's NVRTC failures."""
-    found = getattr(node, "workeroutput", {}).get("kernelcore_ptx_failures") or []
+    out = getattr(node, "workeroutput", {}) or {}
+    if "kernelcore_ptx_modules" in out:
+        node.config._kernelcore_ptx_modules = getattr(node.config, "_kernelcore_ptx_modules", 0) + \
+            out["kernelcore_ptx_modules"]
+    found = out.get("kernelcore_ptx_failures") or []
     if found:
         acc = getattr(node.config, "_kernelcore_ptx_failures", [])
         node.config._kernelcore_ptx_failures = acc + [f for f in found if f not in acc]
