@@ -20,7 +20,7 @@ LAYERS = [
     ("compiler", ["ir", "passes", "adjoint", "accumulation", "adjoint_check", "kernel_api", "autodiff_api",
                   "frontend", "function"]),
     ("emit", ["emit_cpp", "emit_cuda", "adjoint_reads"]),
-    ("build", ["cache", "toolchain", "nvrtc", "module"]),
+    ("build", ["cache", "toolchain", "nvrtc", "module", "cuda_check"]),
     ("kernel", ["kernel", "kernel_generic"]),
     ("launch", ["launch", "cuda_backend", "scalar_grads", "host_call", "indexed_launch", "verify_nan"]),
     ("tape", ["tape", "checkpoint", "checkpoint_revolve", "grad_health", "autograd"]),
