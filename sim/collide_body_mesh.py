@@ -61,6 +61,7 @@ from .collide_bodies import shape_point, static_distance
 from .collide_body_pairs import shape_bounding_radius
 from .collide_mesh_edge_pairs import make_mesh_edge_pair_contacts
 from .collide_mesh_edges import MeshEdgeContacts
+from .collide_mesh import FAR, mesh_surface_distance
 from .contact import material_inputs, mixed_contact_force
 from .contacts import (OVERFLOW_MESH_EDGE, OVERFLOW_MESH_PAIR, OVERFLOW_MESH_STATIC, check_contact_overflow,
                        write_contact_slot)
@@ -71,7 +72,6 @@ BOX = kc.constant(1)
 MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
-FAR = kc.constant(1.0e30)
 
 #: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3), a box's corners
 COLLIDER_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3, SHAPE_BOX: 8}
@@ -79,25 +79,6 @@ COLLIDER_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3, SHAPE_BOX: 8}
 PRIMITIVE_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 2, SHAPE_BOX: 8}
 
 
-@kc.func
-def mesh_surface_distance(mesh: kc.uint64, x: kc.vec3, max_dist: float) -> kc.vec4:
-    """(nx, ny, nz, d): unit normal from the mesh's closest point towards ``x`` (outward when x is
-    outside) and the signed distance [m] (< 0 inside), in the mesh's frame; d = FAR when no face
-    lies within ``max_dist`` [m]."""
-    out = kc.vec4(0.0, 1.0, 0.0, FAR)
-    query = kc.mesh_query_point_sign_normal(mesh, x, max_dist)
-    if query.result:
-        cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
-        d = x - cp
-        dist = kc.length(d)
-        side = float(1.0)
-        if query.sign < 0.0:
-            side = -1.0
-        n = kc.mesh_eval_face_normal(mesh, query.face)
-        if dist > 1.0e-7:
-            n = d * (side / dist)
-        out = kc.vec4(n[0], n[1], n[2], side * dist)
-    return out
 
 
 @kc.func

@@ -11,6 +11,30 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .contact import material_inputs, mixed_contact_force
 
 
+#: distance reported when no mesh face lies within the query radius [m]
+FAR = kc.constant(1.0e30)
+
+
+@kc.func
+def mesh_surface_distance(mesh: kc.uint64, x: kc.vec3, max_dist: float) -> kc.vec4:
+    """(nx, ny, nz, d): unit normal from the mesh's closest point towards ``x`` (outward when x is
+    outside) and the signed distance [m] (< 0 inside), in the mesh's frame; d = FAR when no face
+    lies within ``max_dist`` [m]."""
+    out = kc.vec4(0.0, 1.0, 0.0, FAR)
+    query = kc.mesh_query_point_sign_normal(mesh, x, max_dist)
+    if query.result:
+        cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
+        d = x - cp
+        dist = kc.length(d)
+        side = float(1.0)
+        if query.sign < 0.0:
+            side = -1.0
+        n = kc.mesh_eval_face_normal(mesh, query.face)
+        if dist > 1.0e-7:
+            n = d * (side / dist)
+        out = kc.vec4(n[0], n[1], n[2], side * dist)
+    return out
+
 @kc.kernel
 def eval_particle_mesh_contacts_kernel(
         q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), radius: kc.array(dtype=float),
@@ -33,18 +57,10 @@ def eval_particle_mesh_contacts_kernel(
         r = radius[i]
         mesh = shape_mesh[s]
         # the smoothing window of sim/contact.py reaches |v| dt / 2 beyond the surface
-        query = kc.mesh_query_point_sign_normal(mesh, x, r + reach + kc.length(v) * dt)
-        if query.result:
-            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
-            d = x - cp
-            dist = kc.length(d)
-            side = float(1.0)
-            if query.sign < 0.0:
-                side = -1.0
-            n = kc.mesh_eval_face_normal(mesh, query.face)
-            if dist > 1.0e-7:
-                n = d * (side / dist)
-            fi = mixed_contact_force(n, side * dist - r, v, w, particle_material[i], shape_material[s], material_ke,
+        g = mesh_surface_distance(mesh, x, r + reach + kc.length(v) * dt)
+        if g[3] < FAR:
+            n = kc.vec3(g[0], g[1], g[2])
+            fi = mixed_contact_force(n, g[3] - r, v, w, particle_material[i], shape_material[s], material_ke,
                                      material_damping_ratio, material_mu, material_cohesion,
                                      material_cohesion_distance, dt)
             f[i] += fi

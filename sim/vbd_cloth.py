@@ -40,6 +40,7 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 from .body_integrate import body_frame_from_com, rotate_by
 from .cloth_self_contact import STEP_FRACTION
+from .collide_mesh import mesh_surface_distance
 from .collide_shapes import shape_point_gap
 from .vbd_self_contact import self_contact_block, vbd_scatter_kernel
 
@@ -233,26 +234,16 @@ def vbd_vertex_update(
             fc, Hc = penalty_contact(nrm, gap, u_rel, contact_ke, mu_s, friction_eps)
             f = f + fc
             H = H + Hc
-    # static triangle meshes: closest point, side from the pseudo-normal (as sim/collide_mesh.py)
+    # static triangle meshes: closest point, side from the pseudo-normal (sim/collide_mesh.py)
     for k in range(mesh_count):
         s = mesh_shapes[k]
         mesh = shape_mesh[s]
-        query = kc.mesh_query_point_sign_normal(mesh, x, 2.0 * r + kc.length(u))
-        if query.result:
-            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
-            d = x - cp
-            dist = kc.length(d)
-            side = float(1.0)
-            if query.sign < 0.0:
-                side = -1.0
-            nrm = kc.mesh_eval_face_normal(mesh, query.face)
-            if dist > 1.0e-7:
-                nrm = d * (side / dist)
-            gap = side * dist - r
-            if gap < 0.0:
-                fc, Hc = penalty_contact(nrm, gap, u, contact_ke, shape_mu[s], friction_eps)
-                f = f + fc
-                H = H + Hc
+        g = mesh_surface_distance(mesh, x, 2.0 * r + kc.length(u))
+        gap = g[3] - r   # FAR - r when no face is near: no contact
+        if gap < 0.0:
+            fc, Hc = penalty_contact(kc.vec3(g[0], g[1], g[2]), gap, u, contact_ke, shape_mu[s], friction_eps)
+            f = f + fc
+            H = H + Hc
     # attachments to bodies: zero-length damped springs to anchor points moving with the (kinematic) bodies
     for n in range(att_start[i], att_start[i + 1]):
         a = att_adj[n, 0]
