@@ -15,7 +15,7 @@ This analysis sorts every accumulation target of a kernel, per mode, into
     (emit_cpp writes that reduction; launch.py decides when the copy is worth it);
 ``shared``
     anything else (reads of the same array, min/max/cas/exch, results that are used,
-    arrays passed to user functions or reached through structs): atomics, and the launch
+    arrays passed to user functions that accumulate, or reached through structs): atomics, and the launch
     stays on one thread until it is large (``config.scatter_parallel_grain``).
 
 "fwd" targets are data arrays (atomics); "bwd" targets are gradient arrays (adjoints of
@@ -91,16 +91,16 @@ def _analyse(ir, adjoint):
     def arg_of(v):
         return alias.get(v.id, args.get(v.id))
 
-    passed = set()      # arguments handed to user functions that only read arrays
+    passed = set()      # arguments handed to user functions that do not accumulate
     for s in stmts:
         if isinstance(s, FuncCall):
             arrays = [a for a in s.args if isinstance(a.type, ArrayType)]
             if not arrays:
                 continue
-            if adjoint or _func_may_write(s.func):
+            if adjoint or _func_may_accumulate(s.func):
                 out.shared = True   # the function may accumulate anywhere (or read what others add)
             else:
-                passed.update(arg_of(a) for a in arrays)   # read-only there: threads stay independent
+                passed.update(arg_of(a) for a in arrays)   # no accumulation there: threads stay independent
             continue
         if not isinstance(s, Call):
             continue
@@ -141,10 +141,12 @@ def _analyse(ir, adjoint):
     return out
 
 
-def _func_may_write(inst, seen=None) -> bool:
-    """Whether calling user function ``inst`` (a FuncInstance) may write or accumulate into an array:
-    a store or atomic on an array anywhere in its body or in the functions it calls.  Native
-    functions and anything that cannot be followed count as writing."""
+def _func_may_accumulate(inst, seen=None) -> bool:
+    """Whether calling user function ``inst`` (a FuncInstance) may accumulate into an array: an
+    atomic on an array anywhere in its body or in the functions it calls.  Plain stores do not
+    count: a kernel's own stores do not make its launch shared either (two threads storing to one
+    element race whatever the thread count, as in Warp).  Native functions, and anything that
+    cannot be followed, count as accumulating."""
     ir = getattr(inst, "ir", None)
     if getattr(inst, "native", None) is not None or ir is None:
         return True
@@ -154,11 +156,11 @@ def _func_may_write(inst, seen=None) -> bool:
     seen.add(id(inst))
     for s in ir.block.walk():
         if isinstance(s, FuncCall):
-            if any(isinstance(a.type, ArrayType) for a in s.args) and _func_may_write(s.func, seen):
+            if any(isinstance(a.type, ArrayType) for a in s.args) and _func_may_accumulate(s.func, seen):
                 return True
         elif isinstance(s, Call) and any(isinstance(a.type, ArrayType) for a in s.args):
             b = s.builtin
-            if b.name not in _HARMLESS and (b.side_effect or b.mutates):
+            if b.name not in _HARMLESS and (b.name.startswith("atomic_") or b.mutates):
                 return True
     return False
 

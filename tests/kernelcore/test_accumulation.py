@@ -90,6 +90,17 @@ def through_reading_func(a: kc.array(dtype=float), out: kc.array(dtype=float)):
     out[i] = read_pair_twice(a, i)
 
 
+@kc.func
+def store_pair(out: kc.array(dtype=float), i: int, v: float):
+    out[i] = v
+
+
+@kc.kernel
+def through_storing_func(a: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    store_pair(out, i, read_pair(a, i))
+
+
 @kc.kernel
 def reads_what_it_accumulates(a: kc.array(dtype=float), idx: kc.array(dtype=int), out: kc.array(dtype=float)):
     i = kc.tid()
@@ -120,7 +131,9 @@ def test_plan_classifies_targets():
     # a function (and the functions it calls) that only reads its arrays keeps the launch parallel
     assert _kinds(through_reading_func, False) == ({}, False)
     assert _kinds(through_reading_func, True)[1] is True   # its adjoint accumulates into a's gradient
-    # ... unless it reads an array the kernel accumulates into
+    # plain stores in a function do not make the launch shared (nor do the kernel's own stores)
+    assert _kinds(through_storing_func, False) == ({}, False)
+    # ... but reading an array the kernel accumulates into does
     assert _kinds(reads_what_it_accumulates, False)[1] is True
 
 
@@ -131,6 +144,9 @@ def test_reading_function_runs_on_threads_with_the_serial_result(threads, monkey
     kc.launch(through_reading_func, N, inputs=[a], outputs=[out])
     an = a.numpy().astype(np.float64)
     np.testing.assert_allclose(out.numpy(), 2.0 * (an + np.roll(an, -1)), rtol=1e-6)
+    out2 = kc.zeros(N, dtype=float)
+    kc.launch(through_storing_func, N, inputs=[a], outputs=[out2])
+    np.testing.assert_allclose(out2.numpy(), an + np.roll(an, -1), rtol=1e-6)
 
 
 def _policy(kernel, args, adjoint, dim=N):
