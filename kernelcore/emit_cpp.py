@@ -716,10 +716,11 @@ class Emitter:
         # the loop (shared with an OpenMP region they would be read back from memory)
         # inline_all (kc.kernel(simd=True)): `flatten` inlines the thread function and its
         # @kc.func calls into the loop whatever their size (GCC otherwise calls a large body per
-        # element and vectorises nothing), and no-trapping-math lets GCC if-convert selects
-        # around an int -> float conversion, which it considers able to trap (inexact); no
-        # value changes. Opt-in: MPM G2P 2-D ran 2.5-4.5x faster, bench_autodiff's G2P 0.6x.
-        attrs = 'optimize("tree-loop-vectorize", "no-trapping-math"), flatten' if inline_all else 'optimize("tree-loop-vectorize")'
+        # element and vectorises nothing). Only non-floating-point options may differ from the
+        # rest of the file here: GCC refuses to inline floating-point code across differing FP
+        # options (the former "no-trapping-math" attribute left bench_autodiff's G2P calling its
+        # B-spline function per element, 0.6-0.8x); -fno-trapping-math is now global (toolchain.py).
+        attrs = 'optimize("tree-loop-vectorize"), flatten' if inline_all else 'optimize("tree-loop-vectorize")'
         self.w(f"static __attribute__(({attrs})) void {kernel_name}_fwd_share("
                f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
         self.indent += 1
