@@ -70,6 +70,7 @@ class Emitter:
         self.function_uses = {}
         self.discarded_adjoints = set()  # ids of values whose adjoints nothing reads (see rev_Call)
         self.tid_params = False  # kernel thread functions take one index per launch dimension (CPU)
+        self.lane_records = {}   # id(accumulation statement) -> record slot, in lane functions (emit_lane_entry)
 
     # -- output helpers --------------------------------------------------------------------
     def w(self, text=""):
@@ -143,6 +144,9 @@ class Emitter:
 
     def fwd_Call(self, s, mode, ret):
         row = s.builtin
+        if mode == "fwd" and id(s) in self.lane_records:
+            value = s.args[1 + self._nidx(s)].cname
+            return self._record(s, value if row.name == "atomic_add" else f"kc::neg_value({value})")
         if mode != "fwd" and row.side_effect:
             if s.out is not None:
                 self.w(f"{s.out.cname} = {{}};  // {row.name}: side effect skipped in replay")
@@ -169,6 +173,13 @@ class Emitter:
             return
         call = f"{sym}({', '.join(a.cname for a in s.args)})"
         self.w(f"{s.out.cname} = {call};" if s.out is not None else f"{call};")
+
+    def _record(self, s, value):
+        """An accumulation of a lane (emit_lane_entry): its element's byte offset and value go to
+        the lane's slot of the record block; the entry point applies them after the SIMD loop."""
+        k = self.lane_records[id(s)]
+        idx = ", ".join(a.cname for a in s.args[1:1 + self._nidx(s)])
+        self.w(f"__rec.o{k}[__lane] = kc::offset({s.args[0].cname}, {idx}); __rec.v{k}[__lane] = {value};")
 
     @staticmethod
     def _nidx(s):
@@ -409,6 +420,8 @@ class Emitter:
 
     def rev_Call(self, s):
         row = s.builtin
+        if id(s) in self.lane_records:
+            return self._record(s, f"adj_{s.out.cname}")
         adj_sym = _adj_symbol(row.native) + (f"<{s.template}>" if s.template else "")
         unread = _unread_values(row, s.args, self.discarded_adjoints)
         # a default value where the adjoint reads nothing: the replay can then drop (or sink)
@@ -601,8 +614,12 @@ class Emitter:
         tail = [f"{rt} adj_ret"] if rt != "void" else []
         self.w(f"static KC_FUNC void adj_{inst.cname}({', '.join([params] + adj + tail)}) {{\n{adj_snippet or ''}\n}}")
 
-    def emit_kernel_threads(self, kernel_name, ir, with_adjoint=True):
-        """Per-thread forward (and adjoint) functions of a kernel."""
+    def emit_kernel_threads(self, kernel_name, ir, with_adjoint=True, lane=None):
+        """Per-thread forward (and adjoint) functions of a kernel.
+
+        ``lane``: "fwd" or "bwd" emits only that direction's lane function instead (emit_lane_entry):
+        the thread function with the record block and the lane number as extra parameters, its
+        accumulations (``self.lane_records``) written to the block instead of the arrays."""
         self.filename = _escape_path(ir.defn.file)
         self.function_uses = _function_uses(ir)
         # arrays by reference: a thread function that is not inlined otherwise copies every array
@@ -614,18 +631,22 @@ class Emitter:
         self.tid_params = self.target == "cpu" and ir.tid_arity > 1
         if self.tid_params:
             params = "".join(f", kc::int32 __i{d}" for d in range(ir.tid_arity)) + params
-        self.w(f"static KC_FUNC void {kernel_name}_fwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
-        self.indent += 1
-        if self.debug:
-            self.w("kc::set_debug_thread(__tid);  // named by debug-mode errors")
-        self.declare_values(ir)
-        self.emit_block(ir.block, "fwd", "")
-        self.indent -= 1
-        self.w("}")
-        if not with_adjoint:
+        if lane is not None:
+            params = f", {kernel_name}_{lane}_rec& __rec, kc::int32 __lane" + params
+        if lane in (None, "fwd"):
+            self.w(f"static KC_FUNC void {kernel_name}_fwd_{'lane' if lane else 'thread'}(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
+            self.indent += 1
+            if self.debug:
+                self.w("kc::set_debug_thread(__tid);  // named by debug-mode errors")
+            self.declare_values(ir)
+            self.emit_block(ir.block, "fwd", "")
+            self.indent -= 1
+            self.w("}")
+        if not with_adjoint or lane == "fwd":
             self.tid_params = False
             return
-        self.w(f"static KC_ADJOINT_FUNC void {kernel_name}_bwd_thread(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
+        qualifier = "KC_FUNC" if lane else "KC_ADJOINT_FUNC"  # (the lane's caller decides what to vectorise)
+        self.w(f"static {qualifier} void {kernel_name}_bwd_{'lane' if lane else 'thread'}(const kc::launch_bounds_t& __bounds, kc::int64 __tid{params}) {{")
         self.indent += 1
         if self.debug:
             self.w("kc::set_debug_thread(__tid);")
@@ -649,17 +670,27 @@ class Emitter:
         a vectorised forward for contiguous distinct arrays: emit_streaming_entry). ``simd``: the
         kernel's option (kc.kernel): False never emits the vectorised forward, True requires it."""
         arity = ir.tid_arity if ir.tid_arity > 1 else 0
-        if simd and not streamable(ir):
-            stmt, what = _simd_obstacle(ir.block, set()) or (None, "a print")
+        if simd and lane_accumulations(ir, "fwd") is None and not streamable(ir):
+            stmt, what = _simd_obstacle(ir.block, set(), lanes=True) or (
+                (None, "a print") if ir.has_print else
+                (None, "accumulations the lanes cannot record (an atomic whose result is used, an array both "
+                       "accumulated into and otherwise accessed, an array alias, or a launch of several dimensions)"))
             raise KernelCompileError(f"simd=True, but the kernel cannot run several threads per SIMD lane: it has {what}",
                                      ir.defn.name, ir.defn.file, getattr(stmt, "line", 0) or ir.defn.firstline)
         stream = not self.debug and simd is not False and streamable(ir)
-        if stream:
+        lanes = set()  # directions with a lane entry point (kc.kernel(simd=True): accumulations recorded per lane)
+        if simd and not self.debug:
+            lanes = {kind for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)) if lane_accumulations(ir, kind)}
+        if stream and "fwd" not in lanes:
             self.emit_streaming_entry(kernel_name, ir, arity, inline_all=bool(simd))
+        for kind in sorted(lanes):
+            self.emit_lane_entry(kernel_name, ir, kind, lane_accumulations(ir, kind))
         flush = " fflush(stdout);" if ir.has_print else ""
         for kind in (("fwd", "bwd") if with_adjoint else ("fwd",)):
             self.w(f'extern "C" KC_EXPORT void {kernel_name}_{kind}(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{')
-            if stream and kind == "fwd":
+            if kind in lanes:
+                self.w(f"    if ({kernel_name}_{kind}_lanes(b, a)) return;")
+            elif stream and kind == "fwd":
                 self.w(f"    if ({kernel_name}_fwd_stream(b, a)) return;")
             self.w("    const kc::int64 n = b->size;")
             self.w("    if (b->nthreads <= 1) {")
@@ -772,6 +803,83 @@ class Emitter:
         self.indent -= 1
         self.w("}")
 
+    def emit_lane_entry(self, kernel_name, ir, kind, records):
+        """The vectorised ``kind`` entry point of a kc.kernel(simd=True) whose threads accumulate
+        into arrays (forward: top-level atomic_add/atomic_sub; adjoint: the gradient scatter of
+        every read), see lane_accumulations.
+
+        Lanes may not add into one element at once, so each thread's accumulations are recorded
+        instead: the block of LANES threads runs as an `omp simd` loop (GCC vectorises the
+        arithmetic), each writing the byte offset and value of its k-th accumulation to slot k of
+        its lane; a scalar loop then applies the block's records lane by lane, slot by slot, with
+        the accumulation the thread itself would have done (plain add on one thread or into an
+        element the thread owns, atomic otherwise). That is the generic entry point's order on one
+        thread, so results are bit-identical there; on several threads each takes one static share
+        (atomics then add in another order, as they do between runs). Returns false (the generic
+        entry point runs) for strided or overlapping arrays, private accumulation copies, more
+        than 2^31 threads.
+        """
+        arrays = [v for v in ir.args if isinstance(v.type, ArrayType)]
+        self.w("#ifndef KC_LANES")
+        self.w("#define KC_LANES 16  // threads per block of records: two AVX2 vectors of float")
+        self.w("#endif")
+        self.w(f"struct {kernel_name}_{kind}_rec {{")
+        for k, st in enumerate(records):
+            self.w(f"    kc::int64 o{k}[KC_LANES]; {ctype(st.args[0].type.dtype)} v{k}[KC_LANES];")
+        self.w("};")
+        self.lane_records = {id(st): k for k, st in enumerate(records)}
+        try:
+            self.emit_kernel_threads(kernel_name, ir, with_adjoint=kind == "bwd", lane=kind)
+        finally:
+            self.lane_records = {}
+        self.w(f"static __attribute__((optimize(\"tree-loop-vectorize\"), flatten)) void {kernel_name}_{kind}_share("
+               f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
+        self.indent += 1
+        for v in ir.args:
+            if isinstance(v.type, ArrayType):
+                self.w(f"const {ctype(v.type)} {v.cname} = kc::c_order<{v.type.ndim}>(a->{v.cname});")
+            else:
+                self.w(f"const {ctype(v.type)} {v.cname} = a->{v.cname};")
+        args = "".join(f", {v.cname}" for v in ir.args)
+        self.w(f"{kernel_name}_{kind}_rec rec;")
+        self.w("kc::int64 begin, end;")
+        self.w("kc::static_share(b->size, tn, team, begin, end);")
+        self.w("for (kc::int64 t0 = begin; t0 < end; t0 += KC_LANES) {")
+        self.indent += 1
+        self.w("const kc::int32 lanes = (kc::int32)(end - t0 < KC_LANES ? end - t0 : KC_LANES);")
+        self.w("#pragma omp simd")
+        self.w(f"for (kc::int32 l = 0; l < lanes; ++l) {kernel_name}_{kind}_lane(*b, t0 + l, rec, l{args});")
+        self.w("for (kc::int32 l = 0; l < lanes; ++l) {")
+        for k, st in enumerate(records):
+            a = st.args[0].cname
+            if kind == "fwd":
+                self.w(f"    kc::accumulate({a}, kc::elem({a}.data, {a}, rec.o{k}[l]), rec.v{k}[l]);")
+            else:
+                self.w(f"    if ({a}.grad) kc::grad_accumulate({a}, kc::elem({a}.grad, {a}, rec.o{k}[l]), rec.v{k}[l]);")
+        self.w("}")
+        self.indent -= 1
+        self.w("}")
+        self.indent -= 1
+        self.w("}")
+        self.w(f"static bool {kernel_name}_{kind}_lanes(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{")
+        self.indent += 1
+        self.w("if (b->private_mask || b->size > 0x7FFFFFFF) return false;")
+        if arrays:
+            self.w("if (" + " || ".join(f"!kc::c_contiguous(a->{v.cname})" for v in arrays) + ") return false;")
+        if len(arrays) > 1:
+            self.w(f"uintptr_t first[{len(arrays)}], last[{len(arrays)}];")
+            for k, v in enumerate(arrays):
+                self.w(f"kc::byte_range(a->{v.cname}, first[{k}], last[{k}]);")
+            self.w(f"if (!kc::disjoint(first, last, {len(arrays)})) return false;")
+        self.w(f"if (b->nthreads <= 1) {kernel_name}_{kind}_share(b, a, 0, 1);")
+        self.w("else {")
+        self.w("    #pragma omp parallel num_threads(b->nthreads)")
+        self.w(f"    {kernel_name}_{kind}_share(b, a, omp_get_thread_num(), omp_get_num_threads());")
+        self.w("}")
+        self.w("return true;")
+        self.indent -= 1
+        self.w("}")
+
     def emit_private_launch(self, kernel_name, kind, ir, private):
         """The launch with private accumulation copies (accumulation.py): thread 0 adds into
         the array itself, every other thread into a zeroed copy of its own; after the loop
@@ -827,11 +935,80 @@ def streamable(ir) -> bool:
     return cached
 
 
-def _simd_obstacle(block, seen):
+_LANE_ATOMICS = ("atomic_add", "atomic_sub")
+_HARMLESS = ("array_len", "array_shape", "wrap_array_index")  # read only the descriptor
+
+
+def lane_accumulations(ir, kind):
+    """The accumulation statements of kernel ``ir`` that its vectorised ``kind`` ("fwd"/"bwd")
+    entry point records per lane (Emitter.emit_lane_entry), in the order the thread function
+    runs them; None where that entry point cannot run the kernel.
+
+    The kernel must be straight-line (streamable, atomics aside) with a 1-D launch. Forward: the
+    records are its atomic_add/atomic_sub statements outside loops, whose results are unused,
+    on arrays that nothing else in the kernel touches. Adjoint: the gradient scatters of its
+    reads (arrays of float elements that the kernel only reads); no loops left after unrolling,
+    no @kc.func taking arrays (its adjoint would scatter unrecorded)."""
+    key = "_lane_" + kind
+    if key not in ir.__dict__:
+        ir.__dict__[key] = _lane_accumulations(ir, kind)
+    return ir.__dict__[key]
+
+
+def _lane_accumulations(ir, kind):
+    if ir.has_print or ir.tid_arity > 1 or _simd_obstacle(ir.block, set(), lanes=True) is not None:
+        return None
+    args = {v.id for v in ir.args if isinstance(v.type, ArrayType)}
+    uses = use_counts(ir.block.walk(), ir.ret_vars)
+    names = {}   # array argument id -> names of the builtins that take it
+    for s in ir.block.walk():
+        if isinstance(s, Copy) and isinstance(s.src.type, ArrayType):
+            return None   # an alias: accesses through it would not be followed
+        if isinstance(s, FuncCall) and any(isinstance(a.type, ArrayType) for a in s.args):
+            if kind == "bwd":
+                return None
+            for a in s.args:
+                names.setdefault(a.id, set()).add("call")
+        if isinstance(s, Call):
+            for a in s.args:
+                if isinstance(a.type, ArrayType):
+                    names.setdefault(a.id, set()).add(s.builtin.name)
+    if any(a not in args for a in names):
+        return None   # an array from a struct field or a view
+    top = ir.block.stmts
+    if kind == "fwd":
+        records = [s for s in top if isinstance(s, Call) and s.builtin.name in _LANE_ATOMICS]
+        nested = [s for s in ir.block.walk() if isinstance(s, Call) and s.builtin.side_effect and s.builtin.name != "store"]
+        if len(nested) != len(records):
+            return None   # an atomic in a loop, or another kind of atomic
+        for s in records:
+            if (s.out is not None and uses.get(s.out.id)) or not names[s.args[0].id] <= set(_LANE_ATOMICS) | set(_HARMLESS):
+                return None
+        return records
+    if ir.loops:
+        return None
+    records = []
+    for s in top:
+        if isinstance(s, Call) and s.builtin.name == "load" and T.is_differentiable_type(s.args[0].type.dtype):
+            if not names[s.args[0].id] <= {"load", *_HARMLESS}:
+                return None   # also stored or accumulated into: its gradient is read, not only added to
+            if scalar_ctype(s.args[0].type.dtype) not in ("float", "double", "kc::float32", "kc::float64"):
+                return None
+            records.append(s)
+    if any(isinstance(s, Call) and s.builtin.name == "load" for s in ir.block.walk() if s not in top):
+        return None
+    return records[::-1]   # the reverse sweep scatters in reverse order
+
+
+def _simd_obstacle(block, seen, lanes=False):
     """The first statement (in ``block`` or a function it calls) that keeps a kernel off the
-    vectorised entry point, with what it is; None when there is none."""
+    vectorised entry point, with what it is; None when there is none. ``lanes``: atomic_add and
+    atomic_sub in the kernel itself are allowed (recorded per lane, see lane_accumulations)."""
     constants = {s.out.id for s in block.walk() if isinstance(s, Const)}
+    top = {id(s) for s in block.stmts} if lanes else set()
     for s in block.walk():
+        if id(s) in top and isinstance(s, Call) and s.builtin.name in _LANE_ATOMICS:
+            continue
         if isinstance(s, Loop) and _fixed_trip(s, constants):
             continue  # its body is walked (and checked) like the code around it
         if isinstance(s, Loop):
