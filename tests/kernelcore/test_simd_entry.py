@@ -159,12 +159,13 @@ def test_simd_true_inlines_simd_false_emits_no_vectorised_entry_point():
 
 
 def test_simd_true_on_a_kernel_with_atomics_names_the_line():
+    # (atomic_add/atomic_sub are recorded per lane, tests/kernelcore/test_simd_lanes.py; atomic_max is not)
     def scatter(x: kc.array(dtype=float), idx: kc.array(dtype=int), out: kc.array(dtype=float)):
         i = kc.tid()
-        kc.atomic_add(out, idx[i], x[i])
+        kc.atomic_max(out, idx[i], x[i])
 
     k = kc.kernel(scatter, enable_backward=False, simd=True, module="test_simd_entry_required")
-    with pytest.raises(KernelCompileError, match=r"simd=True.*atomic_add") as e:
+    with pytest.raises(KernelCompileError, match=r"simd=True.*atomic_max") as e:
         kc.launch(k, dim=3, inputs=[kc.zeros(3, dtype=float), kc.zeros(3, dtype=int), kc.zeros(3, dtype=float)])
     assert e.value.lineno == scatter.__code__.co_firstlineno + 2
 
