@@ -832,7 +832,7 @@ class Emitter:
             self.emit_kernel_threads(kernel_name, ir, with_adjoint=kind == "bwd", lane=kind)
         finally:
             self.lane_records = {}
-        self.w(f"static __attribute__((optimize(\"tree-loop-vectorize\"), flatten)) void {kernel_name}_{kind}_share("
+        self.w(f"static __attribute__(({_LANE_ATTRS})) void {kernel_name}_{kind}_share("
                f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
         self.indent += 1
         for v in ir.args:
@@ -935,6 +935,7 @@ def streamable(ir) -> bool:
     return cached
 
 
+_LANE_ATTRS = 'optimize("tree-loop-vectorize"), flatten'
 _LANE_ATOMICS = ("atomic_add", "atomic_sub")
 _HARMLESS = ("array_len", "array_shape", "wrap_array_index")  # read only the descriptor
 
