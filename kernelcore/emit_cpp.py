@@ -969,7 +969,8 @@ def _lane_accumulations(ir, kind):
             if kind == "bwd":
                 return None
             for a in s.args:
-                names.setdefault(a.id, set()).add("call")
+                if isinstance(a.type, ArrayType):
+                    names.setdefault(a.id, set()).add("call")
         if isinstance(s, Call):
             for a in s.args:
                 if isinstance(a.type, ArrayType):

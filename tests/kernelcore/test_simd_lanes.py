@@ -235,3 +235,31 @@ def test_lanes_refuse_accumulations_they_cannot_record():
         k = kc.kernel(fn, simd=True, enable_backward=False, module=f"test_simd_lanes_refuse_{fn.__name__}")
         with pytest.raises(kc.KernelCompileError, match="simd=True.*cannot record"):
             kc.launch(k, dim=4, inputs=[kc.zeros(4, dtype=float)] * (2 if fn is used_result else 1))
+
+
+@kc.func
+def _read_through(a: kc.array(dtype=float), i: int):
+    return a[i] * 2.0
+
+
+def test_adjoint_lanes_only_where_every_scatter_is_recorded():
+    from kernelcore.emit_cpp import lane_accumulations
+
+    def via_function(x: kc.array(dtype=float), w: kc.array(dtype=float), y: kc.array(dtype=float)):
+        i = kc.tid()
+        y[i] = _read_through(x, i) * w[i]   # the function's adjoint would scatter into x.grad unrecorded
+
+    def in_place(x: kc.array(dtype=float)):
+        i = kc.tid()
+        x[i] = x[i] * 2.0            # x.grad is read (store) and added to (load)
+
+    def plain(x: kc.array(dtype=float), w: kc.array(dtype=float), y: kc.array(dtype=float)):
+        i = kc.tid()
+        y[i] = x[i] * w[i]
+
+    ir = {f.__name__: kc.kernel(f, module=f"test_simd_lanes_q_{f.__name__}").ir() for f in (via_function, in_place, plain)}
+    assert lane_accumulations(ir["via_function"], "bwd") is None
+    assert lane_accumulations(ir["in_place"], "bwd") is None
+    recorded = lane_accumulations(ir["plain"], "bwd")
+    assert [s.args[0].label for s in recorded] == ["w", "x"]   # the reverse sweep's order
+    assert lane_accumulations(springs_simd.ir(), "fwd") is not None and len(lane_accumulations(springs_simd.ir(), "fwd")) == 2
