@@ -468,9 +468,12 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
         inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
                   state_in.particle_Jp, model.particle_mass, model.particle_volume, *materials,
                   grid.lower, grid.dx, *grid.shape, float(dt)]
-        # the scatter's gradient arrays are never read in a run without gradients: any grid-shaped array will do
+        # the scatter's gradient arrays are never read in a run without gradients: empty ones will do (not
+        # the grid's own arrays again, which would make the launch see one array updated two ways and keep
+        # it on one thread, kernelcore/launch.py)
         kc.launch(p2g_kernel(dim, model_code), dim=model.particle_count, inputs=inputs,
-                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m, grid.mv, grid.m],
+                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m,
+                           *no_scatter_gradients(dim, model.device)],
                   device=model.device)
         return
     affine = grid.particle_affine(model.particle_count)
@@ -487,6 +490,17 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
 
 _grid_update_kernels = {}
 _no_volumes = {}   # device -> empty (ids, inv(A)^T) arrays
+_no_scatter_gradients = {}   # (dim, device) -> empty (momentum, mass) grid gradient arrays
+
+
+def no_scatter_gradients(dim, device):
+    """Empty stand-ins for the scatter's grid gradient arrays in a run without gradients (never read)."""
+    key = (dim, str(device))
+    if key not in _no_scatter_gradients:
+        shape = (0,) * dim
+        _no_scatter_gradients[key] = (kc.zeros(shape, dtype=kc.vec2 if dim == 2 else kc.vec3, device=device),
+                                      kc.zeros(shape, dtype=float, device=device))
+    return _no_scatter_gradients[key]
 
 
 def no_volumes(device):
