@@ -146,3 +146,41 @@ def test_read_only_custom_adjoint_matches_numpy(threads):
     adj = rng.standard_normal(M).astype(np.float32)
     tape.backward(grads={table: adj})
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * x_np * adj[idx_np], rtol=1e-5, atol=1e-6)
+
+
+@kc.func
+def doubled(table_grad: kc.array(dtype=float), i: int, x: float):
+    return x * 2.0
+
+
+@kc.func_grad(doubled)
+def adj_doubled(table_grad: kc.array(dtype=float), i: int, x: float, adj_ret: float):
+    kc.adjoint[x] += 2.0 * adj_ret + 0.0 * table_grad[i]   # reads the array it is given
+
+
+@kc.kernel
+def gather_and_read_gradient(x: kc.array(dtype=float), idx: kc.array(dtype=int), table: kc.array(dtype=float),
+                             table_grad: kc.array(dtype=float), out: kc.array(dtype=float)):
+    i = kc.tid()
+    out[i] = table[idx[i]] + doubled(table_grad, idx[i], x[i])
+
+
+def test_gradient_read_by_a_custom_adjoint_keeps_atomics():
+    from kernelcore.launch import _bounds, _thread_policy, pack_array
+
+    rng = np.random.default_rng(7)
+    x = kc.array(rng.standard_normal(N), dtype=float, requires_grad=True)
+    idx = kc.array(rng.integers(0, M, N), dtype=int)
+    table = kc.zeros(M, dtype=float, requires_grad=True)
+    out = kc.zeros(N, dtype=float, requires_grad=True)
+
+    def policy(table_grad):
+        bounds, _ = _bounds(N, lambda: 3)
+        values = [pack_array(a) for a in (x, idx, table, table_grad, out)]
+        _thread_policy(bounds, gather_and_read_gradient.ir(), True, values)
+        return bounds
+
+    # the adjoint adds into table's gradient (private copies) while the hand-written adjoint reads table_grad
+    assert _kinds(gather_and_read_gradient, True) == ({"x": "exclusive", "table": "private"}, False)
+    assert policy(kc.zeros(M, dtype=float)).nthreads == 3     # another array: parallel
+    assert policy(table.grad).nthreads == 1                   # table's own gradient: one thread, atomics
