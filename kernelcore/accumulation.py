@@ -32,7 +32,7 @@ from .array import ArrayType
 from .ir import Call, Copy, FuncCall, Tid, use_counts
 
 _ACCUMULATE = ("atomic_add", "atomic_sub")
-_HARMLESS = ("array_len", "array_shape")  # read only the descriptor
+_HARMLESS = ("array_len", "array_shape", "wrap_array_index")  # read only the descriptor
 # element types a private copy can hold: whole numbers of float32/float64 (or int32/int64) scalars
 _PRIVATE_SCALARS = {T.float32: "float", T.float64: "double", T.int32: "kc::int32", T.int64: "kc::int64"}
 
@@ -74,7 +74,7 @@ def _analyse(ir, adjoint):
     args = {v.id: k for k, v in enumerate(ir.args) if isinstance(v.type, ArrayType)}
     alias = {}          # Var id -> argument index, through copies
     tids = {}           # Var id -> Tid.dim
-    accesses = {}       # argument index -> [(builtin name, index vars, result var)]
+    accesses = {}       # argument index -> [(builtin name, index vars, result used)]
     out = Plan()
     stmts = list(ir.block.walk())
     for s in stmts:
@@ -97,10 +97,29 @@ def _analyse(ir, adjoint):
             arrays = [a for a in s.args if isinstance(a.type, ArrayType)]
             if not arrays:
                 continue
-            if adjoint or _func_may_accumulate(s.func):
-                out.shared = True   # the function may accumulate anywhere (or read what others add)
-            else:
+            if adjoint:
+                if _custom_grad_reads_only(s.func):
+                    # a hand-written adjoint that only reads arrays (e.g. a scatter's gather of the
+                    # grid's gradients, sim/mpm_scatter.py); the replay skips the forward's atomics
+                    passed.update(arg_of(a) for a in arrays)
+                else:
+                    out.shared = True   # the automatic adjoint accumulates into the arrays' gradients
+                continue
+            if not _func_may_accumulate(s.func):
                 passed.update(arg_of(a) for a in arrays)   # no accumulation there: threads stay independent
+                continue
+            # follow the function's accesses back to the kernel's arguments: a scatter written as a
+            # kc.func is classified as if it were written in the kernel (private when add-only)
+            sub = _func_accesses(s.func, set())
+            if sub is None:
+                out.shared = True   # the function may accumulate anywhere (or read what others add)
+                continue
+            for j, acc in sub.items():
+                k = arg_of(s.args[j])
+                if k is None:
+                    out.shared = True
+                else:
+                    accesses.setdefault(k, []).extend((name, (), res_used) for name, res_used in acc)
             continue
         if not isinstance(s, Call):
             continue
@@ -117,7 +136,7 @@ def _analyse(ir, adjoint):
                 out.shared = True
             continue
         n = min(arrays[0].type.ndim, len(s.args) - 1)
-        accesses.setdefault(k, []).append((name, s.args[1:1 + n], s.out))
+        accesses.setdefault(k, []).append((name, s.args[1:1 + n], s.out is not None and s.out.id in used))
 
     for k, acc in sorted(accesses.items()):
         t = ir.args[k].type
@@ -165,6 +184,81 @@ def _func_may_accumulate(inst, seen=None) -> bool:
     return False
 
 
+def _func_accesses(inst, seen):
+    """The array accesses of user function ``inst`` (a FuncInstance), its callees' included, by
+    parameter: {parameter index: [(builtin name, whether its result is used)]}; None when they
+    cannot be followed (native functions, recursion, arrays reached through structs or views)."""
+    ir = getattr(inst, "ir", None)
+    if getattr(inst, "native", None) is not None or ir is None or id(inst) in seen:
+        return None
+    seen = seen | {id(inst)}
+    params = {v.id: k for k, v in enumerate(ir.args) if isinstance(v.type, ArrayType)}
+    alias = {}
+    stmts = list(ir.block.walk())
+    for s in stmts:
+        if isinstance(s, Copy) and isinstance(s.src.type, ArrayType):
+            src = alias.get(s.src.id, params.get(s.src.id))
+            if src is not None:
+                alias[s.out.id] = src
+    used = use_counts(stmts, ir.ret_vars)
+
+    def param_of(v):
+        return alias.get(v.id, params.get(v.id))
+
+    out = {}
+    for s in stmts:
+        if isinstance(s, FuncCall):
+            if not any(isinstance(a.type, ArrayType) for a in s.args):
+                continue
+            sub = _func_accesses(s.func, seen)
+            if sub is None:
+                return None
+            for j, acc in sub.items():
+                k = param_of(s.args[j])
+                if k is None:
+                    return None
+                out.setdefault(k, []).extend(acc)
+            continue
+        if not isinstance(s, Call):
+            continue
+        arrays = [a for a in s.args if isinstance(a.type, ArrayType)]
+        if not arrays or s.builtin.name in _HARMLESS:
+            continue
+        k = param_of(arrays[0])
+        if k is None or not s.builtin.array_access:
+            if _may_accumulate(s.builtin.name, arrays[0], False) or s.builtin.mutates:
+                return None
+            continue
+        out.setdefault(k, []).append((s.builtin.name, s.out is not None and s.out.id in used))
+    return out
+
+
+def _custom_grad_reads_only(inst) -> bool:
+    """Whether user function ``inst`` has a hand-written adjoint (kc.func_grad) that only reads
+    arrays: its adjoint then accumulates into no array, whatever its forward does (the replay
+    skips stores and atomics)."""
+    ir = getattr(inst, "grad_ir", None)
+    if ir is None:
+        return False
+    for s in ir.block.walk():
+        if isinstance(s, FuncCall):
+            if any(isinstance(a.type, ArrayType) for a in s.args) and _func_may_accumulate_or_store(s.func):
+                return False
+        elif isinstance(s, Call) and any(isinstance(a.type, ArrayType) for a in s.args):
+            b = s.builtin
+            if b.name not in _HARMLESS and (b.name.startswith("atomic_") or b.mutates or not b.array_access):
+                return False
+    return True
+
+
+def _func_may_accumulate_or_store(inst) -> bool:
+    """_func_may_accumulate, with plain stores counting too."""
+    if _func_may_accumulate(inst):
+        return True
+    sub = _func_accesses(inst, set())
+    return sub is None or any(name != "load" for acc in sub.values() for name, _ in acc)
+
+
 def _may_accumulate(name, arr, adjoint):
     if adjoint:
         return name == "load" and T.is_differentiable_type(arr.type.dtype)
@@ -182,7 +276,7 @@ def _classify(t, acc, adjoint, tids, used, tid_arity):
     else:
         if not names & {"atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_cas", "atomic_exch"}:
             return None
-        add_only = names <= set(_ACCUMULATE) and all(res is None or res.id not in used for _, _, res in acc)
+        add_only = names <= set(_ACCUMULATE) and not any(res_used for _, _, res_used in acc)
     if all(_is_own_element(idx, t.ndim, tids, tid_arity) for _, idx, _ in acc):
         if adjoint or names <= set(_ACCUMULATE) | {"load", "store"}:
             return "exclusive"

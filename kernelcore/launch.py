@@ -327,6 +327,10 @@ def _share_targets(bounds, p, adjoint, values):
                 if ptr_of(v) in seen and (k in owned or seen[ptr_of(v)] in owned):
                     shared = True
                 seen.setdefault(ptr_of(v), k)
+        if adjoint:   # a gradient array also passed as a plain array (a kc.func_grad reading it) is read while added to
+            grads = {values[k].grad for k in owned if values[k].grad}
+            if any(type(v) is array_ctypes and v.data in grads for v in values):
+                shared = True
         for k, t in enumerate(p.private):
             d = values[t.arg]
             if not ptr_of(d):

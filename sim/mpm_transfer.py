@@ -24,7 +24,7 @@ import numpy as np
 import kernelcore as kc
 
 from .mpm_colliders import collide_node_shapes, collide_node_velocity
-from .mpm_constitutive import MODEL_UPDATES, update_particle_material
+from .mpm_constitutive import MODEL_UPDATES, MODEL_UPDATES_PLANE, update_particle_material
 from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
 from .mpm_volume_colliders import collide_node_volumes
 
@@ -146,7 +146,7 @@ grid_update_2d_kernel = make_grid_update_2d_kernel(True)
 grid_update_2d_walls_kernel = make_grid_update_2d_kernel(False)
 
 
-@kc.kernel
+@kc.kernel(simd=True)
 def g2p_2d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_lower: kc.vec3,
                   dx: float, nx: int, ny: int, dt: float,
                   q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3), C_out: kc.array(dtype=kc.mat33)):
@@ -420,14 +420,23 @@ p2g_3d_kernel = make_p2g_3d_kernel(update_particle_material, "any")
 _p2g_kernels = {(2, None): p2g_2d_kernel, (3, None): p2g_3d_kernel}
 
 
-_p2g_stress_kernels = {None: make_p2g_stress_kernel(update_particle_material, "any")}
+_p2g_stress_kernels = {(3, None): make_p2g_stress_kernel(update_particle_material, "any")}
 
 
-def p2g_stress_kernel(model_code=None):
-    """The stress kernel of the split P2G, specialised to one material model code (None: any mix)."""
-    if model_code not in _p2g_stress_kernels:
-        _p2g_stress_kernels[model_code] = make_p2g_stress_kernel(MODEL_UPDATES[model_code], f"model{model_code}")
-    return _p2g_stress_kernels[model_code]
+def model_update(dim, model_code):
+    """The particle update kc.func of one material model code for a ``dim``-D solver."""
+    if dim == 2 and model_code in MODEL_UPDATES_PLANE:
+        return MODEL_UPDATES_PLANE[model_code], f"model{model_code}_plane"
+    return MODEL_UPDATES[model_code], f"model{model_code}"
+
+
+def p2g_stress_kernel(model_code=None, dim=3):
+    """The stress kernel of the split P2G, specialised to one material model code (None: any mix)
+    and, where that is cheaper, to the 2-D solver's plane strain."""
+    key = (3 if model_code is None else dim, model_code)
+    if key not in _p2g_stress_kernels:
+        _p2g_stress_kernels[key] = make_p2g_stress_kernel(*model_update(dim, model_code))
+    return _p2g_stress_kernels[key]
 
 
 def p2g_kernel(dim, model_code=None):
@@ -439,7 +448,7 @@ def p2g_kernel(dim, model_code=None):
     key = (dim, model_code)
     if key not in _p2g_kernels:
         make = make_p2g_2d_kernel if dim == 2 else make_p2g_3d_kernel
-        _p2g_kernels[key] = make(MODEL_UPDATES[model_code], f"model{model_code}")
+        _p2g_kernels[key] = make(*model_update(dim, model_code))
     return _p2g_kernels[key]
 
 
@@ -459,13 +468,16 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
         inputs = [state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
                   state_in.particle_Jp, model.particle_mass, model.particle_volume, *materials,
                   grid.lower, grid.dx, *grid.shape, float(dt)]
-        # the scatter's gradient arrays are never read in a run without gradients: any grid-shaped array will do
+        # the scatter's gradient arrays are never read in a run without gradients: empty ones will do (not
+        # the grid's own arrays again, which would make the launch see one array updated two ways and keep
+        # it on one thread, kernelcore/launch.py)
         kc.launch(p2g_kernel(dim, model_code), dim=model.particle_count, inputs=inputs,
-                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m, grid.mv, grid.m],
+                  outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m,
+                           *no_scatter_gradients(dim, model.device)],
                   device=model.device)
         return
     affine = grid.particle_affine(model.particle_count)
-    kc.launch(p2g_stress_kernel(model_code), dim=model.particle_count,
+    kc.launch(p2g_stress_kernel(model_code, dim), dim=model.particle_count,
               inputs=[state_in.particle_C, state_in.particle_F, state_in.particle_Jp, model.particle_mass,
                       model.particle_volume, *materials, grid.dx, float(dt)],
               outputs=[state_out.particle_F, state_out.particle_Jp, affine], device=model.device)
@@ -478,6 +490,17 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
 
 _grid_update_kernels = {}
 _no_volumes = {}   # device -> empty (ids, inv(A)^T) arrays
+_no_scatter_gradients = {}   # (dim, device) -> empty (momentum, mass) grid gradient arrays
+
+
+def no_scatter_gradients(dim, device):
+    """Empty stand-ins for the scatter's grid gradient arrays in a run without gradients (never read)."""
+    key = (dim, str(device))
+    if key not in _no_scatter_gradients:
+        shape = (0,) * dim
+        _no_scatter_gradients[key] = (kc.zeros(shape, dtype=kc.vec2 if dim == 2 else kc.vec3, device=device),
+                                      kc.zeros(shape, dtype=float, device=device))
+    return _no_scatter_gradients[key]
 
 
 def no_volumes(device):

@@ -127,7 +127,8 @@ def test_plan_classifies_targets():
     assert _kinds(uses_old_value, False)[1] is True
     # read and accumulated in one launch, or passed to a function: atomics
     assert _kinds(read_and_add, False)[1] is True
-    assert _kinds(through_func, False)[1] is True
+    # (a function that only adds into an array is followed: test_accumulation_through_funcs.py)
+    assert _kinds(through_func, False) == ({"a": "private"}, False)
     # a function (and the functions it calls) that only reads its arrays keeps the launch parallel
     assert _kinds(through_reading_func, False) == ({}, False)
     assert _kinds(through_reading_func, True)[1] is True   # its adjoint accumulates into a's gradient
