@@ -95,9 +95,7 @@ def _dirname(path):
 
 def build_cuda_chunk(module, kernels, device):
     """Compile ``kernels`` of ``module`` for CUDA and load them on ``device``: {kernel: LoadedKernel}."""
-    from .module import LoadedKernel
-
-    from .module import _fast_math_option
+    from .module import LoadedKernel, _fast_math_option
 
     source = module.generate(kernels, "cuda")
     options = nvrtc.FAST_MATH_FLAGS if _fast_math_option(kernels[0]) else []  # (one setting per chunk)
