@@ -9,7 +9,9 @@ hash grid, then the same neighbour lists, multipliers, updates, vorticity and XS
 
 Taichi compiles with fast math by default (reassociated sums, approximate reciprocals and
 square roots, which lets LLVM vectorise the neighbour loops); kernelcore keeps IEEE
-semantics.  Taichi is therefore also timed with ``fast_math=False``
+semantics by default and is also timed with ``SolverPBF(fast_math=True)`` (its pair-loop
+kernels built with GCC's safe fast-math subset, ``kernelcore_fast_math_*``, interleaved with
+the IEEE samples).  Taichi is therefore also timed with ``fast_math=False``
 (``taichi_no_fast_math_*``), the like-for-like comparison.
 
 Taichi runs in a subprocess (``python benchmarks/fluids_pbf.py --taichi-worker ...`` prints
@@ -333,20 +335,30 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf = KcPBF(side)
     kc_pbf.steps(2)
 
-    baseline = []   # the same solver without its pair cache (how this session's speed-up is measured)
+    kc_pbf.solver.fast_math = True
+    kc_pbf.steps(1)   # builds the fast-math twins of the pair-loop kernels
+    kc_pbf.solver.fast_math = False
+    baseline = []   # the same solver without its pair cache (how the pair cache's speed-up is measured)
     kc_cpu = []     # CPU seconds per step with the pair cache (see the module docstring)
+    fast, fast_cpu = [], []   # SolverPBF(fast_math=True), with the pair cache
 
     def kc_samples():
         out = []
         for _ in range(repeats):
-            for cache in (True, False):
-                kc_pbf.solver.pair_cache = cache
+            for cache, fm in ((True, False), (True, True), (False, False)):   # interleaved
+                kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math = cache, fm
                 t0, c0 = time.perf_counter(), time.process_time()
                 kc_pbf.steps(steps)
-                (out if cache else baseline).append((time.perf_counter() - t0) / steps)
-                if cache:
-                    kc_cpu.append((time.process_time() - c0) / steps)
-        kc_pbf.solver.pair_cache = True
+                wall, cpu = (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
+                if fm:
+                    fast.append(wall)
+                    fast_cpu.append(cpu)
+                elif cache:
+                    out.append(wall)
+                    kc_cpu.append(cpu)
+                else:
+                    baseline.append(wall)
+        kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math = True, False
         return out
 
     kc_times = kc_samples()
@@ -360,6 +372,10 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     res["kernelcore_cpu_step_s"] = statistics.median(kc_cpu)
     res["kernelcore_no_pair_cache_step_s"] = statistics.median(baseline)
     res["pair_cache_speedup"] = float(f"{res['kernelcore_no_pair_cache_step_s'] / res['kernelcore_step_s']:.4g}")
+    res["kernelcore_fast_math_step_s"] = statistics.median(fast)
+    res["kernelcore_fast_math_cpu_step_s"] = statistics.median(fast_cpu)
+    res["fast_math_speedup"] = float(f"{res['kernelcore_step_s'] / res['kernelcore_fast_math_step_s']:.4g}")
+    res["fast_math_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res['kernelcore_fast_math_cpu_step_s']:.4g}")
     q = kc_pbf.positions()
     res["kernelcore_finite"] = bool(np.all(np.isfinite(q)))
     res["kernelcore_mean_y"] = float(q[:, 1].mean())
@@ -370,7 +386,10 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                    taichi_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
         if ti_res.get("cpu_samples"):
             c = statistics.median(ti_res["cpu_samples"])
-            res.update(taichi_cpu_step_s=c, taichi_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"))
+            res.update(taichi_cpu_step_s=c, taichi_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"),
+                       taichi_cpu_over_kernelcore_fast_math=float(
+                           f"{c / res['kernelcore_fast_math_cpu_step_s']:.4g}"))
+        res["taichi_over_kernelcore_fast_math"] = float(f"{t / res['kernelcore_fast_math_step_s']:.4g}")
     if ti_strict:
         t = statistics.median(ti_strict["samples"])
         res.update(taichi_no_fast_math_step_s=t, taichi_no_fast_math_samples=ti_strict["samples"],

@@ -25,8 +25,9 @@ from .interop import cuda_mem
 class CudaChunk:
     """One compiled CUDA translation unit, loaded lazily into each device that uses it."""
 
-    def __init__(self, module_name, key, source):
+    def __init__(self, module_name, key, source, options=()):
         self.module_name, self.key, self.source = module_name, key, source
+        self.options = tuple(options)  # extra NVRTC options (fast math)
         self._modules = {}     # device ordinal -> function lookup (keeps the loaded module alive)
         self._functions = {}   # (ordinal, symbol) -> CUfunction handle
         self.error_state = None
@@ -48,7 +49,8 @@ class CudaChunk:
             cp.cuda.runtime.free(0)  # creates the device's primary context if nothing else has yet
             try:
                 arch = nvrtc.arch_for(cuda_mem.compute_capability(device))
-                ptx = nvrtc.cached_ptx(self.key, self.source, f"{self.module_name}.cu", arch, include_dirs)
+                ptx = nvrtc.cached_ptx(self.key, self.source, f"{self.module_name}.cu", arch, include_dirs,
+                                        options=self.options)
                 handle = cp.cuda.driver.moduleLoadData(ptx.encode())
                 return lambda symbol: cp.cuda.driver.moduleGetFunction(handle, symbol)
             except NativeBuildError:
@@ -56,7 +58,8 @@ class CudaChunk:
             except Exception as e:  # old driver for this PTX, or no cuda-bindings: let CuPy compile
                 if config.verbose:
                     print(f"kernelcore: loading PTX of '{self.module_name}' failed ({e}); compiling with CuPy's NVRTC")
-                opts = (f"-I{toolchain.NATIVE_DIR}", *(f"-I{d}" for d in include_dirs))  # NVRTC defaults to C++17
+                opts = (f"-I{toolchain.NATIVE_DIR}", *(f"-I{d}" for d in include_dirs),  # NVRTC defaults to C++17
+                        *self.options)
                 raw = cp.RawModule(code=self.source, options=opts)
                 return lambda symbol: raw.get_function(symbol).ptr
 
@@ -92,11 +95,12 @@ def _dirname(path):
 
 def build_cuda_chunk(module, kernels, device):
     """Compile ``kernels`` of ``module`` for CUDA and load them on ``device``: {kernel: LoadedKernel}."""
-    from .module import LoadedKernel
+    from .module import LoadedKernel, _fast_math_option
 
     source = module.generate(kernels, "cuda")
-    key = "cuda_" + module._cache_key(source, "cuda", nvrtc.NVRTC_FLAGS)
-    chunk = CudaChunk(module.name, key, source)
+    options = nvrtc.FAST_MATH_FLAGS if _fast_math_option(kernels[0]) else []  # (one setting per chunk)
+    key = "cuda_" + module._cache_key(source, "cuda", nvrtc.NVRTC_FLAGS + options)
+    chunk = CudaChunk(module.name, key, source, options)
     out = {}
     for k in kernels:
         fwd = CudaEntry(chunk, entry_name(k.cname, "fwd"))

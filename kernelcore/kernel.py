@@ -17,7 +17,7 @@ class Kernel:
     generic = False  # typing.Any arguments: specialised per launch (kernel_generic.py)
     indexed = False  # kc.indexedarray arguments: launched as a lowered form (indexed_launch.py)
 
-    def __init__(self, pyfunc, module=None, enable_backward=True, simd=None):
+    def __init__(self, pyfunc, module=None, enable_backward=True, simd=None, fast_math=False):
         from .module import get_module
 
         self.func = pyfunc
@@ -29,6 +29,10 @@ class Kernel:
         # CPU forward vectorised across threads (emit_cpp.emit_streaming_entry): None where the
         # kernel qualifies, False never, True required (a build error names why it cannot)
         self.simd = simd
+        if fast_math not in (True, False):
+            raise TypeError(f"kernel '{pyfunc.__name__}': fast_math must be True or False, got {fast_math!r}")
+        # compiled with toolchain.FAST_MATH_FLAGS (NVRTC: --use_fast_math), in chunks of its own
+        self.fast_math = fast_math
         self.arg_names = list(self.defn.arg_names)
         self.arg_types = [self.defn.arg_types[n] for n in self.arg_names]
         digest = hashlib.sha256(f"{self.defn.module}.{pyfunc.__qualname__}\n{self.defn.source}".encode()).hexdigest()[:10]
@@ -80,14 +84,19 @@ class Kernel:
         return f"<kernelcore kernel {self.key}>"
 
 
-def kernel(f=None, *, enable_backward=True, module=None, simd=None):
+def kernel(f=None, *, enable_backward=True, module=None, simd=None, fast_math=False):
     """Decorator: compile a typed Python function as a kernel.
 
     ``simd``: the CPU forward's vectorised entry point (several threads' work per SIMD lane, see
     docs/cpu_codegen.md): None uses it for every kernel that qualifies, False never (the generic
     entry point only), True requires it (building a kernel that does not qualify is an error).
+
+    ``fast_math``: compile the kernel (and the kc.func it calls) with reassociation, reciprocals
+    and FMA contraction allowed (toolchain.FAST_MATH_FLAGS; NVRTC's --use_fast_math on CUDA):
+    results differ from the IEEE build by rounding; NaN and inf still propagate (see
+    docs/cpu_codegen.md, "Fast math").
     """
     def wrap(fn):
-        return Kernel(fn, module=module, enable_backward=enable_backward, simd=simd)
+        return Kernel(fn, module=module, enable_backward=enable_backward, simd=simd, fast_math=fast_math)
 
     return wrap(f) if f is not None else wrap

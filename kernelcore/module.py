@@ -93,7 +93,9 @@ class Module:
             failed = self.failed.setdefault((target, options_key()), {})
             if kernel in failed:
                 raise failed[kernel]
-            pending = [k for k in self.kernels if k not in table and k not in failed]
+            # a chunk is compiled with one set of flags: only kernels of the requested one's fast_math
+            fast = _fast_math_option(kernel)
+            pending = [k for k in self.kernels if k not in table and k not in failed and _fast_math_option(k) == fast]
             if kernel not in pending:
                 pending.append(kernel)
             kernel.ir()   # the requested kernel's own frontend error goes to the caller
@@ -172,19 +174,20 @@ class Module:
 
     def _build_cpu_chunk(self, kernels):
         source = self.generate(kernels, "cpu")
-        flags = toolchain.cpu_flags(config.cxx) + [toolchain.compiler_identity(config.cxx)]
+        extra = toolchain.FAST_MATH_FLAGS if _fast_math_option(kernels[0]) else []
+        flags = toolchain.cpu_flags(config.cxx) + extra + [toolchain.compiler_identity(config.cxx)]
         key = "cpu_" + self._cache_key(source, "cpu", flags)
         src_path = cache.write_source(key, source)
         binary = cache.lookup(key, ".so")
         if binary is None:
-            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name, extra_flags=extra))
         prefer_passive_waiting()  # before libgomp loads with the first kernel library (threads.py)
         try:
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         except OSError:
             # corrupted between the check and the load: rebuild once
             os.remove(binary)
-            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name, extra_flags=extra))
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         chunk = Chunk(key, source, lib, src_path)
         fn = lib.kc_error_state
@@ -259,3 +262,10 @@ def _simd_option(kernel):
     while not hasattr(kernel, "simd") and hasattr(kernel, "base"):
         kernel = kernel.base
     return getattr(kernel, "simd", None)
+
+
+def _fast_math_option(kernel) -> bool:
+    """A kernel's ``fast_math`` option; specialisations and lowered forms take their base kernel's."""
+    while not hasattr(kernel, "fast_math") and hasattr(kernel, "base"):
+        kernel = kernel.base
+    return bool(getattr(kernel, "fast_math", False))

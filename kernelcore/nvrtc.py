@@ -15,6 +15,8 @@ from .errors import NativeBuildError
 
 #: options every kernelcore translation unit is compiled with
 NVRTC_FLAGS = ["--std=c++17", "-w"]
+#: added for @kc.kernel(fast_math=True) (approximate division, square root and transcendentals, FTZ)
+FAST_MATH_FLAGS = ["--use_fast_math"]
 
 
 def _bindings():

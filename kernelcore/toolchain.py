@@ -29,6 +29,14 @@ GCC_FLAGS = ["-fno-tree-loop-vectorize"]
 CPU_FLAGS = COMMON_FLAGS + GCC_FLAGS  # the default compiler's flags (g++)
 
 
+# @kc.kernel(fast_math=True): appended after the common flags. The "safe" part of -ffast-math:
+# reassociation (vectorised sums), reciprocals for divisions, no signed zeros or traps, and FMA
+# contraction (-ffp-contract=fast overrides the common =off). Not -ffinite-math-only: with it GCC
+# folds isnan/isinf to false and NaN checks inside kernels would silently pass; NaN and inf still
+# propagate through a fast-math kernel and are caught where the solvers check for them.
+FAST_MATH_FLAGS = ["-fno-trapping-math", "-fno-signed-zeros", "-fassociative-math", "-freciprocal-math",
+                   "-ffp-contract=fast"]
+
 CLANG_FLAGS = ["-fopenmp=libgomp"]  # GCC's OpenMP runtime: present wherever g++ is, unlike libomp
 
 
@@ -53,10 +61,10 @@ def compiler_identity(cxx: str) -> str:
     return f"{out} | {cpu}"
 
 
-def compile_cpu(source_path: str, out_path: str, module_name: str, include_dirs=()):
+def compile_cpu(source_path: str, out_path: str, module_name: str, include_dirs=(), extra_flags=()):
     """Compile one translation unit to a shared library; raises NativeBuildError with the log."""
     cxx = config.cxx
-    cmd = [cxx, *cpu_flags(cxx), f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
+    cmd = [cxx, *cpu_flags(cxx), *extra_flags, f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
     if config.verbose:
         print("kernelcore: " + " ".join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True)

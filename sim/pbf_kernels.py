@@ -199,13 +199,13 @@ def neighbors_kernel(grid: kc.uint64, p: kc.array(dtype=kc.vec3), search: float,
             kc.atomic_max(overflow, 0, c)
 
 
-def find_neighbors(grid, p, h, nb, nb_count, overflow, device):
+def find_neighbors(grid, p, h, nb, nb_count, overflow, device, fast_math=False):
     """Fill the neighbour lists ``nb`` (N, cap) / ``nb_count`` (N,) of the points ``p``.
 
     ``grid`` must have been built over ``p``; not recorded on a Tape (integer output,
     nothing to differentiate).  ``overflow[0]`` gets the largest count beyond capacity.
     """
-    kc.launch(neighbors_kernel, dim=p.shape[0], inputs=[grid.id, p, NEIGHBOR_SKIN * h, nb.shape[1]],
+    kc.launch(pick(neighbors_kernel, fast_math), dim=p.shape[0], inputs=[grid.id, p, NEIGHBOR_SKIN * h, nb.shape[1]],
               outputs=[nb, nb_count, overflow], device=device, record_tape=False)
 
 
@@ -254,7 +254,7 @@ def scorr_constants(h, scorr_k, scorr_dq):
     return scorr_k * h * h, 1.0 / w_dq
 
 
-def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, pairs=None):
+def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, pairs=None, fast_math=False):
     """Constraint multipliers lambda (N,) [m^2] of positions ``p`` (vec3 (N,)); ``walls``: count the
     boundaries' volume (wall_volume) in the density, body shapes at ``bodies``' poses included.
 
@@ -264,7 +264,7 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, pa
     pass).
     """
     store = pairs is not None
-    kc.launch(lambda_kernel, dim=model.particle_count,
+    kc.launch(pick(lambda_kernel, fast_math), dim=model.particle_count,
               inputs=[p, volume, nbl.nb, nbl.count, h, poly6_coefficient(h), spiky_coefficient(h), eps, int(walls),
                       *bounds, *shape_inputs(model), bodies.count, bodies.body_q, int(store)],
               outputs=[lam, pairs if store else _no_pairs(model.device)], device=model.device)
@@ -328,13 +328,14 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
     p_out[i] = x
 
 
-def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, pairs=None):
+def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, pairs=None,
+                fast_math=False):
     """p_out = boundary projection of p + dp (one Jacobi update; kinematic particles keep p); the body
     shapes' reactions are accumulated into ``bodies`` (a BodyCoupling).  ``pairs``: what
     compute_lambda stored at the same ``p`` (or None: recompute)."""
     k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
     use = pairs is not None
-    kc.launch(delta_kernel, dim=model.particle_count,
+    kc.launch(pick(delta_kernel, fast_math), dim=model.particle_count,
               inputs=[p, volume, model.particle_inv_mass, model.particle_radius, nbl.nb, nbl.count, lam, h,
                       poly6_coefficient(h), spiky_coefficient(h), k_h2, inv_w, int(walls), *bounds,
                       *shape_inputs(model), *bodies.inputs(model, dt), int(use),
@@ -377,11 +378,11 @@ def vorticity_kernel(p: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), vol
     omega_norm[i] = kc.length(w)
 
 
-def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, pairs=None):
+def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, pairs=None, fast_math=False):
     """SPH estimate of the vorticity curl(v) [1/s] at each particle (vec3 (N,)) and its norm (N,);
     ``pairs`` (or None): also store each pair's spiky_factor for finish_velocity."""
     store = pairs is not None
-    kc.launch(vorticity_kernel, dim=model.particle_count,
+    kc.launch(pick(vorticity_kernel, fast_math), dim=model.particle_count,
               inputs=[p, v, volume, nbl.nb, nbl.count, h, spiky_coefficient(h), poly6_coefficient(h), int(store)],
               outputs=[omega, omega_norm, pairs if store else _no_pairs(model.device)], device=model.device)
 
@@ -419,11 +420,12 @@ def finish_kernel(p: kc.array(dtype=kc.vec3), v: kc.array(dtype=kc.vec3), omega:
     v_out[i] = vi
 
 
-def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, pairs=None):
+def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, pairs=None,
+                    fast_math=False):
     """v_out = v + XSPH smoothing + dt * vorticity confinement (kinematic particles keep v); ``pairs``:
     what compute_vorticity stored at the same ``p`` (only with confinement > 0), or None."""
     use = pairs is not None
-    kc.launch(finish_kernel, dim=model.particle_count,
+    kc.launch(pick(finish_kernel, fast_math), dim=model.particle_count,
               inputs=[p, v, omega, omega_norm, volume, model.particle_inv_mass, nbl.nb, nbl.count, h,
                       poly6_coefficient(h), spiky_coefficient(h), xsph, confinement, float(dt), int(use),
                       pairs if use else _no_pairs(model.device)],
@@ -448,3 +450,15 @@ def sph_density(grid, p, mass, h, rho, device):
     """rho (N,) = sum_j m_j W(p_i - p_j) [kg/m^3] (grid built over p with cells >= h); not taped."""
     kc.launch(density_kernel, dim=p.shape[0], inputs=[grid.id, p, mass, h, poly6_coefficient(h)], outputs=[rho],
               device=device, record_tape=False)
+
+
+# Fast-math twins of the pair-loop kernels (SolverPBF(fast_math=True), docs/cpu_codegen.md "Fast
+# math"): the same Python source built with reassociation, reciprocals and FMA allowed. Made
+# here, at import, so that the first fast step builds all of them in one translation unit.
+_FAST_TWINS = {k: kc.kernel(k.func, fast_math=True, enable_backward=k.enable_backward, module=__name__)
+               for k in (neighbors_kernel, lambda_kernel, delta_kernel, vorticity_kernel, finish_kernel)}
+
+
+def pick(kernel, fast_math: bool):
+    """``kernel`` or its fast-math twin."""
+    return _FAST_TWINS[kernel] if fast_math else kernel

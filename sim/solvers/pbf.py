@@ -151,12 +151,16 @@ class SolverPBF:
             pair's kernel-gradient factor (a square root and a division) from the multiplier pass for
             the position update, and from the vorticity pass for XSPH and confinement
             (N * max_neighbors floats; the same result, fewer square roots).
+        fast_math: run the pair-loop kernels (neighbour lists, multipliers, position updates,
+            vorticity, XSPH) in their fast-math builds (@kc.kernel(fast_math=True),
+            docs/cpu_codegen.md): results differ by rounding; NaN still reaches the checks.
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
-                 wall_density: bool = True, check_input: bool = True, pair_cache: bool = True):
+                 wall_density: bool = True, check_input: bool = True, pair_cache: bool = True,
+                 fast_math: bool = False):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -203,6 +207,7 @@ class SolverPBF:
         self._overflow = kc.zeros(1, dtype=kc.int32, device=dev)
         self._zero_force = kc.zeros(model.particle_count, dtype=kc.vec3, device=dev)
         self.pair_cache = bool(pair_cache)
+        self.fast_math = bool(fast_math)
         self._pairs = None
 
     # -- construction checks --------------------------------------------------------------------
@@ -329,17 +334,18 @@ class SolverPBF:
         pairs = self._pair_cache(state_in, state_out)
         for k in range(self.iterations):
             K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
-                             buf.lam[k], pairs)
+                             buf.lam[k], pairs, fast_math=self.fast_math)
             K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
-                          self._bounds, bodies, dt, buf.p[k + 1], pairs)
+                          self._bounds, bodies, dt, buf.p[k + 1], pairs, fast_math=self.fast_math)
         p = buf.p[-1]
         K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
         if self.vorticity_confinement > 0.0:
-            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs)
+            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
+                                fast_math=self.fast_math)
         else:
             pairs = None   # finish_kernel computes its weights itself
         K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
-                          self.vorticity_confinement, dt, state_out.particle_qd, pairs)
+                          self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
         kc.copy(state_out.particle_q, p)
         if model.body_count:
             bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)
@@ -362,7 +368,8 @@ class SolverPBF:
         _build_off_tape(self.grid, p, K.NEIGHBOR_SKIN * self.h)
         if self.check_input:
             self._overflow.zero_()
-        K.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device)
+        K.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
+                         fast_math=self.fast_math)
         if self.check_input:
             most = int(self._overflow.numpy()[0])
             if most:
