@@ -574,6 +574,8 @@ class FastLaunch:
         if not all(map(operator.is_, map(_GRAD, memo[2]), memo[3])):
             return None
         values = memo[4]
+        if self.value_slots:
+            values = list(values)  # another Python thread may be packing from the same entry
         for k in self.value_slots:
             try:
                 b = bytes(pack_value(self.types[k], params[k], "", self.kernel))
