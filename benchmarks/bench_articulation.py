@@ -29,6 +29,10 @@ figure is the torso height after the run in each engine.
 
 Run: python benchmarks/bench_articulation.py --sizes 1,64,1024 --robots 16,256 \
          --out benchmarks/results/articulation.json
+
+``--one-thread`` pins both engines to one thread (kernelcore through KERNELCORE_NUM_THREADS=1,
+MuJoCo's rollout with one MjData): the comparison a shared, loaded machine cannot skew, since
+a parallel step there waits for whichever of its threads the scheduler has put aside.
 """
 from __future__ import annotations
 
@@ -267,10 +271,15 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="MuJoCo rollout threads")
     ap.add_argument("--no-newton", action="store_true")
     ap.add_argument("--robots", default="", help="batch sizes of legged robots, e.g. 16,256 (empty: none)")
+    ap.add_argument("--one-thread", action="store_true", help="kernelcore and MuJoCo on one thread each")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.one_thread:
+        os.environ["KERNELCORE_NUM_THREADS"] = "1"  # read by every launch (kernelcore.device.num_threads)
+        args.threads = 1
     results = {"environment": environment(), "load_average_start": load_average(), "steps": args.steps,
-               "dt": DT, "cases": {}}
+               "dt": DT, "mujoco_threads": args.threads,
+               "kc_threads": os.environ.get("KERNELCORE_NUM_THREADS", "all"), "cases": {}}
     for n in [int(s) for s in args.sizes.split(",")]:
         engines = {"kc": KcCartpoles(n)}
         try:
