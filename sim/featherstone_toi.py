@@ -24,9 +24,13 @@ coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
 conditions, gradients through a bounce are those of the bounce (e.g. d(height after) /
 d(height before) = -e for a ball dropped without gravity).
 
-Limits: one impact per articulation per step (the earliest); capsules, boxes and meshes
-on links keep penalty contacts; static capsules keep penalty contacts with the spheres
-too; the sweep is linear in the step (a link's rotation over one step is linearised).
+Box and capsule shapes on links are swept rigidly with their link's twist by the rigid
+solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
+of their contact manifold.
+
+Limits: one impact per articulation per step (the earliest); meshes on links keep penalty
+contacts; static capsules keep penalty contacts with the spheres too; the sweep is linear
+in the step (a link's rotation over one step is linearised).
 """
 from __future__ import annotations
 
