@@ -230,6 +230,61 @@ def spatial_wrench(force: kc.vec3, arm: kc.vec3) -> kc.spatial_vector:
 SLOTS = MAX_POINTS + 1
 
 
+@kc.func
+def static_contact_slot(k: int, kind: int, scale: kc.vec3, shape_pos_world: kc.vec3, shape_rot_world: kc.mat33,
+                        c_kind: int, c_pos: kc.vec3, c_rot: kc.mat33, c_scale: kc.vec3, ground_normal: kc.vec3,
+                        ground_offset: float):
+    """Contact slot ``k`` (< SLOTS) of a body shape (``kind``, ``scale``, world frame) against a static
+    collider (``c_kind`` GROUND: the ground): (found (0/1), unit normal from the collider, gap [m]
+    (negative: penetration), contact point on the body's surface) -- the points and edge-edge slot of
+    the module docstring, shared by this module and SolverFeatherstone's fused contacts."""
+    found = int(0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    gap = float(1.0e30)
+    contact = shape_pos_world
+    if k < MAX_POINTS:
+        pt = shape_point(kind, scale, k)
+        if c_kind == SPHERE:
+            if kind != SPHERE:  # the body's point closest to the sphere's centre, once
+                pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+                if k == 0:
+                    pt = closest_point_to(kind, scale, kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
+        if pt[3] >= 0.0:
+            x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
+            nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+            n = kc.vec3(nd[0], nd[1], nd[2])
+            gap = nd[3] - pt[3]
+            contact = x - n * pt[3]  # on the body's surface
+            found = 1
+    elif kind == BOX and c_kind == BOX:
+        # crossed edges, which no corner sees
+        gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, scale, c_pos, c_rot,
+                                                          c_scale)
+        if found_e != 0:
+            n = n_e
+            gap = gap_e
+            contact = contact_e
+            found = 1
+    return found, n, gap, contact
+
+
+@kc.func
+def body_contact_wrench(n: kc.vec3, gap: float, arm: kc.vec3, v: kc.vec3, inv_mass: float,
+                        inv_inertia_world: kc.mat33, material: int, c_material: int,
+                        material_ke: kc.array(dtype=float), material_damping_ratio: kc.array(dtype=float),
+                        material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
+                        material_cohesion_distance: kc.array(dtype=float), dt: float) -> kc.spatial_vector:
+    """Wrench (force [N], torque about the centre of mass [N m]) of the contact law (sim/contact.py) at a
+    body's contact point (``arm`` [m] from its centre of mass, velocity ``v`` [m/s], ``gap`` [m] along
+    the normal ``n``), with the body's effective inverse mass along the normal
+    ``1/m + (r x n) . I_world^-1 (r x n)`` (``inv_inertia_world`` [1/(kg m^2)])."""
+    rn = kc.cross(arm, n)
+    w = inv_mass + kc.dot(rn, inv_inertia_world * rn)
+    f = mixed_contact_force(n, gap, v, w, material, c_material, material_ke, material_damping_ratio, material_mu,
+                            material_cohesion, material_cohesion_distance, dt)
+    return spatial_wrench(f, arm)
+
+
 @kc.kernel
 def generate_body_static_contacts_kernel(
         pair_shape: kc.array(dtype=int), pair_static: kc.array(dtype=int),
@@ -260,34 +315,8 @@ def generate_body_static_contacts_kernel(
         c_scale = shape_scale[c]
     shape_rot_world = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
     shape_pos_world = kc.transform_point(tf, shape_pos[s])
-    found = int(0)
-    n = kc.vec3(0.0, 1.0, 0.0)
-    gap = float(1.0e30)
-    contact = shape_pos_world
-    if k < MAX_POINTS:
-        pt = shape_point(kind, shape_scale[s], k)
-        if c_kind == SPHERE:
-            if kind != SPHERE:  # the body's point closest to the sphere's centre, once
-                pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-                if k == 0:
-                    pt = closest_point_to(kind, shape_scale[s],
-                                          kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
-        if pt[3] >= 0.0:
-            x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
-            nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
-            n = kc.vec3(nd[0], nd[1], nd[2])
-            gap = nd[3] - pt[3]
-            contact = x - n * pt[3]  # on the body's surface
-            found = 1
-    elif kind == BOX and c_kind == BOX:
-        # crossed edges, which no corner sees
-        gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, shape_scale[s], c_pos,
-                                                          c_rot, c_scale)
-        if found_e != 0:
-            n = n_e
-            gap = gap_e
-            contact = contact_e
-            found = 1
+    found, n, gap, contact = static_contact_slot(k, kind, shape_scale[s], shape_pos_world, shape_rot_world, c_kind,
+                                                 c_pos, c_rot, c_scale, ground_normal, ground_offset)
     on = int(0)
     if found != 0:
         qd = body_qd[b]
@@ -331,12 +360,11 @@ def apply_body_static_contacts_kernel(
         arm = point[slot] - kc.transform_point(tf, body_com[b])
         v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
         rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-        rn = kc.cross(arm, n)
-        w = body_inv_mass[b] + kc.dot(rn, rot * body_inv_inertia[b] * kc.transpose(rot) * rn)
-        f = mixed_contact_force(n, -depth[slot], v, w, shape_material[s], c_material, material_ke,
-                                material_damping_ratio, material_mu, material_cohesion,
-                                material_cohesion_distance, dt)
-        kc.atomic_add(body_f, b, spatial_wrench(f, arm))
+        wrench = body_contact_wrench(n, -depth[slot], arm, v, body_inv_mass[b],
+                                     rot * body_inv_inertia[b] * kc.transpose(rot), shape_material[s], c_material,
+                                     material_ke, material_damping_ratio, material_mu, material_cohesion,
+                                     material_cohesion_distance, dt)
+        kc.atomic_add(body_f, b, wrench)
 
 
 def body_static_pairs(model, swept_shapes=(), swept_kinds=(), device=None, swept_shapes_all=()):

@@ -1,8 +1,9 @@
 """Body-static penalty contacts for SolverFeatherstone, fused into its step (kernels + launcher).
 
-The same contacts and forces as sim/collide_bodies.py (its contact points, signed
-distances and the contact law of sim/contact.py with the body's effective inverse mass
-along the normal), for a solver that only needs the wrenches: ``pair_contact_wrench``
+The same contacts and forces as sim/collide_bodies.py, through the same funcs (its
+``static_contact_slot``: contact points and signed distances; ``body_contact_wrench``: the
+contact law of sim/contact.py with the body's effective inverse mass along the normal),
+for a solver that only needs the wrenches: ``pair_contact_wrench``
 takes one (body shape, static collider) pair, computes the shape's world frame once,
 visits its contact points (8 box corners, 2 capsule ends, a sphere's centre, the box
 edge-edge slot) and returns the summed wrench.  Nothing is written per contact (no
@@ -23,14 +24,13 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_bodies import (BOX, CAPSULE, GROUND, MAX_POINTS, PLANE, SLOTS, SPHERE, box_edge_contact,
-                             closest_point_to, shape_point, spatial_wrench, static_distance)
+from .collide_bodies import (BOX, CAPSULE, GROUND, PLANE, SLOTS, body_contact_wrench, static_contact_slot,
+                             static_distance)
 from .articulation import fk_articulation
-from .contact import material_inputs, mixed_contact_force
+from .contact import material_inputs
 from .featherstone_kernels import fs_assemble, fs_kinematics, fs_solve_integrate
 from .featherstone_self_contacts import add_link_pair_contacts
 
-POINTS = kc.constant(MAX_POINTS)
 ALL_SLOTS = kc.constant(SLOTS)
 
 
@@ -93,43 +93,16 @@ def pair_contact_wrench(
     if near != 0:
         inv_inertia_world = rot * body_inv_inertia[b] * kc.transpose(rot)
         for k in range(ALL_SLOTS):
-            found = int(0)
-            n = kc.vec3(0.0, 1.0, 0.0)
-            gap = float(1.0e30)
-            contact = shape_pos_world
-            if k < POINTS:
-                pt = shape_point(kind, scale, k)
-                if c_kind == SPHERE:
-                    if kind != SPHERE:  # the body's point closest to the sphere's centre, once
-                        pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-                        if k == 0:
-                            pt = closest_point_to(kind, scale,
-                                              kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
-                if pt[3] >= 0.0:
-                    x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
-                    nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
-                    n = kc.vec3(nd[0], nd[1], nd[2])
-                    gap = nd[3] - pt[3]
-                    contact = x - n * pt[3]  # on the body's surface
-                    found = 1
-            elif kind == BOX and c_kind == BOX:
-                gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, scale, c_pos,
-                                                                  c_rot, c_scale)
-                if found_e != 0:
-                    n = n_e
-                    gap = gap_e
-                    contact = contact_e
-                    found = 1
+            found, n, gap, contact = static_contact_slot(k, kind, scale, shape_pos_world, shape_rot_world, c_kind,
+                                                         c_pos, c_rot, c_scale, ground_normal, ground_offset)
             if found != 0:
                 arm = contact - com
                 v = v_com + kc.cross(w, arm)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-                    rn = kc.cross(arm, n)
-                    inv_m = body_inv_mass[b] + kc.dot(rn, inv_inertia_world * rn)
-                    f = mixed_contact_force(n, gap, v, inv_m, shape_material[s], c_material, material_ke,
-                                            material_damping_ratio, material_mu, material_cohesion,
-                                            material_cohesion_distance, dt)
-                    wrench = wrench + spatial_wrench(f, arm)
+                    wrench = wrench + body_contact_wrench(n, gap, arm, v, body_inv_mass[b], inv_inertia_world,
+                                                          shape_material[s], c_material, material_ke,
+                                                          material_damping_ratio, material_mu, material_cohesion,
+                                                          material_cohesion_distance, dt)
     return wrench
 
 

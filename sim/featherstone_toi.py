@@ -24,9 +24,13 @@ coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
 conditions, gradients through a bounce are those of the bounce (e.g. d(height after) /
 d(height before) = -e for a ball dropped without gravity).
 
-Limits: one impact per articulation per step (the earliest); capsules, boxes and meshes
-on links keep penalty contacts; static capsules keep penalty contacts with the spheres
-too; the sweep is linear in the step (a link's rotation over one step is linearised).
+Box and capsule shapes on links are swept rigidly with their link's twist by the rigid
+solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
+of their contact manifold.
+
+Limits: one impact per articulation per step (the earliest); meshes on links keep penalty
+contacts; static capsules keep penalty contacts with the spheres too; the sweep is linear
+in the step (a link's rotation over one step is linearised).
 """
 from __future__ import annotations
 
@@ -38,16 +42,16 @@ from .articulation import fk_articulation
 from .featherstone_contacts import pair_contact_wrench
 from .featherstone_self_contacts import add_link_pair_contacts
 from .featherstone_kernels import fs_assemble, fs_integrate_coords, fs_kinematics, fs_solve
-from .model import SHAPE_SPHERE
-from .toi import NO_HIT, first_hit, first_hit_material
+from .featherstone_toi_shapes import link_shape_contact, sweep_link_shape
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
 
 
 @kc.func
-def link_point_velocity(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.array(dtype=int, ndim=2),
-                        body_joint: kc.array(dtype=int), joint_S: kc.array(dtype=kc.spatial_vector),
-                        qd: kc.array(dtype=float)) -> kc.vec3:
-    """World velocity [m/s] of the point ``x`` fixed to body ``b`` for the dof velocities ``qd``:
-    ``J(x) qd``, summing the motion subspaces of the joints from ``b`` to the root."""
+def link_twist(b: int, joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
+               joint_S: kc.array(dtype=kc.spatial_vector), qd: kc.array(dtype=float)) -> kc.spatial_vector:
+    """Spatial velocity of body ``b`` for the dof velocities ``qd`` (angular [rad/s], linear [m/s] of the
+    point at the articulation's reference point): the motion subspaces of the joints from ``b`` to the root."""
     v = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     j = body_joint[b]
     while j >= 0:
@@ -57,6 +61,16 @@ def link_point_velocity(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.arr
         j = -1
         if p >= 0:
             j = body_joint[p]
+    return v
+
+
+@kc.func
+def link_point_velocity(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.array(dtype=int, ndim=2),
+                        body_joint: kc.array(dtype=int), joint_S: kc.array(dtype=kc.spatial_vector),
+                        qd: kc.array(dtype=float)) -> kc.vec3:
+    """World velocity [m/s] of the point ``x`` fixed to body ``b`` for the dof velocities ``qd``:
+    ``J(x) qd``, summing the motion subspaces of the joints from ``b`` to the root."""
+    v = link_twist(b, joint_table, body_joint, joint_S, qd)
     return kc.spatial_bottom(v) + kc.cross(kc.spatial_top(v), x - origin)
 
 
@@ -133,7 +147,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
-                  material_mu: kc.array(dtype=float), resting_speed: float,
+                  material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
+                  shape_mesh: kc.array(dtype=kc.uint64),
                   qd_free: kc.array(dtype=float), tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float),
                   y_n: kc.array(dtype=float), y_t: kc.array(dtype=float), impulse: kc.array(dtype=float),
                   dqd: kc.array(dtype=float), qd_move: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
@@ -153,21 +168,44 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
     for i in range(art_toi_start[a], art_toi_start[a + 1]):
         sh = toi_shape[i]
         b = shape_body[sh]
-        r = shape_scale[sh][0]
-        c0 = kc.transform_point(body_q[b], shape_pos[sh])
-        d = link_point_velocity(b, c0, origin, joint_table, body_joint, joint_S, qd_free) * dt
-        hit = first_hit(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
-                        shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-        if hit[3] < best_s:
-            best_s = hit[3]
-            best_n = kc.vec3(hit[0], hit[1], hit[2])
-            best_x = c0 + d * hit[3] - best_n * r  # the contact point at the time of impact
-            best_b = b
-            mb = first_hit_material(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
-                                    shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-            ma = shape_material[sh]
-            e = 0.5 * (material_restitution[ma] + material_restitution[mb])
-            mu = 0.5 * (material_mu[ma] + material_mu[mb])
+        if shape_type[sh] == SPHERE:
+            r = shape_scale[sh][0]
+            c0 = kc.transform_point(body_q[b], shape_pos[sh])
+            d = link_point_velocity(b, c0, origin, joint_table, body_joint, joint_S, qd_free) * dt
+            hit = first_hit(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
+                            shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+            if hit[3] < best_s:
+                best_s = hit[3]
+                best_n = kc.vec3(hit[0], hit[1], hit[2])
+                best_x = c0 + d * hit[3] - best_n * r  # the contact point at the time of impact
+                best_b = b
+                mb = first_hit_material(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
+                                        shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+                ma = shape_material[sh]
+                e = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                mu = 0.5 * (material_mu[ma] + material_mu[mb])
+        else:  # a box or a capsule: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
+            twist = link_twist(b, joint_table, body_joint, joint_S, qd_free)
+            w = kc.spatial_top(twist)
+            com_w = kc.transform_point(body_q[b], body_com[b])
+            v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
+            q_b = kc.transform_get_rotation(body_q[b])
+            offset = shape_pos[sh] - body_com[b]
+            s_hit = sweep_link_shape(sh, com_w, q_b, v_com, w, offset, dt, ground, ground_normal, ground_offset,
+                                     shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                     shape_mesh)
+            if s_hit < best_s:
+                best_s = s_hit
+                n_hit, x_hit, mb2 = link_shape_contact(sh, com_w, q_b, v_com, w, s_hit * dt, offset, ground,
+                                                       ground_normal, ground_offset, ground_material, shape_count,
+                                                       shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                       shape_material, shape_mesh)
+                best_n = n_hit
+                best_x = x_hit
+                best_b = b
+                ma2 = shape_material[sh]
+                e = 0.5 * (material_restitution[ma2] + material_restitution[mb2])
+                mu = 0.5 * (material_mu[ma2] + material_mu[mb2])
     n = best_n
     arm = best_x - origin
     f_n = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -232,7 +270,7 @@ def fs_step_toi_kernel(
         material_cohesion_distance: kc.array(dtype=float),
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
-        material_restitution: kc.array(dtype=float), resting_speed: float,
+        material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
@@ -275,7 +313,7 @@ def fs_step_toi_kernel(
     fs_toi_impact(a, art_table, joint_table, joint_X_p, body_joint, joint_qd, dt, body_q, joint_S, L, qdd,
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
-                  material_mu, resting_speed, qd_free, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
+                  material_mu, resting_speed, body_com, shape_mesh, qd_free, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
                     body_q_out, body_qd_out)
@@ -296,22 +334,26 @@ class ToiBuffers:
         return [getattr(self, name) for name in self.NAMES]
 
 
-def swept_spheres_by_articulation(model, body_joint):
-    """(sphere shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc int arrays,
-    and the numpy shape ids (for body_static_pairs' swept_shapes)."""
+def swept_shapes_by_articulation(model, body_joint):
+    """(sphere, box and capsule shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
+    int arrays, the numpy sphere ids (body_static_pairs' swept_shapes: their pairs with the kinds of
+    sim/toi.py's sweep) and the numpy box and capsule ids (its swept_shapes_all: every static pair is swept)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
-    shapes = np.nonzero((shape_body >= 0) & (shape_type == SHAPE_SPHERE))[0].astype(np.int32)
+    on_link = shape_body >= 0
+    shapes = np.nonzero(on_link & np.isin(shape_type, (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)))[0].astype(np.int32)
+    spheres = shapes[shape_type[shapes] == SHAPE_SPHERE]
+    solids = shapes[shape_type[shapes] != SHAPE_SPHERE]
     art = model.joint_articulation.numpy()[body_joint[shape_body[shapes]]] if len(shapes) else shapes
     order = np.argsort(art, kind="stable")
     start = np.searchsorted(art[order], np.arange(model.articulation_count + 1)).astype(np.int32)
     dev = model.device
     return (kc.array(np.ascontiguousarray(shapes[order]), dtype=kc.int32, device=dev),
-            kc.array(start, dtype=kc.int32, device=dev), shapes)
+            kc.array(start, dtype=kc.int32, device=dev), spheres, solids)
 
 
 def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float):
     """The sweep's arguments of fs_step_toi_kernel, in order (after the contact arguments)."""
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
-            float(resting_speed)]
+            float(resting_speed), model.shape_mesh]
 

@@ -28,7 +28,7 @@ from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from ..featherstone_self_contacts import self_contact_pairs
-from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_spheres_by_articulation
+from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_shapes_by_articulation
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
@@ -93,7 +93,8 @@ class SolverFeatherstone:
             contacts with the shapes' materials).  Bodies of one robot do not collide with
             each other, nor with other robots.
         toi: time-of-impact contacts for the sphere shapes of the links against the ground and
-            static planes, spheres and boxes (sim/featherstone_toi.py): an impulse through the
+            static planes, spheres and boxes, and for their box and capsule shapes against those,
+            static capsules and meshes (sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
         self_collision: contacts between the shapes of different links of one robot
@@ -136,11 +137,11 @@ class SolverFeatherstone:
         self.contacts = bool(contacts)
         self.toi = bool(toi)
         self._toi_shape = self._art_toi_start = None
-        swept = ()
+        swept = swept_all = ()
         if self.toi:
-            self._toi_shape, self._art_toi_start, swept = swept_spheres_by_articulation(model, body_joint)
-        self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS) \
-            if self.contacts else None
+            self._toi_shape, self._art_toi_start, swept, swept_all = swept_shapes_by_articulation(model, body_joint)
+        self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS,
+                                       swept_shapes_all=swept_all) if self.contacts else None
         if self.pairs is None and self_collision:  # no static pairs, only the links' own
             self.pairs = tuple(kc.zeros(0, dtype=kc.int32, device=dev) for _ in range(2))
         self.self_collision = bool(self_collision)
