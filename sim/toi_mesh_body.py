@@ -58,11 +58,14 @@ def mesh_edge(mesh: kc.uint64, e: int):
 
 
 @kc.func
-def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: kc.vec3, rb: float):
+def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: kc.vec3, rb: float,
+                         centre_b: kc.vec3, by_centre: int):
     """Segment A (``a0``, ``a0 + da``, radius ``ra``) against segment B (radius ``rb``) [m]: (distance,
     unit normal from B to A, contact point on A's surface); distance FAR when they touch at no
     defined direction.  Two crossing segments take the normal across both, exact where the
-    separation is rounding noise (at the time of impact)."""
+    separation is rounding noise (at the time of impact); its side is that of the separation, or
+    with ``by_centre`` away from ``centre_b`` (B an edge of a convex solid of that centre: at the
+    time of impact two sharp edges touch and the separation has no side)."""
     d = float(FAR)
     n = kc.vec3(0.0, 1.0, 0.0)
     st = segment_params(a0, da, b0, db)
@@ -74,10 +77,13 @@ def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: k
     if crossing and kc.length(axis) > 1.0e-6 * kc.length(da) * kc.length(db):
         axis = kc.normalize(axis)
         h = kc.dot(sep, axis)
+        side = h
+        if by_centre != 0:
+            side = kc.dot(b0 + db * st[1] - centre_b, axis)
         n = axis
-        if h < 0.0:
+        if side < 0.0:
             n = -axis
-        d = kc.abs(h) - ra - rb
+        d = kc.abs(h) - ra - rb  # the segments' distance either way
     elif dist > 0.0:
         n = sep / dist
         d = dist - ra - rb
@@ -149,8 +155,11 @@ def mesh_feature_distance(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
             ge = f - nv - 8
             la0, la1 = mesh_edge(mesh, ge // segs)
             lb0, lb1, rb = collider_segment(kb, scale_b, ge % segs)
+            by_centre = int(0)  # a box's sharp edge: the normal points away from the box's centre
+            if kb == BOX:
+                by_centre = 1
             d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, pos_b + rot_b * lb0,
-                                           rot_b * (lb1 - lb0), rb)
+                                           rot_b * (lb1 - lb0), rb, pos_b, by_centre)
     return d, n, p
 
 
@@ -197,7 +206,7 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
         elif e == 2:
             b0 = t2
             b1 = t0
-        d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0)
+        d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0, b0, 0)
         d = d - MESH_SKIN
     return d, n, p
 
