@@ -1,7 +1,8 @@
 """Time-of-impact contacts of box, capsule and compound bodies against the ground and static shapes.
 
-With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule,
-or a compound of several spheres, boxes and capsules (a dumbbell; also a single sphere when
+With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box, a capsule or a
+mesh (a convex hull or a closed triangle mesh: its features are sim/toi_mesh_body.py's), or a
+compound of several spheres, boxes, capsules and meshes (a dumbbell; also a single sphere when
 the model has static meshes, which sim/toi.py does not sweep), is moved through its step
 along its real path, translation ``x(s) = x0 + s dt v1`` and
 the Cayley rotation of the step's (midpoint) angular velocity ``w``, and stopped at the
@@ -50,7 +51,7 @@ Approach speeds below ``resting_speed`` (two steps of gravity) get no restitutio
 manifold's features left out (they separate or slide), for up to four impacts per step;
 a rocking or tumbling box that lands on a second corner within the same step is caught.
 
-Bodies with a mesh shape keep penalty contacts; impacts with other swept bodies are
+Mesh bodies meet other bodies through penalty contacts only; impacts of the other swept bodies are
 sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
 mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
 """

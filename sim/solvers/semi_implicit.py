@@ -52,14 +52,15 @@ class SolverSemiImplicit:
         brute_force_contacts: find particle pairs by testing all pairs instead of a
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
-            against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
-            for box, capsule and compound (several spheres, boxes, capsules) bodies against the
-            ground and static planes, spheres, boxes, capsules and triangle meshes
-            (sim/toi_mesh.py), and (sim/toi_body_pairs.py) for impacts between two such bodies,
+            against the ground and static planes, spheres and boxes (up to four impacts per
+            step), and (sim/toi_shapes.py) for box, capsule, mesh and compound (several spheres,
+            boxes, capsules, meshes) bodies against the ground and static planes, spheres, boxes,
+            capsules and triangle meshes (sim/toi_mesh.py, sim/toi_mesh_body.py), and
+            (sim/toi_body_pairs.py) for impacts between two such bodies without a mesh,
             instead of penalty forces: nothing tunnels, bounces have exactly the material's
             restitution at any step, and gradients through a bounce are those of the real
-            bounce.  Other contacts (bodies with a mesh shape, which the solver names in a
-            warning; slow contacts between swept bodies other than two spheres; particles
+            bounce.  Other contacts (mesh bodies against other bodies, which the solver names in
+            a warning; slow contacts between swept bodies other than two spheres; particles
             against static meshes; particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
