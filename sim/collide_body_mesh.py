@@ -446,9 +446,13 @@ class BodyMeshContacts:
     Args:
         model: the sim.Model.
         grid_dim: hash grid cells per axis (None: from the shape count).
+        exclude_shapes: body shapes that get no contacts with static shapes and meshes here (the
+            time-of-impact sweep stops them: a penalty contact's onset window, sim/contact.py, would
+            push a fast body that starts a step within half a step's closing distance); their
+            body-body contacts stay.
     """
 
-    def __init__(self, model, grid_dim: int | None = None, slots: int = 16):
+    def __init__(self, model, grid_dim: int | None = None, slots: int = 16, exclude_shapes=()):
         if int(slots) < 1:
             raise ValueError(f"BodyMeshContacts(slots={slots}): must be at least 1")
         #: contact slots of one (body shape, static mesh) vertex query and of one mesh vertex's pair query
@@ -470,15 +474,19 @@ class BodyMeshContacts:
         body_meshes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_MESH]
         body_prims = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] in PRIMITIVE_POINTS]
         static_meshes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_MESH]
+        excluded = set(int(s) for s in exclude_shapes)
+        # body shapes that meet static shapes here (the excluded ones do in the sweep)
+        static_meshes_of = [s for s in body_meshes if s not in excluded]
+        static_prims_of = [s for s in body_prims if s not in excluded]
         statics = ([-1] if model.ground else []) + [
             s for s in range(k)
             if shape_body[s] < 0 and shape_type[s] in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE)]
         items = []
-        for s in body_meshes:
+        for s in static_meshes_of:
             for c in statics + static_meshes:
                 extra = COLLIDER_POINTS.get(int(shape_type[c]), 0) if c >= 0 else 0
                 items += [(s, c, p) for p in range(int(counts[s]) + extra)]
-        for s in body_prims:
+        for s in static_prims_of:
             for c in static_meshes:
                 items += [(s, c, p) for p in range(PRIMITIVE_POINTS[int(shape_type[s])])]
         items = np.asarray(items, np.int32).reshape(-1, 3)
@@ -492,7 +500,7 @@ class BodyMeshContacts:
             self._vertex_bvhs.append(bvh)
             vertex_bvh[c] = np.uint64(bvh.id)
         self.vertex_bvh = kc.array(vertex_bvh, dtype=kc.uint64, device=dev)
-        vertex_items = np.asarray([(s, c) for s in body_meshes + body_prims if shape_type[s] != SHAPE_SPHERE
+        vertex_items = np.asarray([(s, c) for s in static_meshes_of + static_prims_of if shape_type[s] != SHAPE_SPHERE
                                    for c in static_meshes], np.int32).reshape(-1, 2)
         self.vertex_count = len(vertex_items)
         self.vertex_items = [kc.array(np.ascontiguousarray(vertex_items[:, j]), dtype=kc.int32, device=dev)
@@ -501,7 +509,7 @@ class BodyMeshContacts:
                              for j in range(3)]
         self.static_count = len(items)
         # sharp mesh edges across box faces (a box on a ridge, a mesh body on a box's edge)
-        self.edges = MeshEdgeContacts(model, slots)
+        self.edges = MeshEdgeContacts(model, slots, exclude_shapes=excluded)
         if not self.edges.capacity():
             self.edges = None
         # body pairs with a mesh on at least one side
@@ -627,9 +635,10 @@ def _contact_outputs(contacts):
             contacts.count, contacts.overflow]
 
 
-def make_body_mesh_contacts(model, slots: int = 16):
-    """A :class:`BodyMeshContacts` when the model has bodies and meshes that can touch, else None."""
+def make_body_mesh_contacts(model, slots: int = 16, exclude_shapes=()):
+    """A :class:`BodyMeshContacts` when the model has bodies and meshes that can touch, else None;
+    ``exclude_shapes``: body shapes left out of the contacts with static shapes (see the class)."""
     if not model.body_count or not (model.body_mesh_shape_indices or model.mesh_shape_indices):
         return None
-    contacts = BodyMeshContacts(model, slots=slots)
+    contacts = BodyMeshContacts(model, slots=slots, exclude_shapes=exclude_shapes)
     return contacts if contacts.active else None

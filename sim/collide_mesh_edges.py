@@ -393,17 +393,23 @@ class MeshEdgeContacts:
     Args:
         model: the sim.Model.
         slots: contact slots of one box body's query of static mesh edges (two per edge met).
+        exclude_shapes: body shapes left out (the time-of-impact sweep meets the static shapes instead).
     """
 
-    def __init__(self, model, slots: int = 16):
+    def __init__(self, model, slots: int = 16, exclude_shapes=()):
         self.slots = int(slots)
         k = model.shape_count
         shape_body = model.shape_body.numpy() if k else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if k else np.zeros(0, np.int32)
         dev = model.device
-        body_boxes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_BOX]
-        body_capsules = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_CAPSULE]
-        body_meshes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_MESH]
+        excluded = set(int(s) for s in exclude_shapes)  # body shapes the time-of-impact sweep stops instead
+
+        def body_shapes(kind):
+            return [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == kind and s not in excluded]
+
+        body_boxes = body_shapes(SHAPE_BOX)
+        body_capsules = body_shapes(SHAPE_CAPSULE)
+        body_meshes = body_shapes(SHAPE_MESH)
         static_meshes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_MESH]
         static_boxes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_BOX]
         # box bodies against the sharp edges of every static mesh (static mesh points are in world)

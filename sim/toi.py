@@ -25,8 +25,11 @@ the sweep sees a thin wall however far the body moves in one step.
 Approach speeds below ``resting_speed`` (two steps of gravity) get no restitution, so a
 resting ball stays on the ground instead of hopping by ``g dt^2`` each step.  A box is
 swept as the box inflated by the radius (its edges and corners are square, not rounded:
-a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early).  One impact per
-step: after a bounce the rest of the step is not swept again.  Static capsules and
+a sphere glancing past an edge may hit up to (sqrt(3) - 1) r early; a sphere that starts
+inside it by a rounding hair after an impact takes the nearest face's normal).  After a
+bounce the rest of the step is swept again from the impact, up to MAX_IMPACTS impacts per
+step (a ball in a narrow gap meets both walls within one step); for a sphere body the later
+sweeps meet the static colliders only (not other bodies).  Static capsules and
 meshes keep the penalty contact for particles; a sphere body's impacts with swept box, capsule
 and compound bodies are sim/toi_body_pairs.py's; compound bodies, and sphere bodies when the
 model has static meshes, are swept by sim/toi_shapes.py.
@@ -46,6 +49,8 @@ SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
 NO_HIT = kc.constant(2.0)
+#: impacts handled per step (a particle or sphere body in a narrow gap meets both sides in one step)
+MAX_IMPACTS = 4
 
 
 @kc.func
@@ -116,6 +121,18 @@ def sweep_box(x0: kc.vec3, d: kc.vec3, r: float, pos: kc.vec3, rot: kc.mat33, ha
     if t_enter <= t_exit:
         if t_exit > 0.0:
             if t_enter <= 1.0:
+                if t_enter < 0.0:
+                    # starting inside the inflated box (by a rounding hair, after an impact in this step):
+                    # the nearest face decides, not the one the path crossed behind the start
+                    depth = float(1.0e30)
+                    for j in range(3):
+                        gap = h[j] - kc.abs(lx[j])
+                        if gap < depth:
+                            depth = gap
+                            n_local = kc.vec3(0.0, 0.0, 0.0)
+                            n_local[j] = 1.0
+                            if lx[j] < 0.0:
+                                n_local[j] = -1.0
                 n = rot * n_local
                 if kc.dot(n, d) < 0.0:
                     out = kc.vec4(n[0], n[1], n[2], kc.max(t_enter, 0.0))
@@ -224,7 +241,7 @@ def integrate_particles_toi_kernel(
         material_mu: kc.array(dtype=float), resting_speed: float,
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33),
+        body_inv_inertia: kc.array(dtype=kc.mat33), max_impacts: int,
         q1: kc.array(dtype=kc.vec3), qd1: kc.array(dtype=kc.vec3), body_f: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     w = inv_mass[i]
@@ -237,77 +254,95 @@ def integrate_particles_toi_kernel(
     x1 = x0 + v1 * dt
     if w > 0.0:
         r = radius[i]
-        d = v1 * dt
-        hit = first_hit(x0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
-                        shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-        s = hit[3]
-        n = kc.vec3(hit[0], hit[1], hit[2])
-        mb = ground_material
-        if s <= 1.0:
-            mb = first_hit_material(x0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
-                                    shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-        # spheres and boxes on bodies: swept along the motion relative to the body (the body's
-        # velocity at the step's start, at the particle); the earliest hit wins
-        hit_body = int(-1)
-        for k in range(shape_count):
-            bk = shape_body[k]
-            if bk >= 0:
-                tk = shape_type[k]
-                if tk == SPHERE or tk == BOX:
-                    tfb = body_q[bk]
-                    pos_k = kc.transform_point(tfb, shape_pos[k])
-                    com_k = kc.transform_point(tfb, body_com[bk])
-                    v_k = kc.spatial_top(body_qd[bk]) + kc.cross(kc.spatial_bottom(body_qd[bk]), x0 - com_k)
-                    d_rel = d - v_k * dt
-                    hit_k = kc.vec4(0.0, 1.0, 0.0, NO_HIT)
-                    if tk == SPHERE:
-                        s_k = sweep_sphere(x0, d_rel, r, pos_k, shape_scale[k][0])
-                        if s_k < NO_HIT:
-                            n_k = kc.normalize(x0 + d_rel * s_k - pos_k)
-                            hit_k = kc.vec4(n_k[0], n_k[1], n_k[2], s_k)
+        # the motion so far: at fraction s_c of the step, position x_c, velocity v_c; it moves on with
+        # v_path (semi-implicit: the velocity at the step's end) until the next impact, up to max_impacts
+        x_c = x0
+        v_c = v0
+        v_path = v1
+        s_c = float(0.0)
+        for _impact in range(max_impacts):
+            if s_c < 1.0:
+                d = v_path * ((1.0 - s_c) * dt)
+                hit = first_hit(x_c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
+                                shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+                s = hit[3]
+                n = kc.vec3(hit[0], hit[1], hit[2])
+                mb = ground_material
+                if s <= 1.0:
+                    mb = first_hit_material(x_c, d, r, ground, ground_normal, ground_offset, ground_material,
+                                            shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                            shape_material)
+                # spheres and boxes on bodies: swept along the motion relative to the body (the body's
+                # velocity at the step's start, at the particle); the earliest hit wins
+                hit_body = int(-1)
+                for k in range(shape_count):
+                    bk = shape_body[k]
+                    if bk >= 0:
+                        tk = shape_type[k]
+                        if tk == SPHERE or tk == BOX:
+                            tfb = body_q[bk]
+                            pos_k = kc.transform_point(tfb, shape_pos[k])
+                            com_k = kc.transform_point(tfb, body_com[bk])
+                            v_k = kc.spatial_top(body_qd[bk]) + kc.cross(kc.spatial_bottom(body_qd[bk]), x_c - com_k)
+                            # the body's shape where it is at s_c (it moves with v_k)
+                            pos_k = pos_k + v_k * (s_c * dt)
+                            d_rel = d - v_k * ((1.0 - s_c) * dt)
+                            hit_k = kc.vec4(0.0, 1.0, 0.0, NO_HIT)
+                            if tk == SPHERE:
+                                s_k = sweep_sphere(x_c, d_rel, r, pos_k, shape_scale[k][0])
+                                if s_k < NO_HIT:
+                                    n_k = kc.normalize(x_c + d_rel * s_k - pos_k)
+                                    hit_k = kc.vec4(n_k[0], n_k[1], n_k[2], s_k)
+                            else:
+                                rot_k = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[k]
+                                hit_k = sweep_box(x_c, d_rel, r, pos_k, rot_k, shape_scale[k])
+                            if hit_k[3] < s:
+                                s = hit_k[3]
+                                n = kc.vec3(hit_k[0], hit_k[1], hit_k[2])
+                                mb = shape_material[k]
+                                hit_body = bk
+                if s <= 1.0:
+                    ma = particle_material[i]
+                    e = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                    mu = 0.5 * (material_mu[ma] + material_mu[mb])
+                    zero_arm = kc.vec3(0.0, 0.0, 0.0)
+                    no_rotation = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    s_hit = s_c + s * (1.0 - s_c)  # the impact's fraction of the whole step
+                    rest = (1.0 - s_hit) * dt
+                    # the bounce with the velocity at the time of impact, then the rest of the step's
+                    # acceleration, stopped (inelastically) if it would press into the surface
+                    v_hit = v_c + a * ((s_hit - s_c) * dt)
+                    v_end = v_hit
+                    if hit_body >= 0:
+                        # a body's shape: the impulse on the relative velocity with both inverse masses; the
+                        # body takes the reaction as a force over the step at the contact point (it is
+                        # integrated after the particles, from these wrenches)
+                        tfb = body_q[hit_body]
+                        qdb = body_qd[hit_body]
+                        com_b = kc.transform_point(tfb, body_com[hit_body]) + kc.spatial_top(qdb) * (s_hit * dt)
+                        arm = x_c + d * s - n * r - com_b
+                        rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
+                        inv_inertia_b = rot_b * body_inv_inertia[hit_body] * kc.transpose(rot_b)
+                        w_pair = w + body_inv_mass[hit_body]
+                        v_b = kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm)
+                        j1 = impact_impulse(n, v_hit - v_b, arm, w_pair, inv_inertia_b, e, mu, resting_speed)
+                        v_end = v_hit + j1 * w + a * rest
+                        j2 = impact_impulse(n, v_end - v_b, arm, w_pair, inv_inertia_b, 0.0, mu, resting_speed)
+                        v_end = v_end + j2 * w
+                        reaction = (j1 + j2) * (-1.0 / dt)
+                        kc.atomic_add(body_f, hit_body, kc.spatial_vector(reaction, kc.cross(arm, reaction)))
                     else:
-                        rot_k = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[k]
-                        hit_k = sweep_box(x0, d_rel, r, pos_k, rot_k, shape_scale[k])
-                    if hit_k[3] < s:
-                        s = hit_k[3]
-                        n = kc.vec3(hit_k[0], hit_k[1], hit_k[2])
-                        mb = shape_material[k]
-                        hit_body = bk
-        if s <= 1.0:
-            ma = particle_material[i]
-            e = 0.5 * (material_restitution[ma] + material_restitution[mb])
-            mu = 0.5 * (material_mu[ma] + material_mu[mb])
-            zero_arm = kc.vec3(0.0, 0.0, 0.0)
-            no_rotation = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-            rest = (1.0 - s) * dt
-            # the bounce with the velocity at the time of impact, then the rest of the step's
-            # acceleration, stopped (inelastically) if it would press into the surface
-            v_hit = v0 + a * (s * dt)
-            if hit_body >= 0:
-                # a body's shape: the impulse on the relative velocity with both inverse masses; the
-                # body takes the reaction as a force over the step at the contact point (it is
-                # integrated after the particles, from these wrenches)
-                tfb = body_q[hit_body]
-                qdb = body_qd[hit_body]
-                com_b = kc.transform_point(tfb, body_com[hit_body]) + kc.spatial_top(qdb) * (s * dt)
-                arm = x0 + d * s - n * r - com_b
-                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb))
-                inv_inertia_b = rot_b * body_inv_inertia[hit_body] * kc.transpose(rot_b)
-                w_pair = w + body_inv_mass[hit_body]
-                v_b = kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm)
-                j1 = impact_impulse(n, v_hit - v_b, arm, w_pair, inv_inertia_b, e, mu, resting_speed)
-                v_end = v_hit + j1 * w + a * rest
-                j2 = impact_impulse(n, v_end - v_b, arm, w_pair, inv_inertia_b, 0.0, mu, resting_speed)
-                v_end = v_end + j2 * w
-                reaction = (j1 + j2) * (-1.0 / dt)
-                kc.atomic_add(body_f, hit_body, kc.spatial_vector(reaction, kc.cross(arm, reaction)))
-                v1 = v_end
-                x1 = x0 + d * s + v_end * rest
-            else:
-                v_end = v_hit + impact_impulse(n, v_hit, zero_arm, w, no_rotation, e, mu, resting_speed) * w + a * rest
-                v_end = v_end + impact_impulse(n, v_end, zero_arm, w, no_rotation, 0.0, mu, resting_speed) * w
-                v1 = v_end
-                x1 = x0 + d * s + v_end * rest
+                        v_end = v_hit + impact_impulse(n, v_hit, zero_arm, w, no_rotation, e, mu,
+                                                       resting_speed) * w + a * rest
+                        v_end = v_end + impact_impulse(n, v_end, zero_arm, w, no_rotation, 0.0, mu, resting_speed) * w
+                    x_c = x_c + d * s
+                    v_c = v_end - a * rest
+                    v_path = v_end
+                    s_c = s_hit
+                    v1 = v_end
+                    x1 = x_c + v_end * rest
+                else:
+                    s_c = 2.0  # nothing more is hit: x1, v1 are the step's end
     qd1[i] = v1
     q1[i] = x1
 
@@ -334,7 +369,7 @@ def integrate_particles_toi(model, state_in, forces, state_out, dt: float, wrenc
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
                       resting_speed(model, dt), state_in.body_q, state_in.body_qd, model.body_com,
-                      model.body_inv_mass, model.body_inv_inertia],
+                      model.body_inv_mass, model.body_inv_inertia, MAX_IMPACTS],
               outputs=[state_out.particle_q, state_out.particle_qd, wrenches], device=model.device)
 
 
@@ -350,7 +385,7 @@ def integrate_bodies_toi_kernel(
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
         grid: kc.uint64, pair_count: int, pair_shape_ids: kc.array(dtype=int), max_bound: float,
-        speed_bound: kc.array(dtype=float),
+        speed_bound: kc.array(dtype=float), max_impacts: int,
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     tf = body_q0[i]
@@ -437,6 +472,52 @@ def integrate_bodies_toi_kernel(
                 w1 = w_end + inv_inertia_world * kc.cross(arm, j2)
             x1 = x_hit + v1 * rest
             q1 = rotate_by(q_hit, w1, rest)
+            # the rest of the step swept again against the static colliders, from impact to impact (a
+            # ball in a narrow gap meets both sides in one step); other bodies are met in the first sweep only
+            x_c = x_hit
+            q_c = q_hit
+            v_c = v1 - a * rest  # the velocity at the impact; v1 adds the rest of the step's acceleration
+            s_c = s
+            for _impact in range(max_impacts - 1):
+                if s_c < 1.0:
+                    rest_c = (1.0 - s_c) * dt
+                    c_c = x_c + kc.quat_rotate(q_c, shape_pos[sh] - com)
+                    d_c = (v1 + kc.cross(w1, c_c - x_c)) * rest_c
+                    hit_c = first_hit(c_c, d_c, r, ground, ground_normal, ground_offset, ground_material, shape_count,
+                                      shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+                    s2 = hit_c[3]
+                    if s2 <= 1.0:
+                        n2 = kc.vec3(hit_c[0], hit_c[1], hit_c[2])
+                        mb2 = first_hit_material(c_c, d_c, r, ground, ground_normal, ground_offset, ground_material,
+                                                 shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                 shape_material)
+                        ma2 = shape_material[sh]
+                        e2 = 0.5 * (material_restitution[ma2] + material_restitution[mb2])
+                        mu2 = 0.5 * (material_mu[ma2] + material_mu[mb2])
+                        s_hit = s_c + s2 * (1.0 - s_c)
+                        rest2 = (1.0 - s_hit) * dt
+                        x_hit2 = x_c + v1 * (s2 * rest_c)
+                        q_hit2 = rotate_by(q_c, w1, s2 * rest_c)
+                        arm2 = kc.quat_rotate(q_hit2, shape_pos[sh] - com) - n2 * r  # centre of mass to contact point
+                        rot2 = kc.quat_to_matrix(q_hit2)
+                        inv_inertia2 = rot2 * inv_inertia[i] * kc.transpose(rot2)
+                        v_hit2 = v_c + a * ((s_hit - s_c) * dt)
+                        j1 = impact_impulse(n2, v_hit2 + kc.cross(w1, arm2), arm2, inv_mass[i], inv_inertia2, e2, mu2,
+                                            resting_speed)
+                        v_end2 = v_hit2 + j1 * inv_mass[i] + a * rest2
+                        w_end2 = w1 + inv_inertia2 * kc.cross(arm2, j1)
+                        j2 = impact_impulse(n2, v_end2 + kc.cross(w_end2, arm2), arm2, inv_mass[i], inv_inertia2, 0.0,
+                                            mu2, resting_speed)
+                        v1 = v_end2 + j2 * inv_mass[i]
+                        w1 = w_end2 + inv_inertia2 * kc.cross(arm2, j2)
+                        x_c = x_hit2
+                        q_c = q_hit2
+                        v_c = v1 - a * rest2
+                        s_c = s_hit
+                        x1 = x_hit2 + v1 * rest2
+                        q1 = rotate_by(q_hit2, w1, rest2)
+                    else:
+                        s_c = 2.0  # nothing more is hit
     if sh != -2:  # -2: a box or capsule body, stepped by sim/toi_shapes.py
         body_q1[i] = body_frame_from_com(x1, q1, com)
         body_qd1[i] = kc.spatial_vector(v1, w1)
@@ -494,7 +575,7 @@ def integrate_bodies_toi(model, state_in, wrenches, state_out, dt: float, toi_sh
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), grid_id, pair_count, pair_ids, max_bound, speed_bound],
+                      resting_speed(model, dt), grid_id, pair_count, pair_ids, max_bound, speed_bound, MAX_IMPACTS],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)
     if pair_count:
         pairs.record_rebuild(model, state_in.body_q)

@@ -490,12 +490,14 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
 
 
 def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
-    """Warn (once, at solver construction) about the bodies ``toi=True`` does not sweep: bodies with a
-    shape other than a sphere, box or capsule (a mesh) keep penalty contacts, so they can tunnel and
-    their bounce gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices."""
+    """Warn (once, at solver construction) about the contacts ``toi=True`` does not sweep: bodies with a
+    mesh shape are swept against the ground and static shapes and meshes (sim/toi_mesh_body.py), but
+    their contacts with other bodies stay penalty contacts, so there they can tunnel and their bounce
+    gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices (none when the
+    model has a single body)."""
     import warnings
 
-    if model.body_count == 0 or model.shape_count == 0:
+    if model.body_count < 2 or model.shape_count == 0:
         return []
     shape_body = model.shape_body.numpy()
     shape_type = model.shape_type.numpy()
@@ -505,10 +507,10 @@ def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
         if any(shape_type[s] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE) for s in mine):
             other.append(b)
     if other:
-        warnings.warn(f"{solver_name}(toi=True): bodies not swept: {len(other)} with a mesh shape (indices "
-                      f"{_first(other)}); their contacts stay penalty contacts (they can pass through thin things, "
-                      f"and bounce gradients depend on ke and dt). Bodies made of spheres, boxes and capsules get "
-                      f"time-of-impact contacts.", stacklevel=3)
+        warnings.warn(f"{solver_name}(toi=True): body-body contacts not swept: {len(other)} bodies with a mesh shape "
+                      f"(indices {_first(other)}) are swept against static shapes, but their contacts with other "
+                      f"bodies stay penalty contacts (they can pass through thin bodies, and those bounce gradients "
+                      f"depend on ke and dt).", stacklevel=3)
     return other
 
 

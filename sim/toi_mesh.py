@@ -192,38 +192,6 @@ def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.v
                     best_p = p
     return best, best_n, best_p
 
-def drop_swept_mesh_contacts(model, mesh_contacts, swept_shapes):
-    """Leave the shapes in ``swept_shapes`` out of the penalty contacts with static meshes of
-    ``mesh_contacts`` (a ``sim.collide_body_mesh.BodyMeshContacts`` or None): the sweep stops them
-    at the mesh, and a penalty contact's onset window (sim/contact.py) would push a fast body that
-    starts a step within half a step's closing distance of a mesh.  Returns the contacts, or None
-    when none are left."""
-    import numpy as np
-
-    if mesh_contacts is None or not len(swept_shapes):
-        return mesh_contacts
-    swept = np.asarray(sorted(set(int(s) for s in swept_shapes)), np.int32)
-    dev = model.device
-
-    def keep(items):
-        cols = [a.numpy() for a in items]
-        rows = ~np.isin(cols[0], swept)
-        return [kc.array(np.ascontiguousarray(c[rows]), dtype=kc.int32, device=dev) for c in cols], int(rows.sum())
-
-    if mesh_contacts.static_count:
-        mesh_contacts.static_items, mesh_contacts.static_count = keep(mesh_contacts.static_items)
-    if mesh_contacts.vertex_count:
-        mesh_contacts.vertex_items, mesh_contacts.vertex_count = keep(mesh_contacts.vertex_items)
-    edges = mesh_contacts.edges
-    if edges is not None:
-        if edges.box_count:
-            (edges.box_items,), edges.box_count = keep([edges.box_items])
-        if getattr(edges, "capsule_count", 0):   # capsule bodies across static mesh ridges (collide_mesh_edges.py)
-            (edges.capsule_items,), edges.capsule_count = keep([edges.capsule_items])
-        if not edges.capacity():
-            mesh_contacts.edges = None
-    return mesh_contacts if mesh_contacts.active else None
-
 
 #: static meshes with more triangles than this have feature ids that float32 cannot tell apart
 MAX_EXACT_FACES = (1 << 24) // (8 * TRIANGLE_FEATURES)

@@ -1,7 +1,8 @@
 """Time-of-impact contacts of box, capsule and compound bodies against the ground and static shapes.
 
-With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box or a capsule,
-or a compound of several spheres, boxes and capsules (a dumbbell; also a single sphere when
+With ``SolverSemiImplicit(model, toi=True)`` a body whose only shape is a box, a capsule or a
+mesh (a convex hull or a closed triangle mesh: its features are sim/toi_mesh_body.py's), or a
+compound of several spheres, boxes, capsules and meshes (a dumbbell; also a single sphere when
 the model has static meshes, which sim/toi.py does not sweep), is moved through its step
 along its real path, translation ``x(s) = x0 + s dt v1`` and
 the Cayley rotation of the step's (midpoint) angular velocity ``w``, and stopped at the
@@ -50,7 +51,7 @@ Approach speeds below ``resting_speed`` (two steps of gravity) get no restitutio
 manifold's features left out (they separate or slide), for up to four impacts per step;
 a rocking or tumbling box that lands on a second corner within the same step is caught.
 
-Bodies with a mesh shape keep penalty contacts; impacts with other swept bodies are
+Mesh bodies meet other bodies through penalty contacts only; impacts of the other swept bodies are
 sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
 mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
 """
@@ -64,6 +65,9 @@ from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, triangle_feature, triangle_vertex
+from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
+                            mesh_feature_span, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
+                            mesh_triangle_feature_count)
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
@@ -230,32 +234,53 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                     shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
-                    shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
+                    shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, mesh_a: kc.uint64, info_a: kc.vec3,
+                    span: int):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
-    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * 256 + f``, ``id_base`` a
-    multiple of ``(shape_count + 1) * 256``; those of static meshes: sim/toi_mesh.py's
+    feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * span + f``, ``id_base`` a
+    multiple of ``(shape_count + 1) * span``; those of static meshes: sim/toi_mesh.py's
     ``mesh_feature_id``): (distance, normal, contact point).  Static meshes are searched
-    ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound."""
+    ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound.
+    A mesh shape A (kind MESH: ``mesh_a``, ``info_a`` = (vertices, triangles, bounding radius)) has
+    the features of sim/toi_mesh_body.py."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
     for c in range(-1, shape_count):
         kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                                   ground)
-        if kb != -2:
+        if kb != -2 and ka == MESH:
+            nv = int(info_a[0])
+            for f in range(mesh_feature_count(kb, nv, int(info_a[1]))):
+                d, n, p = mesh_feature_distance(f, mesh_a, nv, pos_a, rot_a, kb, pos_b, rot_b, scale_b, ground_normal,
+                                                ground_offset, lookahead)
+                if d < best:
+                    if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
+                        best = d
+                        best_n = n
+                        best_p = p
+        elif kb != -2:
             for f in range(FEATURES):
                 d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
                                            ground_offset)
                 if d < best:
-                    if excluded(id_base + (c + 1) * 256 + f, skip_count, skip_ids) == 0:
+                    if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
                         best = d
                         best_n = n
                         best_p = p
         elif c >= 0:
             if shape_body[c] < 0 and shape_type[c] == MESH:
-                reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
-                d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
-                                               id_base // ((shape_count + 1) * 256), skip_count, skip_ids)
+                d = float(FAR)
+                n = kc.vec3(0.0, 1.0, 0.0)
+                p = pos_a
+                if ka == MESH:
+                    d, n, p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), pos_a, rot_a,
+                                                       info_a[2], shape_mesh[c], lookahead,
+                                                       id_base // ((shape_count + 1) * span), skip_count, skip_ids)
+                else:
+                    reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+                    d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
+                                                   id_base // ((shape_count + 1) * span), skip_count, skip_ids)
                 if d < best:
                     best = d
                     best_n = n
@@ -341,22 +366,23 @@ def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int)
                          shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                          shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                          shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8,
-                         shape_mesh: kc.array(dtype=kc.uint64), lookahead: float):
+                         shape_mesh: kc.array(dtype=kc.uint64), lookahead: float,
+                         shape_info: kc.array(dtype=kc.vec3), span: int):
     """The closest feature of any of the body's shapes (``shape_list[first:first + count]``; the body's
     centre of mass at ``xs`` with rotation ``qs``) against every static collider, leaving out the
-    skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * 256``): (distance [m],
+    skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * span``): (distance [m],
     normal, contact point): a compound's time of impact is the earliest of its shapes'."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = xs
     rot = kc.quat_to_matrix(qs)
-    stride = (shape_count + 1) * 256
+    stride = (shape_count + 1) * span
     for k in range(count):
         sh = shape_list[first + k]
         d, n, p = closest_feature(shape_type[sh], xs + rot * (shape_pos[sh] - com), rot * shape_rot[sh],
                                   shape_scale[sh], ground, ground_normal, ground_offset, shape_count, shape_type,
                                   shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride,
-                                  shape_mesh, lookahead)
+                                  shape_mesh, lookahead, shape_mesh[sh], shape_info[sh], span)
         if d < best:
             best = d
             best_n = n
@@ -378,6 +404,7 @@ def integrate_shape_bodies_toi_kernel(
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
+        shape_info: kc.array(dtype=kc.vec3), span: int,
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
     i = body_ids[tid]
@@ -400,8 +427,9 @@ def integrate_shape_bodies_toi_kernel(
     w_free = kc.quat_rotate(q_free, wm * 2.0 - w0)
     zero = kc.vec3(0.0, 0.0, 0.0)
     unrotated = kc.identity(3, dtype=float)
-    reach = body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com)  # [m]
-    stride = (shape_count + 1) * 256
+    reach = kc.max(body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com),
+                   mesh_body_reach(first, nsh, shape_list, shape_pos, shape_info, com))  # [m]
+    stride = (shape_count + 1) * span
     # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
     # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
     x_c = kc.transform_point(tf, com)
@@ -423,7 +451,8 @@ def integrate_shape_bodies_toi_kernel(
                     xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                     d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                    ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
+                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
+                                                   shape_info, span)
                     if d > CONTACT_TOL:
                         if bound > 0.0:
                             s = s + d / bound
@@ -434,7 +463,8 @@ def integrate_shape_bodies_toi_kernel(
                 xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look)
+                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
+                                                   shape_info, span)
                 if d <= CONTACT_TOL:
                     hit = 1
                     # Newton on the active feature: lands on the root, smooth in the inputs
@@ -443,7 +473,7 @@ def integrate_shape_bodies_toi_kernel(
                         d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                        ground_offset, shape_count, shape_type, shape_body,
                                                        shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
-                                                       shape_mesh, look)
+                                                       shape_mesh, look, shape_info, span)
                         h = (s - s_c) * dt * 0.5
                         w_c = w / (1.0 + kc.dot(w, w) * h * h)
                         rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
@@ -461,7 +491,8 @@ def integrate_shape_bodies_toi_kernel(
                 # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
                 d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                      ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look)
+                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look,
+                                                     shape_info, span)
                 rot = kc.quat_to_matrix(qs)
                 count = int(0)
                 nx = vec8()
@@ -493,6 +524,10 @@ def integrate_shape_bodies_toi_kernel(
                         if mesh_c != 0:
                             # a static mesh: the features of the triangles near the shape, one id for all
                             hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                            nft = int(TRIANGLE_FEATURES)
+                            if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
+                                hm = shape_info[sh][2] + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                                nft = mesh_triangle_feature_count(int(shape_info[sh][0]), int(shape_info[sh][1]))
                             query = kc.mesh_query_aabb(shape_mesh[c], pos_k - kc.vec3(hm, hm, hm),
                                                        pos_k + kc.vec3(hm, hm, hm))
                             face = int(0)
@@ -500,9 +535,19 @@ def integrate_shape_bodies_toi_kernel(
                                 t0 = triangle_vertex(shape_mesh[c], face, 0)
                                 t1 = triangle_vertex(shape_mesh[c], face, 1)
                                 t2 = triangle_vertex(shape_mesh[c], face, 2)
-                                for ft in range(TRIANGLE_FEATURES):
-                                    dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
-                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                                for ft in range(nft):
+                                    dd = float(FAR)
+                                    nn = kc.vec3(0.0, 1.0, 0.0)
+                                    pp = pos_k
+                                    fid = float(0.0)
+                                    if ka == MESH:
+                                        dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]),
+                                                                           pos_k, rot_k, t0, t1, t2, look)
+                                        fid = mesh_body_feature_id(face, ft, nft, k)
+                                    else:
+                                        dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                                        fid = mesh_feature_id(face, ft, k)
+                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
                                         r = pp - xs
                                         nx[count] = nn[0]
                                         ny[count] = nn[1]
@@ -512,13 +557,24 @@ def integrate_shape_bodies_toi_kernel(
                                         rz[count] = r[2]
                                         mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
                                         e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                        ids[count] = mesh_feature_id(face, ft, k)
+                                        ids[count] = fid
                                         count = count + 1
                         if kb != -2:
-                            for ff in range(FEATURES):
-                                dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
-                                                              scale_b, ground_normal, ground_offset)
-                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS:
+                            nff = int(FEATURES)
+                            if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
+                                nff = mesh_feature_count(kb, int(shape_info[sh][0]), int(shape_info[sh][1]))
+                            for ff in range(nff):
+                                dd = float(FAR)
+                                nn = kc.vec3(0.0, 1.0, 0.0)
+                                pp = pos_k
+                                if ka == MESH:
+                                    dd, nn, pp = mesh_feature_distance(ff, shape_mesh[sh], int(shape_info[sh][0]), pos_k,
+                                                                       rot_k, kb, pos_b, rot_b, scale_b, ground_normal,
+                                                                       ground_offset, look)
+                                else:
+                                    dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
+                                                                  scale_b, ground_normal, ground_offset)
+                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
                                     r = pp - xs
                                     nx[count] = nn[0]
                                     ny[count] = nn[1]
@@ -528,7 +584,7 @@ def integrate_shape_bodies_toi_kernel(
                                     rz[count] = r[2]
                                     mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
                                     e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                    ids[count] = float(k * stride + (c + 1) * 256 + ff)
+                                    ids[count] = float(k * stride + (c + 1) * span + ff)
                                     count = count + 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
@@ -577,10 +633,12 @@ def integrate_shape_bodies_toi_kernel(
 SWEPT_BODY_KINDS = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)
 
 
-def body_shape_lists(model):
-    """The shapes of every body whose shapes are all spheres, boxes or capsules, as numpy int32 arrays:
-    (first (B,), count (B,), shape list): body b's shapes are ``list[first[b]:first[b] + count[b]]``;
-    count 0 for a body with no shape or with a shape of another kind (a mesh)."""
+def body_shape_lists(model, meshes: bool = False):
+    """The shapes of every body whose shapes are all spheres, boxes or capsules (and meshes, with
+    ``meshes=True``), as numpy int32 arrays: (first (B,), count (B,), shape list): body b's shapes are
+    ``list[first[b]:first[b] + count[b]]``; count 0 for a body with no shape or with a shape of
+    another kind."""
+    kinds = SWEPT_BODY_KINDS + ((SHAPE_MESH,) if meshes else ())
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     first = np.zeros(model.body_count, np.int32)
@@ -588,7 +646,7 @@ def body_shape_lists(model):
     shapes = []
     for b in range(model.body_count):
         mine = np.nonzero(shape_body == b)[0]
-        if len(mine) and all(shape_type[s] in SWEPT_BODY_KINDS for s in mine):
+        if len(mine) and all(shape_type[s] in kinds for s in mine):
             first[b] = len(shapes)
             count[b] = len(mine)
             shapes.extend(int(s) for s in mine)
@@ -596,10 +654,14 @@ def body_shape_lists(model):
 
 
 class SweptBodyShapes:
-    """kc arrays of :func:`body_shape_lists`: ``first``, ``count`` (B,), ``shapes`` (n,)."""
+    """kc arrays of :func:`body_shape_lists`: ``first``, ``count`` (B,), ``shapes`` (n,); with ``meshes=True``
+    also bodies with mesh shapes, and ``info`` (S,) / ``span`` of sim/toi_mesh_body.py."""
 
-    def __init__(self, model):
-        first, count, shapes = body_shape_lists(model)
+    def __init__(self, model, meshes: bool = False):
+        first, count, shapes = body_shape_lists(model, meshes)
+        self.info = kc.array(mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3),
+                             np.float32), dtype=kc.vec3, device=model.device)
+        self.span = mesh_feature_span(model)
         dev = model.device
         self.first = kc.array(first, dtype=kc.int32, device=dev)
         self.count = kc.array(count, dtype=kc.int32, device=dev)
@@ -607,13 +669,15 @@ class SweptBodyShapes:
 
 
 def body_shape_toi_shapes(model):
-    """int (B,): for each body this module steps (a body whose only shape is a box or a capsule, or a
-    compound of several spheres, boxes and capsules; single spheres too when the model has static
-    meshes, which sim/toi.py does not sweep) its first shape, else -1 (single spheres are
+    """int (B,): for each body this module steps (a body whose only shape is a box, a capsule or a mesh,
+    or a compound of several spheres, boxes, capsules and meshes; single spheres too when the model
+    has static meshes, which sim/toi.py does not sweep) its first shape, else -1 (single spheres are
     sim/toi.py's)."""
-    first, count, shapes = body_shape_lists(model)
+    first, count, shapes = body_shape_lists(model, meshes=True)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
-    kinds = (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE) if model.mesh_shape_indices else (SHAPE_BOX, SHAPE_CAPSULE)
+    kinds = (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
+    if model.mesh_shape_indices:
+        kinds = kinds + (SHAPE_SPHERE,)
     out = np.full(model.body_count, -1, np.int32)
     for b in range(model.body_count):
         if count[b] > 1 or (count[b] == 1 and shape_type[shapes[first[b]]] in kinds):
@@ -623,7 +687,7 @@ def body_shape_toi_shapes(model):
 
 def body_shape_toi_all_shapes(model, marks):
     """Every shape of the bodies that ``marks`` (from :func:`body_shape_toi_shapes`) marks (list of int)."""
-    first, count, shapes = body_shape_lists(model)
+    first, count, shapes = body_shape_lists(model, meshes=True)
     return [int(s) for b in np.nonzero(np.asarray(marks) >= 0)[0] for s in shapes[first[b]:first[b] + count[b]]]
 
 
@@ -646,5 +710,6 @@ def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, 
                       int(model.ground), model.ground_normal, model.ground_offset, model.ground_material,
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.shape_mesh, model.material_restitution,
-                      model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS],
+                      model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS, body_shapes.info,
+                      body_shapes.span],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)

@@ -52,14 +52,15 @@ class SolverSemiImplicit:
         brute_force_contacts: find particle pairs by testing all pairs instead of a
             hash grid (O(n^2): a reference for tests and tiny scenes).
         toi: time-of-impact contacts (sim/toi.py) for particles and single-sphere bodies
-            against the ground and static planes, spheres and boxes, and (sim/toi_shapes.py)
-            for box, capsule and compound (several spheres, boxes, capsules) bodies against the
-            ground and static planes, spheres, boxes, capsules and triangle meshes
-            (sim/toi_mesh.py), and (sim/toi_body_pairs.py) for impacts between two such bodies,
+            against the ground and static planes, spheres and boxes (up to four impacts per
+            step), and (sim/toi_shapes.py) for box, capsule, mesh and compound (several spheres,
+            boxes, capsules, meshes) bodies against the ground and static planes, spheres, boxes,
+            capsules and triangle meshes (sim/toi_mesh.py, sim/toi_mesh_body.py), and
+            (sim/toi_body_pairs.py) for impacts between two such bodies without a mesh,
             instead of penalty forces: nothing tunnels, bounces have exactly the material's
             restitution at any step, and gradients through a bounce are those of the real
-            bounce.  Other contacts (bodies with a mesh shape, which the solver names in a
-            warning; slow contacts between swept bodies other than two spheres; particles
+            bounce.  Other contacts (mesh bodies against other bodies, which the solver names in
+            a warning; slow contacts between swept bodies other than two spheres; particles
             against static meshes; particle pairs) stay penalty contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
@@ -118,6 +119,7 @@ class SolverSemiImplicit:
         self.body_toi_shapes = None
         self.body_pairs = None
         self.body_pair_toi_shape = None  # swept bodies for sim/toi_body_pairs.py (None: not needed)
+        swept_all = []  # every shape of the bodies sim/toi_shapes.py sweeps
         if model.body_count:
             swept, swept_all = [], []
             if self.toi:
@@ -128,28 +130,31 @@ class SolverSemiImplicit:
                 shapes[boxes >= 0] = -2
                 swept = [int(s) for s in shapes if s >= 0]  # single spheres: sim/toi.py
                 self.body_toi_shapes = kc.array(shapes, dtype=kc.int32, device=model.device)
-                self.body_shape_toi = SweptBodyShapes(model)
+                self.body_shape_toi = SweptBodyShapes(model, meshes=True)  # mesh bodies too (sim/toi_mesh_body.py)
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
                 if needs_body_pair_toi(model, shapes >= 0):
-                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0)
+                    pair_shapes = SweptBodyShapes(model) if model.body_mesh_shape_indices else self.body_shape_toi
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, pair_shapes, shapes >= 0)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
                 # pairs with a box or capsule keep their penalty contacts below the resting speed (they
                 # hold resting stacks); sim/toi_body_pairs.py takes the impacts faster than that
-                impact = swept + swept_all if self.body_pair_toi_shape is not None else []
+                impact = swept + [s for s in swept_all if s not in model.body_mesh_shape_indices]
+                impact = impact if self.body_pair_toi_shape is not None else []
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
-        self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots)  # mesh shapes that bodies touch (or None)
         if self.toi and model.body_count:
-            from ..toi_mesh import drop_swept_mesh_contacts, warn_large_meshes
+            from ..toi_mesh import warn_large_meshes
 
             warn_large_meshes(model, type(self).__name__)
-            # swept shapes meet static meshes in the sweep (sim/toi_mesh.py), not in penalty contacts
-            self.body_mesh_contacts = drop_swept_mesh_contacts(model, self.body_mesh_contacts, swept_all)
+        # mesh shapes that bodies touch (or None); swept shapes meet static shapes and meshes in the sweep
+        # (sim/toi_shapes.py, sim/toi_mesh.py, sim/toi_mesh_body.py), not in penalty contacts
+        self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots,
+                                                          exclude_shapes=swept_all if self.toi else ())
         _refuse_mixed_environments(self, model)
         # contacts that found no slot, one counter per family (sim/contacts.py), shared by the step's body-static
         # and body-body arrays: zeroed once and read back once per step

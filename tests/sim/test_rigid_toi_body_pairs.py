@@ -200,7 +200,8 @@ def test_resting_pyramid_of_swept_bodies_stays_put():
 
 
 def test_toi_warns_about_bodies_it_does_not_sweep():
-    # a dumbbell (several spheres) is swept (sim/toi_shapes.py); a body with a mesh shape is not
+    # a dumbbell (several spheres) is swept (sim/toi_shapes.py); a body with a mesh shape is swept against
+    # static shapes only (sim/toi_mesh_body.py): its contacts with other bodies stay penalty contacts
     b = sim.ModelBuilder()
     b.set_ground_plane()
     dumbbell = b.add_body(kc.transform(kc.vec3(0, 1, 0), kc.quat(0, 0, 0, 1)))
@@ -212,7 +213,8 @@ def test_toi_warns_about_bodies_it_does_not_sweep():
     cube = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
     b.add_shape_mesh(cube, is_convex=True, body=hull)
     m = b.finalize()
-    with pytest.warns(UserWarning, match=r"bodies not swept: 1 with a mesh shape \(indices 2\); their contacts stay penalty"):
+    with pytest.warns(UserWarning, match=r"body-body contacts not swept: 1 bodies with a mesh shape \(indices 2\) are swept against "
+                      r"static shapes, but their contacts with other bodies stay penalty contacts"):
         sim.SolverSemiImplicit(m, toi=True)
 
 
