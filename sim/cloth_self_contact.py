@@ -95,6 +95,26 @@ def element_bounds_kernel(q: kc.array(dtype=kc.vec3), elements: kc.array(dtype=i
     uppers[e] = hi + pv
 
 
+@kc.func
+def edge_aabb(e: int, q: kc.array(dtype=kc.vec3), edges: kc.array(dtype=int, ndim=2), pad: float):
+    """Lower and upper corners [m] of mesh edge e's bounding box grown by ``pad`` [m] on every side."""
+    grow = kc.vec3(pad, pad, pad)
+    return kc.min(q[edges[e, 0]], q[edges[e, 1]]) - grow, kc.max(q[edges[e, 0]], q[edges[e, 1]]) + grow
+
+
+@kc.func
+def edge_pair_candidate(e: int, o: int, edges: kc.array(dtype=int, ndim=2)) -> int:
+    """1 when edges e and o (a BVH hit of e's box) form a pair to test: each pair once, from its lower
+    index, and never two edges with a common vertex (their distance is zero by construction)."""
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    j0 = edges[o, 0]
+    j1 = edges[o, 1]
+    if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
+        return 1
+    return 0
+
+
 @kc.kernel
 def vertex_triangle_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
                            tris: kc.array(dtype=int, ndim=2), thickness: float, ke: float, kd: float,
@@ -130,14 +150,13 @@ def edge_edge_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), qd: kc.arr
     i1 = edges[e, 1]
     p1 = q[i0]
     d1 = q[i1] - p1
-    pad = kc.vec3(thickness, thickness, thickness)
-    query = kc.bvh_query_aabb(edge_bvh, kc.min(p1, q[i1]) - pad, kc.max(p1, q[i1]) + pad)
+    lo, hi = edge_aabb(e, q, edges, thickness)
+    query = kc.bvh_query_aabb(edge_bvh, lo, hi)
     o = int(0)
     while kc.bvh_query_next(query, o):
-        j0 = edges[o, 0]
-        j1 = edges[o, 1]
-        # each pair once (from its lower index), and never two edges with a common vertex
-        if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
+        if edge_pair_candidate(e, o, edges) != 0:
+            j0 = edges[o, 0]
+            j1 = edges[o, 1]
             p2 = q[j0]
             d2 = q[j1] - p2
             st = segment_params(p1, d1, p2, d2)
@@ -234,18 +253,15 @@ def step_bound_ee_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), edges:
                          winner: kc.array(dtype=int, ndim=2)):
     """As step_bound_vt_kernel for edge-edge pairs."""
     e = kc.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    pad = kc.vec3(radius, radius, radius)
-    query = kc.bvh_query_aabb(edge_bvh, kc.min(q[i0], q[i1]) - pad, kc.max(q[i0], q[i1]) + pad)
+    lo, hi = edge_aabb(e, q, edges, radius)
+    query = kc.bvh_query_aabb(edge_bvh, lo, hi)
     o = int(0)
     while kc.bvh_query_next(query, o):
-        j0 = edges[o, 0]
-        j1 = edges[o, 1]
-        if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
+        if edge_pair_candidate(e, o, edges) != 0:
             dist = ee_distance(e, o, q, edges)
             if dist < radius:
-                bound_pair_vertices(claim_pass, dist, 2, e, o, i0, i1, j0, j1, bound, claim, winner)
+                bound_pair_vertices(claim_pass, dist, 2, e, o, edges[e, 0], edges[e, 1], edges[o, 0], edges[o, 1],
+                                    bound, claim, winner)
 
 
 @kc.kernel

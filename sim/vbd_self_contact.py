@@ -30,7 +30,7 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the bvh_* builtins)
 
-from .cloth_self_contact import ee_distance, triangle_closest_weights, vt_distance
+from .cloth_self_contact import edge_aabb, edge_pair_candidate, ee_distance, triangle_closest_weights, vt_distance
 from .collide_body_pairs import segment_params
 
 #: pair kinds in the contact lists
@@ -76,21 +76,16 @@ def vbd_find_ee_pairs_kernel(edge_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), ed
                              radius: float, slots: int, count: kc.array(dtype=int),
                              pairs: kc.array(dtype=int, ndim=2)):
     e = kc.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    pad = kc.vec3(radius, radius, radius)
-    query = kc.bvh_query_aabb(edge_bvh, kc.min(q[i0], q[i1]) - pad, kc.max(q[i0], q[i1]) + pad)
+    lo, hi = edge_aabb(e, q, edges, radius)
+    query = kc.bvh_query_aabb(edge_bvh, lo, hi)
     o = int(0)
     while kc.bvh_query_next(query, o):
-        j0 = edges[o, 0]
-        j1 = edges[o, 1]
-        # each pair once (from its lower index), and never two edges with a common vertex
-        if o > e and j0 != i0 and j0 != i1 and j1 != i0 and j1 != i1:
+        if edge_pair_candidate(e, o, edges) != 0:
             if ee_distance(e, o, q, edges) < radius:
-                append_pair(i0, EDGE_EDGE, e, o, slots, count, pairs)
-                append_pair(i1, EDGE_EDGE, e, o, slots, count, pairs)
-                append_pair(j0, EDGE_EDGE, e, o, slots, count, pairs)
-                append_pair(j1, EDGE_EDGE, e, o, slots, count, pairs)
+                append_pair(edges[e, 0], EDGE_EDGE, e, o, slots, count, pairs)
+                append_pair(edges[e, 1], EDGE_EDGE, e, o, slots, count, pairs)
+                append_pair(edges[o, 0], EDGE_EDGE, e, o, slots, count, pairs)
+                append_pair(edges[o, 1], EDGE_EDGE, e, o, slots, count, pairs)
 
 
 @kc.func
