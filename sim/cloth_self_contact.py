@@ -96,6 +96,22 @@ def element_bounds_kernel(q: kc.array(dtype=kc.vec3), elements: kc.array(dtype=i
 
 
 @kc.func
+def vertex_aabb(i: int, q: kc.array(dtype=kc.vec3), pad: float):
+    """Lower and upper corners [m] of the box of half size ``pad`` [m] around vertex i."""
+    grow = kc.vec3(pad, pad, pad)
+    return q[i] - grow, q[i] + grow
+
+
+@kc.func
+def vertex_triangle_candidate(i: int, t: int, tris: kc.array(dtype=int, ndim=2)) -> int:
+    """1 when vertex i and triangle t (a BVH hit of i's box) form a pair to test: i is not one of t's
+    corners (it would be at distance zero by construction)."""
+    if tris[t, 0] != i and tris[t, 1] != i and tris[t, 2] != i:
+        return 1
+    return 0
+
+
+@kc.func
 def edge_aabb(e: int, q: kc.array(dtype=kc.vec3), edges: kc.array(dtype=int, ndim=2), pad: float):
     """Lower and upper corners [m] of mesh edge e's bounding box grown by ``pad`` [m] on every side."""
     grow = kc.vec3(pad, pad, pad)
@@ -121,14 +137,14 @@ def vertex_triangle_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), qd: k
                            f: kc.array(dtype=kc.vec3)):
     i = kc.tid()
     x = q[i]
-    pad = kc.vec3(thickness, thickness, thickness)
-    query = kc.bvh_query_aabb(tri_bvh, x - pad, x + pad)
+    lo, hi = vertex_aabb(i, q, thickness)
+    query = kc.bvh_query_aabb(tri_bvh, lo, hi)
     t = int(0)
     while kc.bvh_query_next(query, t):
-        a = tris[t, 0]
-        b = tris[t, 1]
-        c = tris[t, 2]
-        if a != i and b != i and c != i:
+        if vertex_triangle_candidate(i, t, tris) != 0:
+            a = tris[t, 0]
+            b = tris[t, 1]
+            c = tris[t, 2]
             w = triangle_closest_weights(x, q[a], q[b], q[c])
             d = x - (q[a] * w[0] + q[b] * w[1] + q[c] * w[2])
             dist = kc.length(d)
@@ -233,18 +249,15 @@ def step_bound_vt_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), tris: k
                          winner: kc.array(dtype=int, ndim=2)):
     """Pass 0: bound = min distance over vertex-triangle pairs; pass 1: note which pair it was."""
     i = kc.tid()
-    x = q[i]
-    pad = kc.vec3(radius, radius, radius)
-    query = kc.bvh_query_aabb(tri_bvh, x - pad, x + pad)
+    lo, hi = vertex_aabb(i, q, radius)
+    query = kc.bvh_query_aabb(tri_bvh, lo, hi)
     t = int(0)
     while kc.bvh_query_next(query, t):
-        a = tris[t, 0]
-        b = tris[t, 1]
-        c = tris[t, 2]
-        if a != i and b != i and c != i:
+        if vertex_triangle_candidate(i, t, tris) != 0:
             dist = vt_distance(i, t, q, tris)
             if dist < radius:
-                bound_pair_vertices(claim_pass, dist, 1, i, t, i, a, b, c, bound, claim, winner)
+                bound_pair_vertices(claim_pass, dist, 1, i, t, i, tris[t, 0], tris[t, 1], tris[t, 2], bound, claim,
+                                    winner)
 
 
 @kc.kernel

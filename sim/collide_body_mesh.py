@@ -66,6 +66,7 @@ from .contact import material_inputs, mixed_contact_force
 from .contacts import (OVERFLOW_MESH_EDGE, OVERFLOW_MESH_PAIR, OVERFLOW_MESH_STATIC, check_contact_overflow,
                        write_contact_slot)
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .shape_frames import body_com_world, shape_world_frame
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
@@ -108,11 +109,9 @@ def generate_body_mesh_static_contacts_kernel(
     k = item_k[t]
     b = shape_body[s]
     kind = shape_type[s]
-    tf = body_q[b]
-    rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-    pos_s = kc.transform_point(tf, shape_pos[s])
+    pos_s, rot_s = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
     qd = body_qd[b]
-    com = kc.transform_point(tf, body_com[b])
+    com = body_com_world(body_q, body_com, b)
     # the static collider (the ground when c < 0)
     c_kind = GROUND
     c_pos = kc.vec3(0.0, 0.0, 0.0)
@@ -208,11 +207,9 @@ def generate_static_mesh_vertex_contacts_kernel(
     c = item_mesh[t]
     b = shape_body[s]
     kind = shape_type[s]
-    tf = body_q[b]
-    rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-    pos_s = kc.transform_point(tf, shape_pos[s])
+    pos_s, rot_s = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
     qd = body_qd[b]
-    com = kc.transform_point(tf, body_com[b])
+    com = body_com_world(body_q, body_com, b)
     speed = kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * shape_bound[s]
     margin = cohesion_reach + dt * speed
     ext = shape_bound[s] + margin
@@ -276,11 +273,9 @@ def generate_mesh_body_pair_contacts_kernel(
     k = item_k[t]
     sa = shape_ids[i]
     ba = shape_body[sa]
-    tfa = body_q[ba]
     qda = body_qd[ba]
-    com_a = kc.transform_point(tfa, body_com[ba])
-    rot_a = kc.quat_to_matrix(kc.transform_get_rotation(tfa)) * shape_rot[sa]
-    pos_a = kc.transform_point(tfa, shape_pos[sa])
+    com_a = body_com_world(body_q, body_com, ba)
+    pos_a, rot_a = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, sa)
     mesh_a = shape_mesh[sa]
     bound_a = slot_bound[i]
     # this thread's slots: [base, base + slots_per_thread), filled in the grid query's order
@@ -306,11 +301,9 @@ def generate_mesh_body_pair_contacts_kernel(
         if kc.length(centers[j] - pos_a) > (bound_a + bound_b) * 1.1 + cohesion_reach:
             use = 0
         if use != 0:
-            tfb = body_q[bb]
             qdb = body_qd[bb]
-            com_b = kc.transform_point(tfb, body_com[bb])
-            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
-            pos_b = kc.transform_point(tfb, shape_pos[sb])
+            com_b = body_com_world(body_q, body_com, bb)
+            pos_b, rot_b = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, sb)
             scale_b = shape_scale[sb]
             speed = (kc.length(kc.spatial_top(qda)) + kc.length(kc.spatial_bottom(qda)) * bound_a
                      + kc.length(kc.spatial_top(qdb)) + kc.length(kc.spatial_bottom(qdb)) * bound_b)
@@ -388,10 +381,9 @@ def eval_particle_body_mesh_contacts_kernel(
         r = radius[i]
         b = shape_body[s]
         tf = body_q[b]
-        rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-        pos_s = kc.transform_point(tf, shape_pos[s])
+        pos_s, rot_s = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
         qd_b = body_qd[b]
-        com = kc.transform_point(tf, body_com[b])
+        com = body_com_world(body_q, body_com, b)
         v_surface = kc.spatial_top(qd_b) + kc.cross(kc.spatial_bottom(qd_b), x - com)
         v_rel = qd[i] - v_surface
         # the particle in the mesh's frame; reach: the smoothing window of sim/contact.py and some overlap

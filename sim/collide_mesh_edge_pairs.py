@@ -41,6 +41,7 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from .collide_body_pairs import pair_relative_velocity
 from .collide_mesh_edges import END_FRACTION, segment_box_contacts, segment_near_box, sharp_edges_with_normals
 from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
+from .shape_frames import shape_world_frame
 
 BOX = kc.constant(1)
 MESH = kc.constant(3)
@@ -104,8 +105,7 @@ def generate_mesh_edge_pair_contacts_kernel(
     ba = shape_body[sa]
     tfa = body_q[ba]
     qda = body_qd[ba]
-    rot_a = kc.quat_to_matrix(kc.transform_get_rotation(tfa)) * shape_rot[sa]
-    pos_a = kc.transform_point(tfa, shape_pos[sa])
+    pos_a, rot_a = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, sa)
     bound_a = slot_bound[i]
     # the edge in world
     a0 = pos_a + rot_a * edge_p0[e]
@@ -137,8 +137,7 @@ def generate_mesh_edge_pair_contacts_kernel(
             margin = cohesion_reach + dt * speed
             # the edge's bounding ball and the shape's apart: nothing to do
             if kc.length(centers[j] - mid) < half_len + bound_b * 1.1 + margin:
-                rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
-                pos_b = kc.transform_point(tfb, shape_pos[sb])
+                pos_b, rot_b = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, sb)
                 a_local = kc.transpose(rot_b) * (a0 - pos_b)
                 d_local = kc.transpose(rot_b) * da
                 if kb == BOX and segment_near_box(a_local, d_local, shape_scale[sb], margin) != 0:

@@ -49,6 +49,7 @@ from .collide_bodies import segment_params
 from .collide_shapes import box_closest
 from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH
+from .shape_frames import body_com_world, shape_world_frame
 
 #: two triangles meeting at more than this angle [rad] (convexly) make a sharp edge
 SHARP_ANGLE = 0.17
@@ -185,11 +186,9 @@ def generate_box_mesh_edge_contacts_kernel(
     t = kc.tid()
     s = item_shape[t]
     b = shape_body[s]
-    tf = body_q[b]
     qd = body_qd[b]
-    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-    pos = kc.transform_point(tf, shape_pos[s])
-    com = kc.transform_point(tf, body_com[b])
+    pos, rot = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
+    com = body_com_world(body_q, body_com, b)
     half = shape_scale[s]
     bound = kc.length(half)
     margin = cohesion_reach + dt * (kc.length(kc.spatial_top(qd)) + kc.length(kc.spatial_bottom(qd)) * bound)
@@ -247,11 +246,9 @@ def generate_mesh_body_box_edge_contacts_kernel(
     c = item_box[t]
     e = item_edge[t]
     b = shape_body[s]
-    tf = body_q[b]
     qd = body_qd[b]
-    rot_s = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-    pos_s = kc.transform_point(tf, shape_pos[s])
-    com = kc.transform_point(tf, body_com[b])
+    pos_s, rot_s = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
+    com = body_com_world(body_q, body_com, b)
     p0 = pos_s + rot_s * edge_p0[e]  # the body mesh's edge in world
     seg = rot_s * (edge_p1[e] - edge_p0[e])
     rot_c = shape_rot[c]
@@ -309,11 +306,9 @@ def generate_capsule_mesh_edge_contacts_kernel(
     t = kc.tid()
     s = item_shape[t]
     b = shape_body[s]
-    tf = body_q[b]
     qd = body_qd[b]
-    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
-    pos = kc.transform_point(tf, shape_pos[s])
-    com = kc.transform_point(tf, body_com[b])
+    pos, rot = shape_world_frame(body_q, shape_body, shape_pos, shape_rot, s)
+    com = body_com_world(body_q, body_com, b)
     radius = shape_scale[s][0]
     half_axis = rot * kc.vec3(0.0, shape_scale[s][1], 0.0)
     bound = radius + shape_scale[s][1]

@@ -30,7 +30,8 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the bvh_* builtins)
 
-from .cloth_self_contact import edge_aabb, edge_pair_candidate, ee_distance, triangle_closest_weights, vt_distance
+from .cloth_self_contact import (edge_aabb, edge_pair_candidate, ee_distance, triangle_closest_weights, vertex_aabb,
+                                 vertex_triangle_candidate, vt_distance)
 from .collide_body_pairs import segment_params
 
 #: pair kinds in the contact lists
@@ -55,20 +56,16 @@ def vbd_find_vt_pairs_kernel(tri_bvh: kc.uint64, q: kc.array(dtype=kc.vec3), tri
                              radius: float, slots: int, count: kc.array(dtype=int),
                              pairs: kc.array(dtype=int, ndim=2)):
     i = kc.tid()
-    x = q[i]
-    pad = kc.vec3(radius, radius, radius)
-    query = kc.bvh_query_aabb(tri_bvh, x - pad, x + pad)
+    lo, hi = vertex_aabb(i, q, radius)
+    query = kc.bvh_query_aabb(tri_bvh, lo, hi)
     t = int(0)
     while kc.bvh_query_next(query, t):
-        a = tris[t, 0]
-        b = tris[t, 1]
-        c = tris[t, 2]
-        if a != i and b != i and c != i:
+        if vertex_triangle_candidate(i, t, tris) != 0:
             if vt_distance(i, t, q, tris) < radius:
                 append_pair(i, VERTEX_TRIANGLE, i, t, slots, count, pairs)
-                append_pair(a, VERTEX_TRIANGLE, i, t, slots, count, pairs)
-                append_pair(b, VERTEX_TRIANGLE, i, t, slots, count, pairs)
-                append_pair(c, VERTEX_TRIANGLE, i, t, slots, count, pairs)
+                append_pair(tris[t, 0], VERTEX_TRIANGLE, i, t, slots, count, pairs)
+                append_pair(tris[t, 1], VERTEX_TRIANGLE, i, t, slots, count, pairs)
+                append_pair(tris[t, 2], VERTEX_TRIANGLE, i, t, slots, count, pairs)
 
 
 @kc.kernel

@@ -4,6 +4,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+from rigid_scenes import add_thin_static_wall, impact_builder
 
 # DiffTaichi's bouncing ball (seed 003, section 4.3): no gravity, ground at y = 0.1, radius 0.05
 E, DT, STEPS, H0, V0 = 0.8, 0.002, 203, 0.5, (-1.0, -2.0, 0.0)
@@ -95,10 +96,9 @@ def test_penalty_contact_gets_the_bouncing_ball_gradient_wrong():
 @pytest.mark.parametrize("toi", [True, False])
 def test_fast_small_sphere_does_not_tunnel_through_a_thin_wall(kind, toi):
     def wall(b):
-        b.add_shape_box((0.5, 0.5, 0.0), half_extents=(0.005, 0.5, 0.5))  # 1 cm thick
+        add_thin_static_wall(b, y=0.5)  # 1 cm thick
 
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    b = impact_builder()
     wall(b)
     if kind == "particle":
         b.add_particle((0, 0.5, 0), (100.0, 0, 0), 0.01, 0.01)

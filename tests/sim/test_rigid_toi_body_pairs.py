@@ -5,13 +5,13 @@ import pytest
 
 import kernelcore as kc
 import sim
-from sim.builder import quat_to_matrix
+from rigid_scenes import add_free_body, impact_builder, momentum_energy, run_steps
 
 pytest.importorskip("geometry")
 
 
 def _add(b, kind, pos, vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=(0, 0, 0), size=0.05, density=1000.0):
-    body = b.add_body(kc.transform(kc.vec3(*pos), kc.quat(*rot)), vel=vel, ang_vel=ang_vel)
+    body = add_free_body(b, pos, vel, rot, ang_vel)
     if kind == "sphere":
         b.add_shape_sphere(radius=size, body=body, density=density)
     elif kind == "box":
@@ -21,39 +21,11 @@ def _add(b, kind, pos, vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=(0, 0, 0), size=
     return body
 
 
-def _momentum_energy(m, s):
-    """(linear momentum (3,), angular momentum about the origin (3,), kinetic energy), float64."""
-    mass = m.body_mass.numpy().astype(np.float64)
-    inertia = m.body_inertia.numpy().astype(np.float64)
-    com = m.body_com.numpy().astype(np.float64)
-    q = s.body_q.numpy().astype(np.float64)
-    qd = s.body_qd.numpy().astype(np.float64)
-    p, L, ke = np.zeros(3), np.zeros(3), 0.0
-    for i in range(m.body_count):
-        r = quat_to_matrix(q[i, 3:])
-        x = q[i, :3] + r @ com[i]
-        v, w = qd[i, :3], qd[i, 3:]
-        iw = r @ inertia[i] @ r.T @ w
-        p += mass[i] * v
-        L += mass[i] * np.cross(x, v) + iw
-        ke += 0.5 * mass[i] * v @ v + 0.5 * w @ iw
-    return p, L, ke
-
-
-def _run(m, solver, steps, dt):
-    s0, s1 = m.state(), m.state()
-    for _ in range(steps):
-        solver.step(m, s0, s1, None, dt)
-        s0, s1 = s1, s0
-    return s0
-
-
 @pytest.mark.parametrize("e", [1.0, 0.5])
 def test_fast_small_box_does_not_tunnel_through_a_thin_free_box(e):
     # a 1 cm box at 100 m/s (1 m per step) against a free box 1 cm thick: it bounces back, and the
     # pair follows the 1-D impact law (Newton's restitution between the two masses)
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=e, mu=0.0)
+    b = impact_builder(e=e)
     small = b.add_body(kc.transform(kc.vec3(-0.5, 0, 0), kc.quat(0, 0, 0, 1)), vel=(100, 0, 0))
     b.add_shape_box(half_extents=(0.005, 0.005, 0.005), body=small)
     wall = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)))
@@ -61,9 +33,9 @@ def test_fast_small_box_does_not_tunnel_through_a_thin_free_box(e):
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
     s_start = m.state()
-    p0, L0, ke0 = _momentum_energy(m, s_start)
-    s = _run(m, solver, 3, 0.01)
-    p1, L1, ke1 = _momentum_energy(m, s)
+    p0, L0, ke0 = momentum_energy(m, s_start)
+    s = run_steps(m, solver, 3, 0.01)
+    p1, L1, ke1 = momentum_energy(m, s)
     x = s.body_q.numpy()[:, 0]
     assert x[small] < x[wall] - 0.01                       # still on its side of the wall
     np.testing.assert_allclose(p1, p0, rtol=1e-3, atol=1e-3 * np.linalg.norm(p0))
@@ -83,15 +55,14 @@ PAIRS = [("sphere", "box"), ("box", "sphere"), ("sphere", "capsule"), ("capsule"
 def test_fast_head_on_pairs_bounce_without_passing_through(ka, kb):
     # each moves 0.5 m per step toward the other; e = 1, no friction: velocities swap for equal masses
     # on the line of centres, momentum and energy are kept
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    b = impact_builder()
     a = _add(b, ka, (-0.6, 0, 0), vel=(50, 0, 0))
     c = _add(b, kb, (0.6, 0, 0), vel=(-50, 0, 0))
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
-    p0, L0, ke0 = _momentum_energy(m, m.state())
-    s = _run(m, solver, 3, 0.01)
-    p1, L1, ke1 = _momentum_energy(m, s)
+    p0, L0, ke0 = momentum_energy(m, m.state())
+    s = run_steps(m, solver, 3, 0.01)
+    p1, L1, ke1 = momentum_energy(m, s)
     x = s.body_q.numpy()[:, 0]
     assert x[a] < -0.5 and x[c] - x[a] > 1.0               # bounced back, not through
     scale = m.body_mass.numpy().max() * 50
@@ -122,9 +93,9 @@ def test_tumbling_oblique_impacts_keep_momentum_and_gain_no_energy(seed):
              ang_vel=rng.normal(size=3) * 20, size=float(rng.uniform(0.04, 0.07)))
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
-    p0, L0, ke0 = _momentum_energy(m, m.state())
-    s = _run(m, solver, 3, 0.01)
-    p1, L1, ke1 = _momentum_energy(m, s)
+    p0, L0, ke0 = momentum_energy(m, m.state())
+    s = run_steps(m, solver, 3, 0.01)
+    p1, L1, ke1 = momentum_energy(m, s)
     rel0 = np.diff(m.state().body_qd.numpy()[:, :3], axis=0)
     rel1 = np.diff(s.body_qd.numpy()[:, :3], axis=0)
     assert np.linalg.norm(rel1 - rel0) > 1.0               # they met
@@ -135,8 +106,7 @@ def test_tumbling_oblique_impacts_keep_momentum_and_gain_no_energy(seed):
 
 
 def _gradient_case(ka, kb, rot_b, steps=30, dt=5e-3):
-    b = sim.ModelBuilder(gravity=(0, 0, 0))  # one clean impact, no resting contact after it
-    b.set_material(0, ke=1e4, restitution=0.6, mu=0.3)
+    b = impact_builder(e=0.6, mu=0.3)  # one clean impact, no resting contact after it
     # generic orientations: one corner or end leads by more than the 1 mm manifold tolerance, so the
     # contact point does not jump between manifolds within the finite-difference step
     axis = np.array([0.3, 0.8, 0.52]) / np.linalg.norm([0.3, 0.8, 0.52])
@@ -194,7 +164,7 @@ def test_resting_pyramid_of_swept_bodies_stays_put():
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
     assert solver.body_pair_toi_shape is not None
-    s = _run(m, solver, 1000, 5e-4)
+    s = run_steps(m, solver, 1000, 5e-4)
     np.testing.assert_allclose(s.body_q.numpy()[:, :3], expect, atol=2e-3)
     assert np.abs(s.body_qd.numpy()[:, :3]).max() < 1e-2
 

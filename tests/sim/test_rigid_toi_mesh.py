@@ -5,6 +5,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+from rigid_scenes import impact_builder, run_recording
 
 pytest.importorskip("geometry")
 
@@ -17,22 +18,10 @@ def _wall_quad(x=0.5, half=0.5):
     return pts, np.array([(0, 1, 2), (0, 2, 3)])
 
 
-def _run(m, solver, steps, dt, record=None):
-    s0, s1 = m.state(), m.state()
-    out = []
-    for _ in range(steps):
-        solver.step(m, s0, s1, None, dt)
-        s0, s1 = s1, s0
-        if record:
-            out.append(record(s0))
-    return s0, out
-
-
 @pytest.mark.parametrize("kind", ["box", "sphere", "capsule"])
 def test_fast_body_bounces_off_a_thin_static_mesh_wall(kind):
     # 100 m/s, dt = 0.01 (1 m per step) against a wall of two triangles and no thickness, e = 1
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    b = impact_builder()
     b.add_shape_mesh(*_wall_quad())
     body = b.add_body(kc.transform(kc.vec3(0, 0.05, 0.02), kc.quat(0, 0, 0, 1)), vel=(100.0, 0, 0))
     if kind == "box":
@@ -43,7 +32,7 @@ def test_fast_body_bounces_off_a_thin_static_mesh_wall(kind):
         b.add_shape_capsule(radius=0.005, half_height=0.05, body=body)
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
-    s, rec = _run(m, solver, 3, 0.01, lambda s: float(s.body_q.numpy()[0, 0]))
+    s, rec = run_recording(m, solver, 3, 0.01, lambda s: float(s.body_q.numpy()[0, 0]))
     face = 0.5 - 0.005 - MESH_SKIN  # the triangles' skin (sim/toi_mesh.py)
     assert max(rec) < face + 1e-4
     np.testing.assert_allclose(rec[0], face - (1.0 - face), atol=1e-4)  # bounced at the wall, not before
@@ -53,8 +42,7 @@ def test_fast_body_bounces_off_a_thin_static_mesh_wall(kind):
 def test_tilted_box_hits_a_mesh_wall_with_a_corner_and_keeps_its_energy():
     # a box turned about y and z: a corner (or an edge) meets the wall first; e = 1, frictionless:
     # the kinetic energy is kept and the wall's impulse is along x only
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    b = impact_builder()
     b.add_shape_mesh(*_wall_quad())
     q = np.array([0.0, np.sin(0.3), np.sin(0.2), 1.0])
     q /= np.linalg.norm(q)
@@ -72,7 +60,7 @@ def test_tilted_box_hits_a_mesh_wall_with_a_corner_and_keeps_its_energy():
         om = r.T @ qd[3:]
         return 0.5 * mass * qd[:3] @ qd[:3] + 0.5 * om @ inertia @ om
 
-    s, rec = _run(m, solver, 3, 0.01, lambda s: s.body_q.numpy()[0].copy())
+    s, rec = run_recording(m, solver, 3, 0.01, lambda s: s.body_q.numpy()[0].copy())
     qd = s.body_qd.numpy()[0]
     assert qd[0] < 0.0 and np.abs(qd[3:]).max() > 1.0      # bounced back, spinning
     np.testing.assert_allclose(energy(s), 0.5 * mass * 900.0, rtol=2e-3)
@@ -95,7 +83,7 @@ def test_box_dropped_on_a_mesh_floor_comes_to_rest_on_it():
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
     assert solver.body_mesh_contacts is None       # the mesh is the sweep's only
-    s, rec = _run(m, solver, 1500, 1e-3, lambda s: float(s.body_q.numpy()[0, 1]))
+    s, rec = run_recording(m, solver, 1500, 1e-3, lambda s: float(s.body_q.numpy()[0, 1]))
     q, qd = s.body_q.numpy()[0], s.body_qd.numpy()[0]
     assert min(rec) > 0.05 - 2e-3                  # never into the floor
     assert abs(q[1] - (0.05 + MESH_SKIN)) < 2e-3    # resting on it

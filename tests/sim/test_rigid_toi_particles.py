@@ -5,14 +5,14 @@ import pytest
 
 import kernelcore as kc
 import sim
+from rigid_scenes import impact_builder, run_steps
 from sim.builder import quat_to_matrix
 
 pytest.importorskip("geometry")
 
 
 def _scene(kind, offset=0.0, body_vel=(0.0, 0.0, 0.0)):
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
+    b = impact_builder()
     b.add_particle((0.0, offset, 0.0), (10.0, 0.0, 0.0), 0.1, 0.01)
     body = b.add_body(kc.transform(kc.vec3(0.5, 0.0, 0.0), kc.quat(0, 0, 0, 1)), vel=body_vel)
     if kind == "box":
@@ -23,19 +23,11 @@ def _scene(kind, offset=0.0, body_vel=(0.0, 0.0, 0.0)):
     return m, sim.SolverSemiImplicit(m, toi=True)
 
 
-def _run(m, solver, steps, dt):
-    s0, s1 = m.state(), m.state()
-    for _ in range(steps):
-        solver.step(m, s0, s1, None, dt)
-        s0, s1 = s1, s0
-    return s0
-
-
 @pytest.mark.parametrize("kind", ["box", "sphere"])
 def test_fast_particle_bounces_off_a_free_body_elastically(kind):
     m, solver = _scene(kind)
     mp, mb = 0.1, float(m.body_mass.numpy()[0])
-    s = _run(m, solver, 10, 0.01)   # 10 cm per step: penalty contacts would let it through
+    s = run_steps(m, solver, 10, 0.01)   # 10 cm per step: penalty contacts would let it through
     vp = s.particle_qd.numpy()[0]
     vb = s.body_qd.numpy()[0]
     np.testing.assert_allclose(vp, ((mp - mb) / (mp + mb) * 10.0, 0, 0), atol=1e-4)
@@ -58,7 +50,7 @@ def test_off_centre_hit_conserves_momentum_and_angular_momentum():
         return lin, ang
 
     l0, a0 = momenta(m.state())
-    s = _run(m, solver, 8, 0.01)
+    s = run_steps(m, solver, 8, 0.01)
     l1, a1 = momenta(s)
     assert abs(s.body_qd.numpy()[0, 5]) > 0.1       # the hit set the box spinning
     np.testing.assert_allclose(l1, l0, atol=1e-4)

@@ -5,6 +5,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+from rigid_scenes import add_free_body, add_thin_static_wall, impact_builder, pose_gradient_and_fd, run_recording
 
 pytest.importorskip("geometry")
 
@@ -19,7 +20,7 @@ def _box_model(e=0.6, mu=0.0, gravity=(0, -9.81, 0), pos=(0, 0.55, 0), vel=(0, 0
         b.set_ground_plane(offset=ground_offset)
     if extra:
         extra(b)
-    body = b.add_body(kc.transform(kc.vec3(*pos), kc.quat(*rot)), vel=vel, ang_vel=ang_vel)
+    body = add_free_body(b, pos, vel, rot, ang_vel)
     if kind == "box":
         b.add_shape_box(half_extents=HALF, body=body)
     else:
@@ -28,21 +29,10 @@ def _box_model(e=0.6, mu=0.0, gravity=(0, -9.81, 0), pos=(0, 0.55, 0), vel=(0, 0
     return m, sim.SolverSemiImplicit(m, toi=True)
 
 
-def _run(m, solver, steps, dt, record=None):
-    s0, s1 = m.state(), m.state()
-    out = []
-    for _ in range(steps):
-        solver.step(m, s0, s1, None, dt)
-        s0, s1 = s1, s0
-        if record:
-            out.append(record(s0))
-    return s0, out
-
-
 def test_box_bounce_heights_follow_e_squared():
     e = 0.6
     m, solver = _box_model(e=e)
-    _, rec = _run(m, solver, 1800, 1e-3,
+    _, rec = run_recording(m, solver, 1800, 1e-3,
                   lambda s: (s.body_q.numpy()[0].copy(), s.body_qd.numpy()[0].copy()))
     y = np.array([q[1] for q, _ in rec]) - HALF[1]
     vy = np.array([qd[1] for _, qd in rec])
@@ -57,7 +47,7 @@ def test_box_bounce_heights_follow_e_squared():
 
 def test_box_comes_to_rest_on_the_ground():
     m, solver = _box_model(e=0.5, mu=0.5, pos=(0, 0.3, 0), vel=(0.5, 0, 0))
-    s, _ = _run(m, solver, 1500, 1e-3)
+    s, _ = run_recording(m, solver, 1500, 1e-3)
     q, qd = s.body_q.numpy()[0], s.body_qd.numpy()[0]
     assert abs(q[1] - HALF[1]) < 2e-3
     assert np.abs(qd).max() < 1e-2
@@ -66,9 +56,8 @@ def test_box_comes_to_rest_on_the_ground():
 @pytest.mark.parametrize("kind", ["box", "capsule"])
 def test_fast_thin_body_does_not_tunnel_through_a_thin_wall(kind):
     # a 1 cm thin box (or a 1 cm capsule) at 100 m/s, a 1 cm static box wall, dt = 0.01
-    b = sim.ModelBuilder(gravity=(0, 0, 0))
-    b.set_material(0, ke=1e4, restitution=1.0, mu=0.0)
-    b.add_shape_box((0.5, 0.5, 0.0), half_extents=(0.005, 0.5, 0.5))
+    b = impact_builder()
+    add_thin_static_wall(b, y=0.5)
     body = b.add_body(kc.transform(kc.vec3(0, 0.5, 0), kc.quat(0, 0, 0, 1)), vel=(100.0, 0, 0))
     if kind == "box":
         b.add_shape_box(half_extents=(0.005, 0.05, 0.05), body=body)
@@ -76,7 +65,7 @@ def test_fast_thin_body_does_not_tunnel_through_a_thin_wall(kind):
         b.add_shape_capsule(radius=0.005, half_height=0.05, body=body)
     m = b.finalize()
     solver = sim.SolverSemiImplicit(m, toi=True)
-    s, rec = _run(m, solver, 3, 0.01, lambda s: s.body_q.numpy()[0, 0])
+    s, rec = run_recording(m, solver, 3, 0.01, lambda s: s.body_q.numpy()[0, 0])
     vx = float(s.body_qd.numpy()[0, 0])
     assert max(rec) < 0.495 - 0.005 + 1e-4
     np.testing.assert_allclose(vx, -100.0, rtol=1e-4)
@@ -103,7 +92,7 @@ def test_tumbling_box_landing_on_a_corner_gains_no_energy():
 
     s0 = m.state()
     e0 = energy(s0)
-    s, rec = _run(m, solver, 1500, 1e-3, lambda s: (energy(s), s.body_q.numpy()[0, 1], s.body_qd.numpy()[0, 1]))
+    s, rec = run_recording(m, solver, 1500, 1e-3, lambda s: (energy(s), s.body_q.numpy()[0, 1], s.body_qd.numpy()[0, 1]))
     es = np.array([r[0] for r in rec])
     vy = np.array([r[2] for r in rec])
     assert (np.diff(np.sign(vy)) > 0).sum() >= 2   # it bounced (at least twice)
@@ -156,26 +145,9 @@ def test_gradient_of_a_tumbling_box_corner_impact_matches_finite_differences():
     rot /= np.linalg.norm(rot)
     m, solver = _box_model(e=0.7, mu=0.3, gravity=(0, -2.0, 0), pos=(0, 0.25, 0), vel=(0.3, -1.5, 0.0),
                            rot=tuple(rot), ang_vel=(3.0, 1.0, -2.0), requires_grad=True)
-    steps, dt = 150, 2e-3
-    states = [m.state() for _ in range(steps + 1)]
     w = np.zeros((1, 7), np.float32)
     w[0, :3] = (1.0, 0.7, -0.4)
-
-    def run(qd0):
-        states[0].body_qd.numpy()[0, :] = qd0
-        for k in range(steps):
-            solver.step(m, states[k], states[k + 1], None, dt)
-        return float((states[-1].body_q.numpy().astype(np.float64) * w).sum())
-
-    qd0 = np.array([0.3, -1.5, 0.0, 3.0, 1.0, -2.0])
-    tape = kc.Tape()
-    with tape:
-        run(qd0)
-    tape.backward(grads={states[-1].body_q: w})
-    grad = states[0].body_qd.grad.numpy()[0].astype(np.float64)
-    ys = np.array([s.body_qd.numpy()[0, 1] for s in states])
-    assert ys.max() > 0.2  # it bounced
-    eps = 1e-3
-    fd = np.array([(run(qd0 + e) - run(qd0 - e)) / (2 * eps) for e in np.eye(6) * eps])
+    grad, fd, vy_max = pose_gradient_and_fd(m, solver, np.array([0.3, -1.5, 0.0, 3.0, 1.0, -2.0]), w, 150, 2e-3)
+    assert vy_max > 0.2  # it bounced
     assert np.abs(fd).max() > 0.1
     np.testing.assert_allclose(grad, fd, rtol=0.05, atol=5e-3)
