@@ -172,19 +172,20 @@ class Module:
 
     def _build_cpu_chunk(self, kernels):
         source = self.generate(kernels, "cpu")
-        flags = toolchain.cpu_flags(config.cxx) + [toolchain.compiler_identity(config.cxx)]
+        extra = toolchain.SIMD_FLAGS if any(_simd_option(k) for k in kernels) else []  # (see toolchain.py)
+        flags = toolchain.cpu_flags(config.cxx) + extra + [toolchain.compiler_identity(config.cxx)]
         key = "cpu_" + self._cache_key(source, "cpu", flags)
         src_path = cache.write_source(key, source)
         binary = cache.lookup(key, ".so")
         if binary is None:
-            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name, extra_flags=extra))
         prefer_passive_waiting()  # before libgomp loads with the first kernel library (threads.py)
         try:
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         except OSError:
             # corrupted between the check and the load: rebuild once
             os.remove(binary)
-            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name))
+            binary = cache.store(key, ".so", lambda tmp: toolchain.compile_cpu(src_path, tmp, self.name, extra_flags=extra))
             lib = ctypes.CDLL(binary, mode=ctypes.RTLD_LOCAL)
         chunk = Chunk(key, source, lib, src_path)
         fn = lib.kc_error_state
