@@ -174,7 +174,9 @@ class Module:
 
     def _build_cpu_chunk(self, kernels):
         source = self.generate(kernels, "cpu")
-        extra = toolchain.FAST_MATH_FLAGS if _fast_math_option(kernels[0]) else []
+        extra = list(toolchain.FAST_MATH_FLAGS) if _fast_math_option(kernels[0]) else []
+        if any(_simd_option(k) for k in kernels):  # (see toolchain.py)
+            extra += [f for f in toolchain.SIMD_FLAGS if f not in extra]
         flags = toolchain.cpu_flags(config.cxx) + extra + [toolchain.compiler_identity(config.cxx)]
         key = "cpu_" + self._cache_key(source, "cpu", flags)
         src_path = cache.write_source(key, source)

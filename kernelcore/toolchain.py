@@ -17,15 +17,17 @@ NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
 # expression gave results 1 ulp apart in the vectorised and the generic entry point of a kernel,
 # and between a host call of a builtin and a kernel (tests/kernelcore/test_cpu_entry_points.py,
 # test_host_math.py promise the same bits).
-# -fno-trapping-math: GCC may then assume no floating-point operation traps (kernelcore never
-# unmasks FP exceptions; no value changes). It lets GCC if-convert selects around int -> float
-# conversions, and it must be the same for every function: GCC inlines nothing doing floating
-# point from a function built with trapping math into one built without it, so the former
-# per-function attribute of kc.kernel(simd=True) kept @kc.func calls out of the vectorised loop
-# (bench_autodiff's G2P ran 0.6-0.8x with simd=True instead of ~1.7x).
 COMMON_FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native", "-fno-math-errno",
-                "-fno-trapping-math", "-ffp-contract=off", "-fvisibility=hidden", "-w"]
+                "-ffp-contract=off", "-fvisibility=hidden", "-w"]
 GCC_FLAGS = ["-fno-tree-loop-vectorize"]
+# Modules holding a kc.kernel(simd=True) kernel (module.py): GCC may then assume that no
+# floating-point operation traps (kernelcore never unmasks FP exceptions; no value changes), so
+# it if-converts the selects around an int -> float conversion (an MPM stencil base's clamp).
+# It must be the whole file: GCC does not inline floating-point code into a function built with
+# other floating-point options, so the former optimize("no-trapping-math") attribute on the
+# vectorised loop's function left bench_autodiff's G2P calling its B-spline @kc.func per element
+# (0.6-0.8x with simd=True). Not every build: bench_autodiff's integrator adjoint ran 0.54x with it.
+SIMD_FLAGS = ["-fno-trapping-math"]
 CPU_FLAGS = COMMON_FLAGS + GCC_FLAGS  # the default compiler's flags (g++)
 
 
@@ -64,7 +66,8 @@ def compiler_identity(cxx: str) -> str:
 def compile_cpu(source_path: str, out_path: str, module_name: str, include_dirs=(), extra_flags=()):
     """Compile one translation unit to a shared library; raises NativeBuildError with the log."""
     cxx = config.cxx
-    cmd = [cxx, *cpu_flags(cxx), *extra_flags, f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path, "-o", out_path]
+    cmd = [cxx, *cpu_flags(cxx), *extra_flags, f"-I{NATIVE_DIR}", *(f"-I{d}" for d in include_dirs), source_path,
+           "-o", out_path]
     if config.verbose:
         print("kernelcore: " + " ".join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True)

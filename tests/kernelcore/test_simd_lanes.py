@@ -23,7 +23,7 @@ def _vectorised_loops(kernel, tmp_path):
         pytest.skip("needs g++ (GCC's -fopt-info)")
     src = tmp_path / "m.cpp"
     src.write_text(kernel.module.generate([kernel], "cpu"))
-    flags = [f for f in toolchain.cpu_flags(cxx) if f != "-shared"]
+    flags = [f for f in toolchain.cpu_flags(cxx) + toolchain.SIMD_FLAGS if f != "-shared"]   # (a simd=True module's)
     proc = subprocess.run([cxx, *flags, f"-I{toolchain.NATIVE_DIR}", "-c", str(src), "-o", str(tmp_path / "m.o"),
                            "-fopt-info-vec-optimized"], capture_output=True, text=True, check=True)
     return proc.stderr.count("loop vectorized")
