@@ -50,6 +50,40 @@ def test_box_at_100_m_per_s_rebounds_from_a_thin_box_at_e_v():
     assert heights.min() < 0.49
 
 
+@pytest.mark.parametrize("link", ["box", "capsule"])
+@pytest.mark.parametrize("collider", ["sphere", "capsule", "plane"])
+def test_fast_link_rebounds_from_each_static_kind(link, collider):
+    """A free box or capsule (axis vertical) at 50 m/s, no gravity, lands on the top (y = 0.5) of a
+    static sphere, a horizontal capsule or a plane, right under its centre of mass: it rebounds at
+    e v without spin (dt = 1 ms, 20 cm per step: penalty contacts would tunnel)."""
+    e, dt, steps, v, y0 = 0.5, 1e-3, 30, 50.0, 1.5
+    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    b.set_material(0, ke=1e4, mu=0.5, restitution=e)
+    if collider == "sphere":
+        b.add_shape_sphere(pos=(0.0, 0.4, 0.0), radius=0.1)
+    elif collider == "capsule":  # along x
+        b.add_shape_capsule(pos=(0.0, 0.45, 0.0), radius=0.05, half_height=0.3,
+                            rot=(0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)))
+    else:
+        b.add_shape_plane(pos=(0.0, 0.5, 0.0))
+    body = b.add_body(xform=(0.0, y0, 0.0, 0, 0, 0, 1), vel=(0.0, -v, 0.0))
+    if link == "box":
+        b.add_shape_box(half_extents=(H, H, H), body=body, density=1000.0)
+        below = H
+    else:
+        b.add_shape_capsule(radius=0.05, half_height=0.1, body=body, density=1000.0)
+        below = 0.15
+    b.add_joint_free(body)
+    model = b.finalize()
+    heights, qds, s = _run(model, sim.SolverFeatherstone(model, toi=True), steps, dt)
+    top = 0.5 + below
+    t_hit = (y0 - top) / v
+    assert heights[-1] == pytest.approx(top + e * v * (steps * dt - t_hit), abs=2e-3)
+    assert qds[-1][1] == pytest.approx(e * v, rel=1e-4)
+    assert np.abs(qds[-1][3:]).max() < 1e-3
+    assert heights.min() > top - 1e-3
+
+
 def test_resting_box_stays_on_the_ground():
     model = _box(0.8, H, (0.0, 0.0, 0.0), -9.81)
     heights, qds, _ = _run(model, sim.SolverFeatherstone(model, toi=True), 200, 1e-3)
