@@ -183,8 +183,9 @@ def test_toi_warns_about_bodies_it_does_not_sweep():
     cube = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
     b.add_shape_mesh(cube, is_convex=True, body=hull)
     m = b.finalize()
-    with pytest.warns(UserWarning, match=r"body-body contacts not swept: 1 bodies with a mesh shape \(indices 2\) are swept against "
-                      r"static shapes, but their contacts with other bodies stay penalty contacts"):
+    with pytest.warns(UserWarning, match=r"body-body contacts not swept: 1 bodies with a mesh shape \(indices 2\) "
+                                         r"are swept against static shapes, but their contacts with other bodies "
+                                         r"stay penalty contacts"):
         sim.SolverSemiImplicit(m, toi=True)
 
 
