@@ -18,6 +18,7 @@ def test_bench_fluids_pbf_reports_steps_per_second(tmp_path):
     assert r["particles"] == 216 and r["kernelcore_steps_per_s"] > 0 and r["kernelcore_finite"]
     assert len(r["kernelcore_samples"]) == 3 and "taichi_step_s" not in r
     assert 0 < r["kernelcore_cpu_step_s"] < 60
+    assert 0 < r["kernelcore_fast_math_cpu_step_s"] < 60 and r["fast_math_speedup"] > 0   # SolverPBF(fast_math=True)
 
 
 def test_taichi_pbf_matches_kernelcore_on_a_small_block():

@@ -60,7 +60,8 @@ def host_loss(states):
     return float(states[-1].particle_q.numpy()[:, 0].astype(np.float64).mean())
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(vorticity_confinement=0.5, scorr_k=0.01, xsph=0.05)])
+@pytest.mark.parametrize("kw", [dict(), dict(vorticity_confinement=0.5, scorr_k=0.01, xsph=0.05),
+                                dict(vorticity_confinement=0.5, scorr_k=0.01, xsph=0.05, fast_math=True)])
 def test_gradient_of_mean_x_wrt_initial_velocity_matches_finite_differences(kw):
     model, solver = setup(**kw)
     v0 = model.particle_qd.numpy().astype(np.float64)
