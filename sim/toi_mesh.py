@@ -78,6 +78,39 @@ def box_segment(scale: kc.vec3, k: int):
 
 
 @kc.func
+def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: kc.vec3, rb: float,
+                         centre_b: kc.vec3, by_centre: int):
+    """Segment A (``a0``, ``a0 + da``, radius ``ra``) against segment B (radius ``rb``) [m]: (distance,
+    unit normal from B to A, contact point on A's surface); distance FAR when they touch at no
+    defined direction.  Two crossing segments take the normal across both, exact where the
+    separation is rounding noise (at the time of impact); its side is that of the separation, or
+    with ``by_centre`` away from ``centre_b`` (B an edge of a convex solid of that centre: at the
+    time of impact two sharp edges touch and the separation has no side)."""
+    d = float(FAR)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    st = segment_params(a0, da, b0, db)
+    pa = a0 + da * st[0]
+    sep = pa - (b0 + db * st[1])
+    dist = kc.length(sep)
+    axis = kc.cross(da, db)
+    crossing = st[0] > 0.0 and st[0] < 1.0 and st[1] > 0.0 and st[1] < 1.0
+    if crossing and kc.length(axis) > 1.0e-6 * kc.length(da) * kc.length(db):
+        axis = kc.normalize(axis)
+        h = kc.dot(sep, axis)
+        side = h
+        if by_centre != 0:
+            side = kc.dot(b0 + db * st[1] - centre_b, axis)
+        n = axis
+        if side < 0.0:
+            n = -axis
+        d = kc.abs(h) - ra - rb  # the segments' distance either way
+    elif dist > 0.0:
+        n = sep / dist
+        d = dist - ra - rb
+    return d, n, pa - n * ra
+
+
+@kc.func
 def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
                      t0: kc.vec3, t1: kc.vec3, t2: kc.vec3):
     """Feature ``f`` (0 <= f < TRIANGLE_FEATURES) of shape A (kind ``ka``: 0 sphere, 1 box, 4 capsule)
@@ -141,28 +174,8 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
             elif e == 2:
                 b0 = t2
                 b1 = t0
-            a0 = pos_a + rot_a * la0
-            da = rot_a * (la1 - la0)
-            db = b1 - b0
-            st = segment_params(a0, da, b0, db)
-            pa = a0 + da * st[0]
-            sep = pa - (b0 + db * st[1])
-            dist = kc.length(sep)
-            axis = kc.cross(da, db)
-            crossing = st[0] > 0.0 and st[0] < 1.0 and st[1] > 0.0 and st[1] < 1.0
-            if crossing and kc.length(axis) > 1.0e-6 * kc.length(da) * kc.length(db):
-                # two edges crossing: the normal is across both, exact where the separation is noise
-                axis = kc.normalize(axis)
-                h = kc.dot(sep, axis)
-                n = axis
-                if h < 0.0:
-                    n = -axis
-                d = kc.abs(h) - ra - MESH_SKIN
-                p = pa - n * ra
-            elif dist > 0.0:
-                n = sep / dist
-                d = dist - ra - MESH_SKIN
-                p = pa - n * ra
+            # the triangle edge as a segment of radius MESH_SKIN (the skin every mesh feature has)
+            d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), ra, b0, b1 - b0, MESH_SKIN, b0, 0)
     return d, n, p
 
 

@@ -38,7 +38,8 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_bodies import segment_params, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
 from .model import SHAPE_MESH
-from .toi_mesh import MESH_SKIN, box_segment, is_skipped, skip_vector, triangle_feature, triangle_vertex
+from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, segment_pair_feature, skip_vector, triangle_feature,
+                       triangle_vertex)
 
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
@@ -55,39 +56,6 @@ def mesh_edge(mesh: kc.uint64, e: int):
     a = triangle_vertex(mesh, face, j)
     b = triangle_vertex(mesh, face, (j + 1) % 3)
     return a, b
-
-
-@kc.func
-def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: kc.vec3, rb: float,
-                         centre_b: kc.vec3, by_centre: int):
-    """Segment A (``a0``, ``a0 + da``, radius ``ra``) against segment B (radius ``rb``) [m]: (distance,
-    unit normal from B to A, contact point on A's surface); distance FAR when they touch at no
-    defined direction.  Two crossing segments take the normal across both, exact where the
-    separation is rounding noise (at the time of impact); its side is that of the separation, or
-    with ``by_centre`` away from ``centre_b`` (B an edge of a convex solid of that centre: at the
-    time of impact two sharp edges touch and the separation has no side)."""
-    d = float(FAR)
-    n = kc.vec3(0.0, 1.0, 0.0)
-    st = segment_params(a0, da, b0, db)
-    pa = a0 + da * st[0]
-    sep = pa - (b0 + db * st[1])
-    dist = kc.length(sep)
-    axis = kc.cross(da, db)
-    crossing = st[0] > 0.0 and st[0] < 1.0 and st[1] > 0.0 and st[1] < 1.0
-    if crossing and kc.length(axis) > 1.0e-6 * kc.length(da) * kc.length(db):
-        axis = kc.normalize(axis)
-        h = kc.dot(sep, axis)
-        side = h
-        if by_centre != 0:
-            side = kc.dot(b0 + db * st[1] - centre_b, axis)
-        n = axis
-        if side < 0.0:
-            n = -axis
-        d = kc.abs(h) - ra - rb  # the segments' distance either way
-    elif dist > 0.0:
-        n = sep / dist
-        d = dist - ra - rb
-    return d, n, pa - n * ra
 
 
 @kc.func
