@@ -14,6 +14,7 @@ from sim.builder import quat_to_matrix
 pytest.importorskip("geometry")
 
 from sim.toi_mesh import MESH_SKIN  # noqa: E402
+from rigid_scenes import run_recording  # noqa: E402
 
 H = 0.02  # half size of the hulls [m]
 CUBE = H * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], np.float64)
@@ -31,17 +32,6 @@ def _hull_model(points, pos=(0, 0, 0), vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=
     body = b.add_body(kc.transform(kc.vec3(*pos), kc.quat(*rot)), vel=vel, ang_vel=ang_vel)
     b.add_shape_mesh(points, is_convex=True, body=body)
     return b.finalize(requires_grad=requires_grad)
-
-
-def _run(m, solver, steps, dt, record=None):
-    s0, s1 = m.state(), m.state()
-    out = []
-    for _ in range(steps):
-        solver.step(m, s0, s1, None, dt)
-        s0, s1 = s1, s0
-        if record:
-            out.append(record(s0))
-    return s0, out
 
 
 def _energy(m, s):
@@ -67,7 +57,7 @@ def test_fast_hull_bounces_off_a_thin_wall_and_keeps_its_energy(shape, toi):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one mesh body: everything it meets is swept, nothing to warn about
         solver = sim.SolverSemiImplicit(m, toi=toi)
-    s, rec = _run(m, solver, 3, 0.01, lambda s: float(s.body_q.numpy()[0, 0]))
+    s, rec = run_recording(m, solver, 3, 0.01, lambda s: float(s.body_q.numpy()[0, 0]))
     if not toi:
         assert rec[-1] > 1.0  # tunnelled
         return
@@ -87,7 +77,7 @@ def test_tilted_hull_hits_a_wall_corner_first_and_keeps_its_energy():
     m = _hull_model(CUBE, vel=(30.0, 0.5, 0), rot=tuple(q), statics=[_wall])
     solver = sim.SolverSemiImplicit(m, toi=True)
     e0 = _energy(m, m.state())
-    s, rec = _run(m, solver, 4, 0.01, lambda s: s.body_q.numpy()[0].copy())
+    s, rec = run_recording(m, solver, 4, 0.01, lambda s: s.body_q.numpy()[0].copy())
     qd = s.body_qd.numpy()[0]
     assert qd[0] < 0.0 and np.abs(qd[3:]).max() > 100.0  # bounced back, spinning
     np.testing.assert_allclose(_energy(m, s), e0, rtol=1e-4)
@@ -114,7 +104,7 @@ def test_fast_cube_hull_falls_onto_a_static_shape(collider):
 
     m = _hull_model(CUBE, pos=(0.0, 0.5, 0.0), vel=(0, -50.0, 0), statics=[add])
     solver = sim.SolverSemiImplicit(m, toi=True)
-    s, rec = _run(m, solver, 2, 0.01, lambda s: s.body_q.numpy()[0].copy())
+    s, rec = run_recording(m, solver, 2, 0.01, lambda s: s.body_q.numpy()[0].copy())
     top = 0.05 + H + (MESH_SKIN if collider == "mesh" else 0.0)
     np.testing.assert_allclose(rec[0][1], top + (0.5 - (0.5 - top)), atol=2e-4)
     # on the mesh the manifold (at most 8 of the face's many touching features) need not be symmetric: a
@@ -133,7 +123,7 @@ def test_crossing_edges_stop_a_turned_cube_hull_on_a_turned_box():
 
     m = _hull_model(CUBE, pos=(0, 0.4, 0), vel=(0, -40.0, 0), rot=(0, 0, s8, c), statics=[add])
     solver = sim.SolverSemiImplicit(m, toi=True)
-    s, rec = _run(m, solver, 1, 0.01, lambda s: s.body_q.numpy()[0].copy())
+    s, rec = run_recording(m, solver, 1, 0.01, lambda s: s.body_q.numpy()[0].copy())
     touch = 0.03 * np.sqrt(2) + H * np.sqrt(2)  # centre height at the touch
     np.testing.assert_allclose(rec[0][1], touch + (0.4 - (0.4 - touch)), atol=2e-4)
     np.testing.assert_allclose(s.body_qd.numpy()[0, :3], [0, 40.0, 0], atol=2e-2)
