@@ -755,12 +755,7 @@ class Emitter:
         self.w(f"static __attribute__(({attrs})) void {kernel_name}_fwd_share("
                f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
         self.indent += 1
-        for v in ir.args:
-            if isinstance(v.type, ArrayType):
-                self.w(f"const {ctype(v.type)} {v.cname} = kc::c_order<{v.type.ndim}>(a->{v.cname});")
-            else:
-                self.w(f"const {ctype(v.type)} {v.cname} = a->{v.cname};")
-        args = "".join(f", {v.cname}" for v in ir.args)
+        args = self.emit_unpacked_args(ir)
         call = f"{kernel_name}_fwd_thread(*b"
         self.w("kc::int64 begin, end;")
         if not arity:
@@ -803,6 +798,16 @@ class Emitter:
         self.indent -= 1
         self.w("}")
 
+    def emit_unpacked_args(self, ir):
+        """Local copies of a share function's arguments (arrays in C order) from its ``a`` struct;
+        returns them as ", x, y" for the thread function's call."""
+        for v in ir.args:
+            if isinstance(v.type, ArrayType):
+                self.w(f"const {ctype(v.type)} {v.cname} = kc::c_order<{v.type.ndim}>(a->{v.cname});")
+            else:
+                self.w(f"const {ctype(v.type)} {v.cname} = a->{v.cname};")
+        return "".join(f", {v.cname}" for v in ir.args)
+
     def emit_lane_entry(self, kernel_name, ir, kind, records):
         """The vectorised ``kind`` entry point of a kc.kernel(simd=True) whose threads accumulate
         into arrays (forward: top-level atomic_add/atomic_sub; adjoint: the gradient scatter of
@@ -835,12 +840,7 @@ class Emitter:
         self.w(f"static __attribute__(({_LANE_ATTRS})) void {kernel_name}_{kind}_share("
                f"const kc::launch_bounds_t* b, const {kernel_name}_args* a, int tn, int team) {{")
         self.indent += 1
-        for v in ir.args:
-            if isinstance(v.type, ArrayType):
-                self.w(f"const {ctype(v.type)} {v.cname} = kc::c_order<{v.type.ndim}>(a->{v.cname});")
-            else:
-                self.w(f"const {ctype(v.type)} {v.cname} = a->{v.cname};")
-        args = "".join(f", {v.cname}" for v in ir.args)
+        args = self.emit_unpacked_args(ir)
         self.w(f"{kernel_name}_{kind}_rec rec;")
         self.w("kc::int64 begin, end;")
         self.w("kc::static_share(b->size, tn, team, begin, end);")
