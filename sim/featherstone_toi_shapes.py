@@ -32,6 +32,10 @@ NO_HIT = kc.constant(2.0)
 #: a feature joins the manifold only if its normal is this close to the closest feature's (cos ~25 deg)
 SAME_NORMAL = kc.constant(0.9)
 
+# closest_feature's feature-id span for a link shape, a primitive (box, capsule; no mesh of its own,
+# passed as mesh 0): nothing is skipped here, so the ids only need a non-zero span
+PRIMITIVE_SPAN = kc.constant(256)
+
 
 @kc.func
 def link_shape_closest(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w: kc.vec3, tau: float,
@@ -46,7 +50,7 @@ def link_shape_closest(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w:
     xs, qs, pos_a, rot_a = pose_at(com_w, q_b, v_com, w, tau, offset, shape_rot[sh])
     d, n, p = closest_feature(shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal, ground_offset,
                               shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, 0, skip, 0,
-                              shape_mesh, look)
+                              shape_mesh, look, kc.uint64(0), kc.vec3(0.0, 0.0, 0.0), PRIMITIVE_SPAN)
     return d, n, p, xs
 
 
@@ -111,7 +115,7 @@ def link_shape_contact(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w:
     look = MESH_LOOKAHEAD + MANIFOLD_TOL
     d_min, n0, p0 = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset, shape_count,
                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, 0, skip, 0,
-                                    shape_mesh, look)
+                                    shape_mesh, look, kc.uint64(0), kc.vec3(0.0, 0.0, 0.0), PRIMITIVE_SPAN)
     p_sum = kc.vec3(0.0, 0.0, 0.0)
     count = float(0.0)
     best = float(1.0e30)
