@@ -780,13 +780,7 @@ class Emitter:
         self.w("}")
         self.w(f"static bool {kernel_name}_fwd_stream(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{")
         self.indent += 1
-        if arrays:
-            self.w("if (" + " || ".join(f"!kc::c_contiguous(a->{v.cname})" for v in arrays) + ") return false;")
-        if len(arrays) > 1:
-            self.w(f"uintptr_t first[{len(arrays)}], last[{len(arrays)}];")
-            for k, v in enumerate(arrays):
-                self.w(f"kc::byte_range(a->{v.cname}, first[{k}], last[{k}]);")
-            self.w(f"if (!kc::disjoint(first, last, {len(arrays)})) return false;")
+        self.emit_plain_arrays_guard(arrays)
         if not arity:
             self.w("if (b->size > 0x7FFFFFFF) return false;")  # the loop counts in int32
         self.w(f"if (b->nthreads <= 1) {kernel_name}_fwd_share(b, a, 0, 1);")
@@ -797,6 +791,17 @@ class Emitter:
         self.w("return true;")
         self.indent -= 1
         self.w("}")
+
+    def emit_plain_arrays_guard(self, arrays):
+        """``return false`` unless every array in ``arrays`` is C-contiguous and no two overlap
+        (what the vectorised entry points assume)."""
+        if arrays:
+            self.w("if (" + " || ".join(f"!kc::c_contiguous(a->{v.cname})" for v in arrays) + ") return false;")
+        if len(arrays) > 1:
+            self.w(f"uintptr_t first[{len(arrays)}], last[{len(arrays)}];")
+            for k, v in enumerate(arrays):
+                self.w(f"kc::byte_range(a->{v.cname}, first[{k}], last[{k}]);")
+            self.w(f"if (!kc::disjoint(first, last, {len(arrays)})) return false;")
 
     def emit_unpacked_args(self, ir):
         """Local copies of a share function's arguments (arrays in C order) from its ``a`` struct;
@@ -864,13 +869,7 @@ class Emitter:
         self.w(f"static bool {kernel_name}_{kind}_lanes(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{")
         self.indent += 1
         self.w("if (b->private_mask || b->size > 0x7FFFFFFF) return false;")
-        if arrays:
-            self.w("if (" + " || ".join(f"!kc::c_contiguous(a->{v.cname})" for v in arrays) + ") return false;")
-        if len(arrays) > 1:
-            self.w(f"uintptr_t first[{len(arrays)}], last[{len(arrays)}];")
-            for k, v in enumerate(arrays):
-                self.w(f"kc::byte_range(a->{v.cname}, first[{k}], last[{k}]);")
-            self.w(f"if (!kc::disjoint(first, last, {len(arrays)})) return false;")
+        self.emit_plain_arrays_guard(arrays)
         self.w(f"if (b->nthreads <= 1) {kernel_name}_{kind}_share(b, a, 0, 1);")
         self.w("else {")
         self.w("    #pragma omp parallel num_threads(b->nthreads)")

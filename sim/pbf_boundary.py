@@ -8,6 +8,7 @@ from __future__ import annotations
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
+from .collide_mesh import mesh_surface_distance
 from .collide_shapes import box_closest
 
 SPHERE = kc.constant(0)
@@ -49,18 +50,9 @@ def shape_distance(x: kc.vec3, t: int, pos: kc.vec3, rot: kc.mat33, scale: kc.ve
         n = rot * kc.vec3(0.0, 1.0, 0.0)
         sd = kc.dot(n, x - pos)
     elif t == MESH:
-        query = kc.mesh_query_point_sign_normal(mesh, x, reach)
-        if query.result:
-            cp = kc.mesh_eval_position(mesh, query.face, query.u, query.v)
-            d = x - cp
-            dist = kc.length(d)
-            side = float(1.0)
-            if query.sign < 0.0:
-                side = -1.0
-            n = kc.mesh_eval_face_normal(mesh, query.face)
-            if dist > 1.0e-7:
-                n = d * (side / dist)
-            sd = side * dist
+        nd = mesh_surface_distance(mesh, x, reach)  # (0, 1, 0, FAR = 1e30) beyond reach, as above
+        n = kc.vec3(nd[0], nd[1], nd[2])
+        sd = nd[3]
     return kc.vec4(n[0], n[1], n[2], sd)
 
 

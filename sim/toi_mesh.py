@@ -78,6 +78,20 @@ def box_segment(scale: kc.vec3, k: int):
 
 
 @kc.func
+def triangle_edge(t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, e: int):
+    """Edge ``e`` (0, 1, 2) of the triangle (t0, t1, t2): (start, end), going round t0 -> t1 -> t2."""
+    b0 = t0
+    b1 = t1
+    if e == 1:
+        b0 = t1
+        b1 = t2
+    elif e == 2:
+        b0 = t2
+        b1 = t0
+    return b0, b1
+
+
+@kc.func
 def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: kc.vec3, rb: float,
                          centre_b: kc.vec3, by_centre: int):
     """Segment A (``a0``, ``a0 + da``, radius ``ra``) against segment B (radius ``rb``) [m]: (distance,
@@ -166,14 +180,7 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
                 la1 = kc.vec3(0.0, scale_a[1], 0.0)
                 ra = scale_a[0]
         if ra >= 0.0:
-            b0 = t0
-            b1 = t1
-            if e == 1:
-                b0 = t1
-                b1 = t2
-            elif e == 2:
-                b0 = t2
-                b1 = t0
+            b0, b1 = triangle_edge(t0, t1, t2, e)
             # the triangle edge as a segment of radius MESH_SKIN (the skin every mesh feature has)
             d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), ra, b0, b1 - b0, MESH_SKIN, b0, 0)
     return d, n, p

@@ -38,8 +38,8 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_bodies import segment_params, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
 from .model import SHAPE_MESH
-from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, segment_pair_feature, skip_vector, triangle_feature,
-                       triangle_vertex)
+from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, segment_pair_feature, skip_vector, triangle_edge,
+                       triangle_feature, triangle_vertex)
 
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
@@ -166,14 +166,7 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
         ge = f - nv - 3
         la0, la1 = mesh_edge(mesh, ge // 3)
         e = ge % 3
-        b0 = t0
-        b1 = t1
-        if e == 1:
-            b0 = t1
-            b1 = t2
-        elif e == 2:
-            b0 = t2
-            b1 = t0
+        b0, b1 = triangle_edge(t0, t1, t2, e)
         d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0, b0, 0)
         d = d - MESH_SKIN
     return d, n, p
