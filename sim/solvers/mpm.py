@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 import kernelcore as kc
+from kernelcore.device import get_runtime
 
 from ..worlds import require_one_environment
 from ..mpm_constitutive import MPM_FLUID, MPM_MODEL_CODES, MPM_NONE, MPM_SNOW
@@ -29,6 +30,7 @@ from ..mpm_colliders import body_contact_mass
 from ..mpm_transfer import BOUNDARY_CODES, active_box, grid_to_particle, particle_to_grid, update_grid, zero_grid
 from ..mpm_volume_colliders import check_volumes, volume_collider_arrays
 from .checks import reports_non_finite
+from ..mpm_adjoint_2d import record_step_2d
 
 #: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
 #: bound outwards, and a stencil (3 nodes) always fits.
@@ -169,6 +171,10 @@ class SolverMPM:
         #: static SDF colliders (geometry.Volume), kept alive here, and their kernel arrays
         self.sdf_colliders = check_volumes(sdf_colliders)
         self._volume_arrays = volume_collider_arrays(self.sdf_colliders, model.device) if self.sdf_colliders else None
+        #: a taped step takes the hand-written 2-D adjoints (sim/mpm_adjoint_2d.py): 2-D on the CPU, walls and
+        #: ground only (no shapes, bodies or SDF colliders, whose grid update keeps the automatic adjoint)
+        self._hand_adjoints = (self.dim == 2 and self._cpu and model.body_count == 0 and model.shape_count == 0
+                               and self._volume_arrays is None)
 
     # -- construction checks ------------------------------------------------------------------------
     def _check_bounds(self, bounds):
@@ -261,6 +267,10 @@ class SolverMPM:
         box = None
         if self._cpu and model.body_count == 0:
             box = active_box(state_in.particle_q.numpy(), grid)
+        if self._hand_adjoints and grid.mv.grad is not None and get_runtime().tape_stack:
+            # a taped 2-D step: one record_func whose backward runs hand-written adjoints (sim/mpm_adjoint_2d.py)
+            record_step_2d(self, model, state_in, state_out, act, grid, dt, box)
+            return
         zero_grid(grid, model.device, box)
         particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
         bodies = model.body_count > 0
