@@ -5,7 +5,9 @@ Each kernel is launched back to back (median of 5 blocks of 200 launches), forwa
 
 ``--solver``: the same for sim.SolverMPM's 2-D kernels (sim/mpm_transfer.py) on bench_mpm.py's
 2-D case (6.4K particles, 128^2 cells), including the grid clear, on the box of nodes the
-particles touch as the solver does on the CPU (``--whole-grid``: every node).
+particles touch as the solver does on the CPU (``--whole-grid``: every node).  Then the
+launches of the hand-written adjoints (sim/mpm_adjoint_2d.py) that a taped 2-D step runs in
+place of the automatic ones ("hand adjoint" rows, each a forward launch).
 
 With one thread the figures are process CPU time, not wall time: on a machine shared with
 other jobs the wall time of a launch includes the time it waited for a core.
@@ -68,6 +70,30 @@ def solver_kernels():
     return launches
 
 
+def hand_adjoint_launches():
+    """(kernel, dim, inputs, keywords) of the backward a taped sim.SolverMPM 2-D step records."""
+    import bench_mpm as M
+
+    k = M.KcMpm(2, 80, 128, steps=1, requires_grad=True)
+    s0, s1 = k.states[0], k.states[1]
+    tape = kc.Tape()
+    with tape:
+        k.solver.step(k.model, s0, s1, None, M.DT)
+    launches = []
+    real_launch = kc.launch
+
+    def spy(kernel, dim=None, inputs=(), outputs=(), **kw):
+        launches.append((kernel, dim, list(inputs) + list(outputs), kw))
+        return real_launch(kernel, dim=dim, inputs=inputs, outputs=outputs, **kw)
+
+    kc.launch = spy
+    try:
+        tape.launches[-1].backward()
+    finally:
+        kc.launch = real_launch
+    return launches
+
+
 def main():
     if "--solver" in sys.argv:
         print(f"threads: {os.environ.get('KERNELCORE_NUM_THREADS') or os.cpu_count()}")
@@ -75,6 +101,9 @@ def main():
             fwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, record_tape=False), n=50)
             bwd = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, adjoint=True, record_tape=False), n=50)
             print(f"{kernel.key:24s} forward {fwd:8.1f} us   adjoint {bwd:8.1f} us   ratio {bwd / fwd:.2f}")
+        for kernel, dim, args, kw in hand_adjoint_launches():
+            t = median_us(lambda: kc.launch(kernel, dim=dim, inputs=args, **kw), n=50)
+            print(f"{kernel.key:36s} hand adjoint {t:8.1f} us")
         return
     sim = B.KcMpm()
     c, P, G = sim.c, sim.np_, B.MPM_GRID

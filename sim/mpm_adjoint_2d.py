@@ -224,30 +224,26 @@ def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid
 
 
 # ------------------------------------------------------------------------------------------------
-# P2G of a neo-Hookean plane-strain solid: stress and scatter in one adjoint
+# the P2G stress kernel of a neo-Hookean plane-strain solid (straight-line code: simd=True vectorises it)
 # ------------------------------------------------------------------------------------------------
-@kc.kernel
-def p2g_neo_hookean_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
-                                      C: kc.array(dtype=kc.mat33), F: kc.array(dtype=kc.mat33),
-                                      mass: kc.array(dtype=float), volume: kc.array(dtype=float),
-                                      material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
-                                      mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float),
-                                      act_axis: kc.vec3, grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
-                                      adj_grid_mv: kc.array(dtype=kc.vec2, ndim=2),
-                                      adj_grid_m: kc.array(dtype=float, ndim=2),
-                                      adj_F_out: kc.array(dtype=kc.mat33), adj_Jp_out: kc.array(dtype=float),
-                                      adj_q: kc.array(dtype=kc.vec3), adj_qd: kc.array(dtype=kc.vec3),
-                                      adj_C: kc.array(dtype=kc.mat33), adj_F: kc.array(dtype=kc.mat33),
-                                      adj_Jp: kc.array(dtype=float), adj_mass: kc.array(dtype=float),
-                                      adj_volume: kc.array(dtype=float), adj_E: kc.array(dtype=float),
-                                      adj_nu: kc.array(dtype=float), adj_actuation: kc.array(dtype=float)):
-    """The adjoint of mpm_transfer's 2-D P2G with mpm_constitutive.update_neo_hookean_plane: the
-    scatter's adjoint (a gather, see the module docstring) and then, by hand, the adjoint of
-    ``A = -dt V (4 / dx^2) tau + m C`` and of the plane-strain neo-Hookean stress and F update;
-    clears adj_F_out / adj_Jp_out after reading them (the adjoint of a store)."""
+@kc.kernel(simd=True)
+def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=kc.mat33), F: kc.array(dtype=kc.mat33),
+                                         mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                                         material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
+                                         mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float),
+                                         act_axis: kc.vec3, dx: float, dt: float,
+                                         adj_affine: kc.array(dtype=kc.mat33), adj_F_out: kc.array(dtype=kc.mat33),
+                                         adj_Jp_out: kc.array(dtype=float),
+                                         adj_C: kc.array(dtype=kc.mat33), adj_F: kc.array(dtype=kc.mat33),
+                                         adj_Jp: kc.array(dtype=float), adj_mass: kc.array(dtype=float),
+                                         adj_volume: kc.array(dtype=float), adj_actuation: kc.array(dtype=float),
+                                         adj_E: kc.array(dtype=float), adj_nu: kc.array(dtype=float)):
+    """The adjoint of mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane for the 2-D
+    scatter (which reads the affine matrix's upper-left 2 x 2 block only): from the adjoints of
+    ``A = -dt V (4 / dx^2) tau + m C`` (``adj_affine``), F_out and Jp_out (all three consumed,
+    as by a store's adjoint) to those of C, F, Jp, m, V, the actuation and E, nu."""
     p = kc.tid()
     inv_dx = 1.0 / dx
-    # --- forward values: F update and stress (as update_neo_hookean_plane)
     mi = material[p]
     E = mat_E[mi]
     nu = mat_nu[mi]
@@ -262,76 +258,44 @@ def p2g_neo_hookean_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(d
     f01 = A00 * Fo[0, 1] + A01 * Fo[1, 1]
     f10 = A10 * Fo[0, 0] + A11 * Fo[1, 0]
     f11 = A10 * Fo[0, 1] + A11 * Fo[1, 1]
-    k_mu = 1.0 / (2.0 * (1.0 + nu))
-    k_la = nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    op = 1.0 + nu
+    om = 1.0 - 2.0 * nu
+    k_mu = 1.0 / (2.0 * op)
+    k_la = nu / (op * om)
     mu = E * k_mu
     la = E * k_la
     J = f00 * f11 - f01 * f10
-    logJ = kc.log(kc.max(J, 1.0e-4))   # mpm_constitutive.MIN_STRETCH
-    lj = la * logJ
+    Jc = kc.max(J, 1.0e-4)   # mpm_constitutive.MIN_STRETCH
+    logJ = kc.log(Jc)
     a0 = f00 * act_axis[0] + f01 * act_axis[1]
     a1 = f10 * act_axis[0] + f11 * act_axis[1]
     s00 = f00 * f00 + f01 * f01 - 1.0
     s01 = f00 * f10 + f01 * f11
     s11 = f10 * f10 + f11 * f11 - 1.0
-    t00 = mu * s00 + lj + act * a0 * a0
+    t00 = mu * s00 + la * logJ + act * a0 * a0
     t01 = mu * s01 + act * a0 * a1
-    t11 = mu * s11 + lj + act * a1 * a1
+    t11 = mu * s11 + la * logJ + act * a1 * a1
     mp = mass[p]
-    vol = volume[p]
     ks = -dt * 4.0 * inv_dx * inv_dx
-    s = ks * vol
-    # the scatter's affine matrix times dx (dpos in grid units below)
-    Ad = kc.mat22((s * t00 + mp * Cp[0, 0]) * dx, (s * t01 + mp * Cp[0, 1]) * dx,
-                  (s * t01 + mp * Cp[1, 0]) * dx, (s * t11 + mp * Cp[1, 1]) * dx)
-    x = q[p]
-    gx = (x[0] - grid_lower[0]) * inv_dx
-    gy = (x[1] - grid_lower[1]) * inv_dx
-    bx = stencil_base_2d(gx, nx)
-    by = stencil_base_2d(gy, ny)
-    fx = kc.vec2(gx - float(bx), gy - float(by))
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    sx = bspline_weight_slopes(fx[0])
-    sy = bspline_weight_slopes(fx[1])
-    vp = qd[p]
-    vxy = kc.vec2(vp[0], vp[1])
-    mv = vxy * mp
-    # --- the scatter's adjoint: a gather of the grid's adjoints
-    a_mv = kc.vec2(0.0, 0.0)
-    a_Ad = kc.mat22(0.0, 0.0, 0.0, 0.0)
-    a_mg = float(0.0)
-    a_fx = kc.vec2(0.0, 0.0)
-    for i in range(3):
-        for j in range(3):
-            G = adj_grid_mv[bx + i, by + j]
-            g = adj_grid_m[bx + i, by + j]
-            dpos = kc.vec2(float(i) - fx[0], float(j) - fx[1])
-            w = wx[i] * wy[j]
-            Gw = G * w
-            a_mv += Gw
-            a_Ad += kc.outer(Gw, dpos)
-            a_mg += g * w
-            a_fx += kc.vec2(sx[i] * wy[j], wx[i] * sy[j]) * (kc.dot(G, mv + Ad * dpos) + g * mp)
-    a_fx -= kc.transpose(Ad) * a_mv
-    # --- affine = s tau + m C (2 x 2 block; a_aff = dx a_Ad)
-    b00 = a_Ad[0, 0] * dx
-    b01 = a_Ad[0, 1] * dx
-    b10 = a_Ad[1, 0] * dx
-    b11 = a_Ad[1, 1] * dx
-    a_t00 = s * b00
-    a_t01 = s * (b01 + b10)   # tau is symmetric: both entries come from t01
-    a_t11 = s * b11
-    a_vol = ks * (b00 * t00 + (b01 + b10) * t01 + b11 * t11)
-    a_m = a_mg + kc.dot(a_mv, vxy) + b00 * Cp[0, 0] + b01 * Cp[0, 1] + b10 * Cp[1, 0] + b11 * Cp[1, 1]
-    # --- stress: mu, lambda log J and the actuation term
+    s = ks * volume[p]
+    b = adj_affine[p]
     aF = adj_F_out[p]
+    aJp = adj_Jp_out[p]
+    zero = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    adj_affine[p] = zero
+    adj_F_out[p] = zero
+    adj_Jp_out[p] = 0.0
+    # affine = s tau + m C (the 2 x 2 block; tau symmetric: t01 feeds both off-diagonal entries)
+    a_t00 = s * b[0, 0]
+    a_t01 = s * (b[0, 1] + b[1, 0])
+    a_t11 = s * b[1, 1]
+    a_vol = ks * (b[0, 0] * t00 + (b[0, 1] + b[1, 0]) * t01 + b[1, 1] * t11)
+    a_m = b[0, 0] * Cp[0, 0] + b[0, 1] * Cp[0, 1] + b[1, 0] * Cp[1, 0] + b[1, 1] * Cp[1, 1]
+    # stress: mu, lambda log J and the actuation term
     a_mu = s00 * a_t00 + s01 * a_t01 + s11 * a_t11
     a_lj = a_t00 + a_t11
     a_la = logJ * a_lj
-    a_J = float(0.0)
-    if J > 1.0e-4:
-        a_J = la * a_lj / J
+    a_J = kc.where(J > 1.0e-4, la * a_lj / Jc, 0.0)
     a_a0 = act * (2.0 * a0 * a_t00 + a1 * a_t01)
     a_a1 = act * (a0 * a_t01 + 2.0 * a1 * a_t11)
     a_act = a0 * a0 * a_t00 + a0 * a1 * a_t01 + a1 * a1 * a_t11
@@ -339,32 +303,20 @@ def p2g_neo_hookean_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(d
     a_f01 = aF[0, 1] + mu * (2.0 * f01 * a_t00 + f11 * a_t01) - a_J * f10 + act_axis[1] * a_a0
     a_f10 = aF[1, 0] + mu * (f00 * a_t01 + 2.0 * f10 * a_t11) - a_J * f01 + act_axis[0] * a_a1
     a_f11 = aF[1, 1] + mu * (f01 * a_t01 + 2.0 * f11 * a_t11) + a_J * f00 + act_axis[1] * a_a1
-    # --- f = (I + dt C) F_old on the 2 x 2 blocks
-    a_C = kc.mat33(mp * b00 + dt * (a_f00 * Fo[0, 0] + a_f01 * Fo[0, 1]),
-                   mp * b01 + dt * (a_f00 * Fo[1, 0] + a_f01 * Fo[1, 1]), 0.0,
-                   mp * b10 + dt * (a_f10 * Fo[0, 0] + a_f11 * Fo[0, 1]),
-                   mp * b11 + dt * (a_f10 * Fo[1, 0] + a_f11 * Fo[1, 1]), 0.0, 0.0, 0.0, 0.0)
-    a_Fo = kc.mat33(A00 * a_f00 + A10 * a_f10, A00 * a_f01 + A10 * a_f11, 0.0,
-                    A01 * a_f00 + A11 * a_f10, A01 * a_f01 + A11 * a_f11, 0.0, 0.0, 0.0, 0.0)
-    # --- Lame parameters from E and nu
-    op = 1.0 + nu
-    om = 1.0 - 2.0 * nu
-    a_E = a_mu * k_mu + a_la * k_la
-    a_nu = -a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om)
-    # --- write the particles' adjoints (each thread owns its particle's elements)
-    aJp = adj_Jp_out[p]
-    adj_F_out[p] = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)   # consumed, as by a store's adjoint
-    adj_Jp_out[p] = 0.0
-    adj_q[p] = adj_q[p] + kc.vec3(a_fx[0] * inv_dx, a_fx[1] * inv_dx, 0.0)
-    adj_qd[p] = adj_qd[p] + kc.vec3(a_mv[0] * mp, a_mv[1] * mp, 0.0)
-    adj_C[p] = adj_C[p] + a_C
-    adj_F[p] = adj_F[p] + a_Fo
+    # f = (I + dt C) F_old on the 2 x 2 blocks
+    adj_C[p] = adj_C[p] + kc.mat33(mp * b[0, 0] + dt * (a_f00 * Fo[0, 0] + a_f01 * Fo[0, 1]),
+                                   mp * b[0, 1] + dt * (a_f00 * Fo[1, 0] + a_f01 * Fo[1, 1]), 0.0,
+                                   mp * b[1, 0] + dt * (a_f10 * Fo[0, 0] + a_f11 * Fo[0, 1]),
+                                   mp * b[1, 1] + dt * (a_f10 * Fo[1, 0] + a_f11 * Fo[1, 1]), 0.0, 0.0, 0.0, 0.0)
+    adj_F[p] = adj_F[p] + kc.mat33(A00 * a_f00 + A10 * a_f10, A00 * a_f01 + A10 * a_f11, 0.0,
+                                   A01 * a_f00 + A11 * a_f10, A01 * a_f01 + A11 * a_f11, 0.0, 0.0, 0.0, 0.0)
     adj_Jp[p] = adj_Jp[p] + aJp
     adj_mass[p] = adj_mass[p] + a_m
     adj_volume[p] = adj_volume[p] + a_vol
     adj_actuation[p] = adj_actuation[p] + a_act
-    kc.atomic_add(adj_E, mi, a_E)
-    kc.atomic_add(adj_nu, mi, a_nu)
+    # Lame parameters from E and nu
+    kc.atomic_add(adj_E, mi, a_mu * k_mu + a_la * k_la)
+    kc.atomic_add(adj_nu, mi, -a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -401,16 +353,15 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     """One differentiated 2-D SolverMPM step (no bodies, shapes or SDF volumes; ``box``: the
     active nodes, mpm_transfer.active_box): the forward launches run off the tape, and every
     enclosing Tape records one ``record_func`` whose backward runs this module's adjoints
-    (G2P, grid update, then P2G: fused for neo-Hookean, else the scatter's by hand and the
-    stress kernel's automatic one)."""
+    (G2P, grid update, the P2G scatter, then the stress kernel's: by hand for neo-Hookean,
+    else its automatic adjoint)."""
     from kernelcore.device import get_runtime
 
     from .mpm_constitutive import MPM_NEO_HOOKEAN
-    from .mpm_transfer import (grid_to_particle, no_scatter_gradients, p2g_kernel, p2g_stress_kernel,
-                               particle_to_grid, update_grid, zero_grid)
+    from .mpm_transfer import grid_to_particle, p2g_stress_kernel, particle_to_grid, update_grid, zero_grid
 
     device = model.device
-    fused = solver.model_code == MPM_NEO_HOOKEAN
+    neo_hookean = solver.model_code == MPM_NEO_HOOKEAN
     materials = [model.particle_material, model.material_mpm_model, model.material_youngs_modulus,
                  model.material_poisson_ratio, model.material_hardening, model.material_critical_compression,
                  model.material_critical_stretch, model.material_friction_angle, model.material_viscosity,
@@ -421,15 +372,7 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     rt.tape_stack.clear()   # the forward's launches are not recorded one by one (see backward below)
     try:
         zero_grid(grid, device, box)
-        if fused:
-            kc.launch(p2g_kernel(2, solver.model_code), dim=model.particle_count,
-                      inputs=[state_in.particle_q, state_in.particle_qd, state_in.particle_C, state_in.particle_F,
-                              state_in.particle_Jp, model.particle_mass, model.particle_volume, *materials,
-                              grid.lower, grid.dx, *grid.shape, float(dt)],
-                      outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m,
-                               *no_scatter_gradients(2, device)], device=device)
-        else:
-            particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out, solver.model_code)
+        particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out, solver.model_code)
         update_grid(model, grid, solver.min_node_mass, solver.gravity, solver.boundary, solver.friction, dt,
                     colliders, None, box)
         grid_to_particle(model, state_in, grid, dt, state_out)
@@ -450,24 +393,22 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
                           solver.boundary, float(solver.friction), int(model.ground), model.ground_normal,
                           float(model.ground_offset), grid.lower, grid.dx, *lo, grid.v.grad, grid.mv.grad,
                           grid.m.grad], device=device, record_tape=False)
-        if fused:
-            kc.launch(p2g_neo_hookean_2d_adjoint_kernel, dim=n,
-                      inputs=[s_in.particle_q, s_in.particle_qd, s_in.particle_C, s_in.particle_F, model.particle_mass,
-                              model.particle_volume, model.particle_material, model.material_youngs_modulus,
-                              model.material_poisson_ratio, actuation, solver.actuation_axis, grid.lower, grid.dx,
-                              nx, ny, float(dt), grid.mv.grad, grid.m.grad,
-                              _adj_in(s_out.particle_F), _adj_in(s_out.particle_Jp),
-                              _adj_out(s_in.particle_q), _adj_out(s_in.particle_qd), _adj_out(s_in.particle_C),
-                              _adj_out(s_in.particle_F), _adj_out(s_in.particle_Jp), _adj_out(model.particle_mass),
-                              _adj_out(model.particle_volume), _adj_out(model.material_youngs_modulus),
-                              _adj_out(model.material_poisson_ratio), _adj_out(actuation)],
-                      device=device, record_tape=False)
-            return
         affine = grid.affine
         kc.launch(scatter_2d_adjoint_kernel, dim=n,
                   inputs=[s_in.particle_q, s_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx, nx, ny,
                           grid.mv.grad, grid.m.grad, _adj_out(s_in.particle_q), _adj_out(s_in.particle_qd),
                           _adj_out(model.particle_mass), affine.grad], device=device, record_tape=False)
+        if neo_hookean:
+            kc.launch(stress_neo_hookean_2d_adjoint_kernel, dim=n,
+                      inputs=[s_in.particle_C, s_in.particle_F, model.particle_mass, model.particle_volume,
+                              model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
+                              actuation, solver.actuation_axis, grid.dx, float(dt), affine.grad,
+                              _adj_in(s_out.particle_F), _adj_in(s_out.particle_Jp), _adj_out(s_in.particle_C),
+                              _adj_out(s_in.particle_F), _adj_out(s_in.particle_Jp), _adj_out(model.particle_mass),
+                              _adj_out(model.particle_volume), _adj_out(actuation),
+                              _adj_out(model.material_youngs_modulus), _adj_out(model.material_poisson_ratio)],
+                      device=device, record_tape=False)
+            return
         kc.launch(p2g_stress_kernel(solver.model_code, 2), dim=n,
                   inputs=[s_in.particle_C, s_in.particle_F, s_in.particle_Jp, model.particle_mass,
                           model.particle_volume, *materials, grid.dx, float(dt)],
@@ -477,7 +418,7 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     arrays = [s_in.particle_q, s_in.particle_qd, s_in.particle_C, s_in.particle_F, s_in.particle_Jp,
               s_out.particle_q, s_out.particle_qd, s_out.particle_C, s_out.particle_F, s_out.particle_Jp,
               grid.v, grid.mv, grid.m, model.particle_mass, model.particle_volume, model.material_youngs_modulus,
-              model.material_poisson_ratio, actuation] + ([grid.affine] if not fused else [])
+              model.material_poisson_ratio, actuation, grid.affine]
     seen = set()
     for tape in reversed(tapes):   # every enclosing tape records it, as it would the launches
         if id(tape) not in seen:
