@@ -6,7 +6,7 @@ and everything else of the step), the sphere's centre moves to first order along
 ``d = J(x0) qd' dt`` (``J`` the point's Jacobian at the start of the step) and is swept
 against the ground and the static planes, spheres and boxes (sim/toi.py's ``first_hit``,
 so a thin box is seen however far the link moves in one step).  The earliest hit ``s`` in
-[0, 1] over the articulation's spheres gets one impact, in generalised coordinates:
+[0, 1] over the articulation's swept shapes gets an impact, in generalised coordinates:
 
     w_n = j_n H^-1 j_n^T = |L^-1 j_n^T|^2        (j_n = n^T J at the contact point, L L^T = H)
     j_n impulse = max(e |v_n(s)| - v_n', 0) / w_n   (e = 0 below the resting speed)
@@ -28,9 +28,28 @@ Box and capsule shapes on links are swept rigidly with their link's twist by the
 solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
 of their contact manifold.
 
-Limits: one impact per articulation per step (the earliest); meshes on links keep penalty
-contacts; static capsules keep penalty contacts with the spheres too; the sweep is linear
-in the step (a link's rotation over one step is linearised).
+Several impacts per step (``max_impacts``, 4 by default): after an impact at ``s`` the rest of
+the step is swept again over every swept shape of the articulation, from the links' places at
+``s`` (the start of the step moved by the dof displacement so far, ``move``) with the new
+velocities; each impact is one row of the per-step buffers (written once: the Tape replays
+them).  The dof velocities of the motion are piecewise constant, ``qd'`` up to the first impact
+and ``qd' + dqd_1 + ... + dqd_k`` after the k-th, and the coordinates move with their average
+over the step.  Contacts hit at the same time (within ``SIMULTANEOUS`` of the rest of the step
+of the earliest; up to ``MAX_SIMULTANEOUS``) are one impact, solved together by projected
+Gauss-Seidel on their impulses ``lam`` in generalised coordinates, with the coupling
+``y_i . y_j`` (``y = L^-1 J^T`` of each contact's normal and sliding directions):
+
+    v_n,i = v_n,i' + sum_j y_n,i . (y_n,j lam_n,j - y_t,j lam_t,j)   -> e |v_n,i(s)| (lam_n >= 0)
+    v_t,i = |v_t,i'| + sum_j y_t,i . (...)                          -> 0 (0 <= lam_t <= mu lam_n)
+
+so two feet landing together both rebound with ``e`` and a robot standing on several feet holds
+every one of them each step.  One contact alone gets the single-impact formulas above (one
+pass, exact).
+
+Limits: at most MAX_SIMULTANEOUS contacts per impact and ``max_impacts`` impacts per step;
+meshes on links keep penalty contacts; static capsules keep penalty contacts with the spheres
+too; the sweep is linear in the step (a link's rotation over one step is linearised; later
+sweeps start from the linearised pose at the impact).
 """
 from __future__ import annotations
 
