@@ -374,7 +374,11 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                         bounce = e
                         if -vn_hit < resting_speed:
                             bounce = 0.0
-                        target[count] = bounce * kc.max(-vn_hit, 0.0)
+                        # the end-of-step speed: the bounce, then the rest of the step's acceleration (as the
+                        # rigid solver: a hit at the end of one step and at the start of the next give the
+                        # same state), never pressing into the surface (resting contact)
+                        rest_acc = kc.dot(n, v_free - v_start) * (1.0 - s_hit)
+                        target[count] = kc.max(bounce * kc.max(-vn_hit, 0.0) + rest_acc, 0.0)
                         arm = x - origin
                         f_t = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                         vt = v_now - n * vn
