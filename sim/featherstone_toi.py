@@ -9,14 +9,17 @@ so a thin box is seen however far the link moves in one step).  The earliest hit
 [0, 1] over the articulation's swept shapes gets an impact, in generalised coordinates:
 
     w_n = j_n H^-1 j_n^T = |L^-1 j_n^T|^2        (j_n = n^T J at the contact point, L L^T = H)
-    j_n impulse = max(e |v_n(s)| - v_n', 0) / w_n   (e = 0 below the resting speed)
+    j_n impulse = max(max(e |v_n(s)| + a_n (1 - s) dt, 0) - v_n', 0) / w_n   (e = 0 below the resting speed)
     friction    = min(mu j_n, |v_t'| / w_t)  against the sliding direction
     qd_out = qd' + H^-1 J^T (n j_n - t j_t)
 
-``v_n(s)`` is the normal velocity at the time of impact (``qd + s dt qdd``), ``v_n'`` and
-``v_t'`` those at the end of the step, so one impulse both bounces (restitution of the
-material pair, ``material_restitution``) and, when the rest of the step's acceleration
-presses into the surface, stops it (resting contact).  ``H`` is the step's matrix (mass,
+``v_n(s)`` is the normal velocity at the time of impact (``qd + s dt qdd``), ``a_n`` the
+step's normal acceleration at the point (``n J qdd``), ``v_n'`` and ``v_t'`` the velocities at
+the end of the step, so one impulse both bounces (restitution of the material pair,
+``material_restitution``) and then takes the rest of the step's acceleration (a landing at
+the end of one step and at the start of the next give the same state, so the gradient is
+smooth across steps) and, when that acceleration presses into the surface, stops it
+(resting contact).  ``H`` is the step's matrix (mass,
 armature and the implicit drive terms), so the impulse moves the whole articulation with
 its articulated inertia: a pendulum bob hitting a wall takes the pivot's reaction.  The
 coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
