@@ -6,17 +6,20 @@ and everything else of the step), the sphere's centre moves to first order along
 ``d = J(x0) qd' dt`` (``J`` the point's Jacobian at the start of the step) and is swept
 against the ground and the static planes, spheres and boxes (sim/toi.py's ``first_hit``,
 so a thin box is seen however far the link moves in one step).  The earliest hit ``s`` in
-[0, 1] over the articulation's spheres gets one impact, in generalised coordinates:
+[0, 1] over the articulation's swept shapes gets an impact, in generalised coordinates:
 
     w_n = j_n H^-1 j_n^T = |L^-1 j_n^T|^2        (j_n = n^T J at the contact point, L L^T = H)
-    j_n impulse = max(e |v_n(s)| - v_n', 0) / w_n   (e = 0 below the resting speed)
+    j_n impulse = max(max(e |v_n(s)| + a_n (1 - s) dt, 0) - v_n', 0) / w_n   (e = 0 below the resting speed)
     friction    = min(mu j_n, |v_t'| / w_t)  against the sliding direction
     qd_out = qd' + H^-1 J^T (n j_n - t j_t)
 
-``v_n(s)`` is the normal velocity at the time of impact (``qd + s dt qdd``), ``v_n'`` and
-``v_t'`` those at the end of the step, so one impulse both bounces (restitution of the
-material pair, ``material_restitution``) and, when the rest of the step's acceleration
-presses into the surface, stops it (resting contact).  ``H`` is the step's matrix (mass,
+``v_n(s)`` is the normal velocity at the time of impact (``qd + s dt qdd``), ``a_n`` the
+step's normal acceleration at the point (``n J qdd``), ``v_n'`` and ``v_t'`` the velocities at
+the end of the step, so one impulse both bounces (restitution of the material pair,
+``material_restitution``) and then takes the rest of the step's acceleration (a landing at
+the end of one step and at the start of the next give the same state, so the gradient is
+smooth across steps) and, when that acceleration presses into the surface, stops it
+(resting contact).  ``H`` is the step's matrix (mass,
 armature and the implicit drive terms), so the impulse moves the whole articulation with
 its articulated inertia: a pendulum bob hitting a wall takes the pivot's reaction.  The
 coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
@@ -28,9 +31,28 @@ Box and capsule shapes on links are swept rigidly with their link's twist by the
 solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
 of their contact manifold.
 
-Limits: one impact per articulation per step (the earliest); meshes on links keep penalty
-contacts; static capsules keep penalty contacts with the spheres too; the sweep is linear
-in the step (a link's rotation over one step is linearised).
+Several impacts per step (``max_impacts``, 4 by default): after an impact at ``s`` the rest of
+the step is swept again over every swept shape of the articulation, from the links' places at
+``s`` (the start of the step moved by the dof displacement so far, ``move``) with the new
+velocities; each impact is one row of the per-step buffers (written once: the Tape replays
+them).  The dof velocities of the motion are piecewise constant, ``qd'`` up to the first impact
+and ``qd' + dqd_1 + ... + dqd_k`` after the k-th, and the coordinates move with their average
+over the step.  Contacts hit at the same time (within ``SIMULTANEOUS`` of the rest of the step
+of the earliest; up to ``MAX_SIMULTANEOUS``) are one impact, solved together by projected
+Gauss-Seidel on their impulses ``lam`` in generalised coordinates, with the coupling
+``y_i . y_j`` (``y = L^-1 J^T`` of each contact's normal and sliding directions):
+
+    v_n,i = v_n,i' + sum_j y_n,i . (y_n,j lam_n,j - y_t,j lam_t,j)   -> e |v_n,i(s)| (lam_n >= 0)
+    v_t,i = |v_t,i'| + sum_j y_t,i . (...)                          -> 0 (0 <= lam_t <= mu lam_n)
+
+so two feet landing together both rebound with ``e`` and a robot standing on several feet holds
+every one of them each step.  One contact alone gets the single-impact formulas above (one
+pass, exact).
+
+Limits: at most MAX_SIMULTANEOUS contacts per impact and ``max_impacts`` impacts per step;
+meshes on links keep penalty contacts; static capsules keep penalty contacts with the spheres
+too; the sweep is linear in the step (a link's rotation over one step is linearised; later
+sweeps start from the linearised pose at the impact).
 """
 from __future__ import annotations
 
@@ -45,33 +67,18 @@ from .featherstone_kernels import fs_assemble, fs_integrate_coords, fs_kinematic
 from .featherstone_toi_shapes import link_shape_contact, sweep_link_shape
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
+from .toi_shapes import pose_at
 
-
-@kc.func
-def link_twist(b: int, joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
-               joint_S: kc.array(dtype=kc.spatial_vector), qd: kc.array(dtype=float)) -> kc.spatial_vector:
-    """Spatial velocity of body ``b`` for the dof velocities ``qd`` (angular [rad/s], linear [m/s] of the
-    point at the articulation's reference point): the motion subspaces of the joints from ``b`` to the root."""
-    v = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    j = body_joint[b]
-    while j >= 0:
-        for k in range(joint_table[j, 4], joint_table[j, 5]):
-            v = v + joint_S[k] * qd[k]
-        p = joint_table[j, 1]
-        j = -1
-        if p >= 0:
-            j = body_joint[p]
-    return v
-
-
-@kc.func
-def link_point_velocity(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.array(dtype=int, ndim=2),
-                        body_joint: kc.array(dtype=int), joint_S: kc.array(dtype=kc.spatial_vector),
-                        qd: kc.array(dtype=float)) -> kc.vec3:
-    """World velocity [m/s] of the point ``x`` fixed to body ``b`` for the dof velocities ``qd``:
-    ``J(x) qd``, summing the motion subspaces of the joints from ``b`` to the root."""
-    v = link_twist(b, joint_table, body_joint, joint_S, qd)
-    return kc.spatial_bottom(v) + kc.cross(kc.spatial_top(v), x - origin)
+#: impacts per articulation per step (a link in a narrow gap meets both walls; a second foot lands later)
+MAX_IMPACTS = 4
+#: contacts resolved together at one impact (the feet of a robot landing or standing at once)
+MAX_SIMULTANEOUS = kc.constant(4)
+#: shapes hit within this fraction of the rest of the step after the earliest join its impact
+SIMULTANEOUS = kc.constant(1.0e-2)
+#: projected Gauss-Seidel passes over the contacts of one impact (one when there is one contact)
+CONTACT_PASSES = kc.constant(16)
+#: [m/s] a contact approaching slower than this after an earlier impact of the step is settled (no new impact)
+SETTLED_SPEED = kc.constant(1.0e-5)
 
 
 @kc.func
@@ -93,48 +100,193 @@ def joint_moves_body(joint: int, b: int, joint_table: kc.array(dtype=int, ndim=2
 
 
 @kc.func
+def link_twist_at(b: int, joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
+                  joint_S: kc.array(dtype=kc.spatial_vector), qd: kc.array(dtype=float), off: int) -> kc.spatial_vector:
+    """:func:`link_twist` for the dof velocities ``qd[off + k]`` (a row of a per-impact buffer)."""
+    v = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    j = body_joint[b]
+    while j >= 0:
+        for k in range(joint_table[j, 4], joint_table[j, 5]):
+            v = v + joint_S[k] * qd[off + k]
+        p = joint_table[j, 1]
+        j = -1
+        if p >= 0:
+            j = body_joint[p]
+    return v
+
+
+@kc.func
+def link_point_velocity_at(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.array(dtype=int, ndim=2),
+                           body_joint: kc.array(dtype=int), joint_S: kc.array(dtype=kc.spatial_vector),
+                           qd: kc.array(dtype=float), off: int) -> kc.vec3:
+    """:func:`link_point_velocity` for the dof velocities ``qd[off + k]``."""
+    v = link_twist_at(b, joint_table, body_joint, joint_S, qd, off)
+    return kc.spatial_bottom(v) + kc.cross(kc.spatial_top(v), x - origin)
+
+
+@kc.func
+def generalised_force_at(a: int, b: int, f: kc.spatial_vector, art_table: kc.array(dtype=int, ndim=2),
+                         joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
+                         joint_S: kc.array(dtype=kc.spatial_vector), tau: kc.array(dtype=float), off: int):
+    """:func:`generalised_force` into ``tau[off + k]``."""
+    for j in range(art_table[a, 0], art_table[a, 1]):
+        on = joint_moves_body(j, b, joint_table, body_joint)
+        for k in range(joint_table[j, 4], joint_table[j, 5]):
+            tau[off + k] = on * kc.dot(joint_S[k], f)
+
+
+@kc.func
+def lower_solve_at(a: int, art_table: kc.array(dtype=int, ndim=2), L: kc.array(dtype=float),
+                   b: kc.array(dtype=float), out: kc.array(dtype=float), off: int) -> float:
+    """:func:`lower_solve` of ``b[off + k]`` into ``out[off + k]``; returns ``b^T H^-1 b``."""
+    d0 = art_table[a, 2]
+    n = art_table[a, 3] - d0
+    h0 = art_table[a, 4]
+    total = float(0.0)
+    for i in range(n):
+        s = b[off + d0 + i]
+        for k in range(i):
+            s = s - L[h0 + i * n + k] * out[off + d0 + k]
+        y = s / L[h0 + i * n + i]
+        out[off + d0 + i] = y
+        total = total + y * y
+    return total
+
+
+@kc.func
+def upper_solve_at(a: int, art_table: kc.array(dtype=int, ndim=2), L: kc.array(dtype=float),
+                   b: kc.array(dtype=float), out: kc.array(dtype=float), off: int):
+    """:func:`upper_solve` of ``b[off + k]`` into ``out[off + k]``."""
+    d0 = art_table[a, 2]
+    n = art_table[a, 3] - d0
+    h0 = art_table[a, 4]
+    for ii in range(n):
+        i = n - 1 - ii
+        s = b[off + d0 + i]
+        for k in range(i + 1, n):
+            s = s - L[h0 + k * n + i] * out[off + d0 + k]
+        out[off + d0 + i] = s / L[h0 + i * n + i]
+
+
+@kc.func
+def link_twist(b: int, joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
+               joint_S: kc.array(dtype=kc.spatial_vector), qd: kc.array(dtype=float)) -> kc.spatial_vector:
+    """Spatial velocity of body ``b`` for the dof velocities ``qd`` (angular [rad/s], linear [m/s] of the
+    point at the articulation's reference point): the motion subspaces of the joints from ``b`` to the root."""
+    return link_twist_at(b, joint_table, body_joint, joint_S, qd, 0)
+
+
+@kc.func
+def link_point_velocity(b: int, x: kc.vec3, origin: kc.vec3, joint_table: kc.array(dtype=int, ndim=2),
+                        body_joint: kc.array(dtype=int), joint_S: kc.array(dtype=kc.spatial_vector),
+                        qd: kc.array(dtype=float)) -> kc.vec3:
+    """World velocity [m/s] of the point ``x`` fixed to body ``b`` for the dof velocities ``qd``:
+    ``J(x) qd``, summing the motion subspaces of the joints from ``b`` to the root."""
+    return link_point_velocity_at(b, x, origin, joint_table, body_joint, joint_S, qd, 0)
+
+
+@kc.func
 def generalised_force(a: int, b: int, f: kc.spatial_vector, art_table: kc.array(dtype=int, ndim=2),
                       joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
                       joint_S: kc.array(dtype=kc.spatial_vector), tau: kc.array(dtype=float)):
     """``tau = J^T f`` of articulation ``a`` for the wrench ``f`` (torque about the articulation's
     reference point, force) on body ``b`` (every dof written once)."""
-    for j in range(art_table[a, 0], art_table[a, 1]):
-        on = joint_moves_body(j, b, joint_table, body_joint)
-        for k in range(joint_table[j, 4], joint_table[j, 5]):
-            tau[k] = on * kc.dot(joint_S[k], f)
+    generalised_force_at(a, b, f, art_table, joint_table, body_joint, joint_S, tau, 0)
 
 
 @kc.func
 def lower_solve(a: int, art_table: kc.array(dtype=int, ndim=2), L: kc.array(dtype=float),
                 b: kc.array(dtype=float), out: kc.array(dtype=float)) -> float:
     """``out = L^-1 b`` for articulation ``a``'s Cholesky factor; returns ``|out|^2 = b^T H^-1 b``."""
-    d0 = art_table[a, 2]
-    n = art_table[a, 3] - d0
-    h0 = art_table[a, 4]
-    total = float(0.0)
-    for i in range(n):
-        s = b[d0 + i]
-        for k in range(i):
-            s = s - L[h0 + i * n + k] * out[d0 + k]
-        y = s / L[h0 + i * n + i]
-        out[d0 + i] = y
-        total = total + y * y
-    return total
+    return lower_solve_at(a, art_table, L, b, out, 0)
 
 
 @kc.func
 def upper_solve(a: int, art_table: kc.array(dtype=int, ndim=2), L: kc.array(dtype=float),
                 b: kc.array(dtype=float), out: kc.array(dtype=float)):
     """``out = L^-T b`` for articulation ``a``'s Cholesky factor."""
-    d0 = art_table[a, 2]
-    n = art_table[a, 3] - d0
-    h0 = art_table[a, 4]
-    for ii in range(n):
-        i = n - 1 - ii
-        s = b[d0 + i]
-        for k in range(i + 1, n):
-            s = s - L[h0 + k * n + i] * out[d0 + k]
-        out[d0 + i] = s / L[h0 + i * n + i]
+    upper_solve_at(a, art_table, L, b, out, 0)
+
+
+@kc.func
+def dof_dot(a: int, art_table: kc.array(dtype=int, ndim=2), x: kc.array(dtype=float), x_off: int,
+            y: kc.array(dtype=float), y_off: int) -> float:
+    """``sum_k x[x_off + k] y[y_off + k]`` over articulation ``a``'s dofs."""
+    total = float(0.0)
+    for k in range(art_table[a, 2], art_table[a, 3]):
+        total = total + x[x_off + k] * y[y_off + k]
+    return total
+
+
+@kc.func
+def contact_speed_change(a: int, art_table: kc.array(dtype=int, ndim=2), row: int, rows: kc.array(dtype=float),
+                         first: int, count: int, y_n: kc.array(dtype=float), y_t: kc.array(dtype=float),
+                         dof_count: int, lam_n: kc.vec4, lam_t: kc.vec4) -> float:
+    """Change of the speed along ``rows``'s row ``row`` (its ``L^-1 J^T``) for the impulses ``lam_n``
+    (along the normals) and ``lam_t`` (against the sliding directions) of the event's contacts
+    ``first .. first + count``: ``sum_j y_row . (y_n_j lam_n_j - y_t_j lam_t_j)``."""
+    total = float(0.0)
+    for c in range(count):
+        slot = (first + c) * dof_count
+        total = total + dof_dot(a, art_table, rows, row * dof_count, y_n, slot) * lam_n[c]
+        total = total - dof_dot(a, art_table, rows, row * dof_count, y_t, slot) * lam_t[c]
+    return total
+
+
+@kc.func
+def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table: kc.array(dtype=int, ndim=2),
+               joint_table: kc.array(dtype=int, ndim=2), body_joint: kc.array(dtype=int),
+               joint_S: kc.array(dtype=kc.spatial_vector), dt: float, body_q: kc.array(dtype=kc.transform),
+               body_com: kc.array(dtype=kc.vec3), toi_shape: kc.array(dtype=int), ground: int,
+               ground_normal: kc.vec3, ground_offset: float, ground_material: int, shape_count: int,
+               shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+               shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+               shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64), dof_count: int,
+               qd_path: kc.array(dtype=float), move: kc.array(dtype=float)):
+    """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
+    place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
+    velocities ``qd_path`` row ``m``): (time of impact as a fraction of the rest, NO_HIT when none;
+    the collider's normal, the contact point [m], the collider's material)."""
+    sh = toi_shape[i]
+    b = shape_body[sh]
+    off = m * dof_count
+    rest = (1.0 - s_cur) * dt
+    u = float(NO_HIT)
+    n_hit = kc.vec3(0.0, 1.0, 0.0)
+    x_hit = kc.vec3(0.0, 0.0, 0.0)
+    mat = ground_material
+    if shape_type[sh] == SPHERE:
+        r = shape_scale[sh][0]
+        c0 = kc.transform_point(body_q[b], shape_pos[sh])
+        c = c0 + link_point_velocity_at(b, c0, origin, joint_table, body_joint, joint_S, move, off) * dt
+        d = link_point_velocity_at(b, c0, origin, joint_table, body_joint, joint_S, qd_path, off) * rest
+        hit = first_hit(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
+                        shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+        u = hit[3]
+        if u <= 1.0:
+            n_hit = kc.vec3(hit[0], hit[1], hit[2])
+            x_hit = c + d * u - n_hit * r  # the contact point at the time of impact
+            mat = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
+                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+    else:  # a box or a capsule: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
+        com_0 = kc.transform_point(body_q[b], body_com[b])
+        q_0 = kc.transform_get_rotation(body_q[b])
+        offset = shape_pos[sh] - body_com[b]
+        shift = link_twist_at(b, joint_table, body_joint, joint_S, move, off)  # [rad, m] per dt, so far
+        w_shift = kc.spatial_top(shift)
+        v_shift = kc.spatial_bottom(shift) + kc.cross(w_shift, com_0 - origin)
+        com_w, q_b, pos_unused, rot_unused = pose_at(com_0, q_0, v_shift, w_shift, dt, offset, shape_rot[sh])
+        twist = link_twist_at(b, joint_table, body_joint, joint_S, qd_path, off)
+        w = kc.spatial_top(twist)
+        v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
+        u = sweep_link_shape(sh, com_w, q_b, v_com, w, offset, rest, ground, ground_normal, ground_offset,
+                             shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        if u <= 1.0:
+            n_hit, x_hit, mat = link_shape_contact(sh, com_w, q_b, v_com, w, u * rest, offset, ground,
+                                                   ground_normal, ground_offset, ground_material, shape_count,
+                                                   shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                   shape_material, shape_mesh)
+    return u, n_hit, x_hit, mat
 
 
 @kc.func
@@ -148,103 +300,141 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
                   material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
-                  shape_mesh: kc.array(dtype=kc.uint64),
-                  qd_free: kc.array(dtype=float), tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float),
-                  y_n: kc.array(dtype=float), y_t: kc.array(dtype=float), impulse: kc.array(dtype=float),
-                  dqd: kc.array(dtype=float), qd_move: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
-    """The impact of articulation ``a`` after its solve (module docstring): writes ``joint_qd_out`` and
-    ``qd_move``, the velocities its coordinates move with (both ``qd'`` when nothing is hit)."""
+                  shape_mesh: kc.array(dtype=kc.uint64), max_impacts: int, dof_count: int, toi_count: int,
+                  qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
+                  hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
+                  tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
+                  y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
+                  qd_move: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
+    """The impacts of articulation ``a`` after its solve (module docstring): writes ``joint_qd_out`` and
+    ``qd_move``, the velocities its coordinates move with (both ``qd'`` when nothing is hit).  Every
+    per-impact buffer row is written once per step (the Tape's adjoint reads them back)."""
     d0 = art_table[a, 2]
     d1 = art_table[a, 3]
     for k in range(d0, d1):
-        qd_free[k] = joint_qd[k] + qdd[k] * dt
+        qd_path[k] = joint_qd[k] + qdd[k] * dt
+        move[k] = 0.0
     origin = kc.transform_get_translation(joint_X_p[art_table[a, 0]])
-    best_s = float(NO_HIT)
-    best_n = kc.vec3(0.0, 1.0, 0.0)
-    best_x = kc.vec3(0.0, 0.0, 0.0)
-    best_b = int(-1)
-    e = float(0.0)
-    mu = float(0.0)
-    for i in range(art_toi_start[a], art_toi_start[a + 1]):
-        sh = toi_shape[i]
-        b = shape_body[sh]
-        if shape_type[sh] == SPHERE:
-            r = shape_scale[sh][0]
-            c0 = kc.transform_point(body_q[b], shape_pos[sh])
-            d = link_point_velocity(b, c0, origin, joint_table, body_joint, joint_S, qd_free) * dt
-            hit = first_hit(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count, shape_type,
-                            shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-            if hit[3] < best_s:
-                best_s = hit[3]
-                best_n = kc.vec3(hit[0], hit[1], hit[2])
-                best_x = c0 + d * hit[3] - best_n * r  # the contact point at the time of impact
-                best_b = b
-                mb = first_hit_material(c0, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
-                                        shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-                ma = shape_material[sh]
-                e = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                mu = 0.5 * (material_mu[ma] + material_mu[mb])
-        else:  # a box or a capsule: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
-            twist = link_twist(b, joint_table, body_joint, joint_S, qd_free)
-            w = kc.spatial_top(twist)
-            com_w = kc.transform_point(body_q[b], body_com[b])
-            v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
-            q_b = kc.transform_get_rotation(body_q[b])
-            offset = shape_pos[sh] - body_com[b]
-            s_hit = sweep_link_shape(sh, com_w, q_b, v_com, w, offset, dt, ground, ground_normal, ground_offset,
-                                     shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                     shape_mesh)
-            if s_hit < best_s:
-                best_s = s_hit
-                n_hit, x_hit, mb2 = link_shape_contact(sh, com_w, q_b, v_com, w, s_hit * dt, offset, ground,
-                                                       ground_normal, ground_offset, ground_material, shape_count,
-                                                       shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                       shape_material, shape_mesh)
-                best_n = n_hit
-                best_x = x_hit
-                best_b = b
-                ma2 = shape_material[sh]
-                e = 0.5 * (material_restitution[ma2] + material_restitution[mb2])
-                mu = 0.5 * (material_mu[ma2] + material_mu[mb2])
-    n = best_n
-    arm = best_x - origin
-    f_n = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    f_t = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    vn_hit = float(0.0)
-    vn_end = float(0.0)
-    vt_len = float(0.0)
-    if best_b >= 0:
-        v_end = link_point_velocity(best_b, best_x, origin, joint_table, body_joint, joint_S, qd_free)
-        v_start = link_point_velocity(best_b, best_x, origin, joint_table, body_joint, joint_S, joint_qd)
-        v_hit = v_start + (v_end - v_start) * best_s
-        vn_hit = kc.dot(n, v_hit)
-        vn_end = kc.dot(n, v_end)
-        f_n = kc.spatial_vector(kc.cross(arm, n), n)
-        vt = v_end - n * vn_end
-        vt_len = kc.length(vt)
-        if vt_len > 0.0:
-            t = vt / vt_len
-            f_t = kc.spatial_vector(kc.cross(arm, t), t)
-    generalised_force(a, best_b, f_n, art_table, joint_table, body_joint, joint_S, tau_n)
-    generalised_force(a, best_b, f_t, art_table, joint_table, body_joint, joint_S, tau_t)
-    w_n = lower_solve(a, art_table, L, tau_n, y_n)
-    w_t = lower_solve(a, art_table, L, tau_t, y_t)
-    jn = float(0.0)
-    jt = float(0.0)
-    if best_b >= 0 and w_n > 0.0:
-        bounce = e
-        if -vn_hit < resting_speed:
-            bounce = 0.0
-        jn = kc.max(bounce * kc.max(-vn_hit, 0.0) - vn_end, 0.0) / w_n
-        if w_t > 0.0:
-            jt = kc.min(mu * jn, vt_len / w_t)
+    s_cur = float(0.0)  # the fraction of the step done
+    last = int(0)  # the qd_path / move row of the motion after the latest impact
+    going = int(1)
+    for m in range(max_impacts):
+        if going == 1 and s_cur < 1.0:
+            off = m * dof_count
+            # every swept shape over the rest of the step: the earliest impact
+            u_best = float(NO_HIT)
+            for i in range(art_toi_start[a], art_toi_start[a + 1]):
+                u, n_i, x_i, mat_i = sweep_link(i, a, m, s_cur, origin, art_table, joint_table, body_joint, joint_S,
+                                                dt, body_q, body_com, toi_shape, ground, ground_normal, ground_offset,
+                                                ground_material, shape_count, shape_type, shape_body, shape_pos,
+                                                shape_rot, shape_scale, shape_material, shape_mesh, dof_count,
+                                                qd_path, move)
+                if u <= 1.0:
+                    if m > 0:
+                        # a contact an earlier impact of this step has already stopped is no new impact
+                        b_i = shape_body[toi_shape[i]]
+                        vn_i = kc.dot(n_i, link_point_velocity_at(b_i, x_i, origin, joint_table, body_joint, joint_S,
+                                                                  qd_path, off))
+                        if vn_i > -SETTLED_SPEED:
+                            u = float(NO_HIT)
+                slot_i = m * toi_count + i
+                hit_u[slot_i] = u
+                hit_n[slot_i] = n_i
+                hit_x[slot_i] = x_i
+                hit_material[slot_i] = mat_i
+                if u < u_best:
+                    u_best = u
+            if u_best <= 1.0:
+                s_hit = s_cur + u_best * (1.0 - s_cur)
+                # the contacts of this impact: every shape hit within SIMULTANEOUS of the earliest
+                first = m * MAX_SIMULTANEOUS
+                count = int(0)
+                target = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                vn_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                vt_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                w_n = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                w_t = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                mu = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                for i in range(art_toi_start[a], art_toi_start[a + 1]):
+                    slot_i = m * toi_count + i
+                    if count < MAX_SIMULTANEOUS and hit_u[slot_i] <= u_best + SIMULTANEOUS:
+                        sh = toi_shape[i]
+                        b = shape_body[sh]
+                        n = hit_n[slot_i]
+                        x = hit_x[slot_i]
+                        mb = hit_material[slot_i]
+                        ma = shape_material[sh]
+                        e = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                        # the point's velocity now (end of the step), and at the impact: the step's
+                        # acceleration acts up to s_hit only
+                        v_now = link_point_velocity_at(b, x, origin, joint_table, body_joint, joint_S, qd_path, off)
+                        v_free = link_point_velocity_at(b, x, origin, joint_table, body_joint, joint_S, qd_path, 0)
+                        v_start = link_point_velocity_at(b, x, origin, joint_table, body_joint, joint_S, joint_qd, 0)
+                        vn_hit = kc.dot(n, v_now - (v_free - v_start) * (1.0 - s_hit))
+                        vn = kc.dot(n, v_now)
+                        vn_now[count] = vn
+                        bounce = e
+                        if -vn_hit < resting_speed:
+                            bounce = 0.0
+                        # the end-of-step speed: the bounce, then the rest of the step's acceleration (as the
+                        # rigid solver: a hit at the end of one step and at the start of the next give the
+                        # same state), never pressing into the surface (resting contact)
+                        rest_acc = kc.dot(n, v_free - v_start) * (1.0 - s_hit)
+                        target[count] = kc.max(bounce * kc.max(-vn_hit, 0.0) + rest_acc, 0.0)
+                        arm = x - origin
+                        f_t = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                        vt = v_now - n * vn
+                        vt_len = kc.length(vt)
+                        vt_now[count] = vt_len
+                        if vt_len > 0.0:
+                            t = vt / vt_len
+                            f_t = kc.spatial_vector(kc.cross(arm, t), t)
+                        slot = (first + count) * dof_count
+                        generalised_force_at(a, b, kc.spatial_vector(kc.cross(arm, n), n), art_table, joint_table,
+                                             body_joint, joint_S, tau_n, slot)
+                        generalised_force_at(a, b, f_t, art_table, joint_table, body_joint, joint_S, tau_t, slot)
+                        w_n[count] = lower_solve_at(a, art_table, L, tau_n, y_n, slot)
+                        w_t[count] = lower_solve_at(a, art_table, L, tau_t, y_t, slot)
+                        count = count + 1
+                # projected Gauss-Seidel over the contacts together (one pass is exact for one contact):
+                # normal impulses reach each contact's target speed (or leave it separating), friction
+                # stops the sliding up to mu times the normal impulse
+                lam_n = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                lam_t = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                passes = 1
+                if count > 1:
+                    passes = CONTACT_PASSES
+                for _pass in range(passes):
+                    for c in range(count):
+                        row = first + c
+                        if w_n[c] > 0.0:
+                            vn_c = vn_now[c] + contact_speed_change(a, art_table, row, y_n, first, count, y_n, y_t,
+                                                                    dof_count, lam_n, lam_t)
+                            lam_n[c] = kc.max(lam_n[c] + (target[c] - vn_c) / w_n[c], 0.0)
+                        if w_t[c] > 0.0:
+                            vt_c = vt_now[c] + contact_speed_change(a, art_table, row, y_t, first, count, y_n, y_t,
+                                                                    dof_count, lam_n, lam_t)
+                            lam_t[c] = kc.min(kc.max(lam_t[c] + vt_c / w_t[c], 0.0), mu[c] * lam_n[c])
+                for k in range(d0, d1):
+                    total = float(0.0)
+                    for c in range(count):
+                        slot = (first + c) * dof_count
+                        total = total + y_n[slot + k] * lam_n[c] - y_t[slot + k] * lam_t[c]
+                    impulse[off + k] = total
+                upper_solve_at(a, art_table, L, impulse, dqd, off)
+                nxt = off + dof_count
+                for k in range(d0, d1):
+                    qd_path[nxt + k] = qd_path[off + k] + dqd[off + k]
+                    move[nxt + k] = move[off + k] + qd_path[off + k] * (s_hit - s_cur)
+                s_cur = s_hit
+                last = m + 1
+            else:
+                going = 0
+    fin = last * dof_count
     for k in range(d0, d1):
-        impulse[k] = y_n[k] * jn - y_t[k] * jt
-    upper_solve(a, art_table, L, impulse, dqd)
-    s = kc.min(best_s, 1.0)
-    for k in range(d0, d1):
-        joint_qd_out[k] = qd_free[k] + dqd[k]
-        qd_move[k] = qd_free[k] + dqd[k] * (1.0 - s)
+        joint_qd_out[k] = qd_path[fin + k]
+        qd_move[k] = move[fin + k] + qd_path[fin + k] * (1.0 - s_cur)
 
 
 @kc.kernel
@@ -271,7 +461,7 @@ def fs_step_toi_kernel(
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
-        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        max_impacts: int, dof_count: int, toi_count: int, body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
         joint_S: kc.array(dtype=kc.spatial_vector), wrenches: kc.array(dtype=kc.spatial_vector),
@@ -281,9 +471,11 @@ def fs_step_toi_kernel(
         qdd: kc.array(dtype=float), joint_q_out: kc.array(dtype=float),
         joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
         body_qd_out: kc.array(dtype=kc.spatial_vector),
-        qd_free: kc.array(dtype=float), tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float),
-        y_n: kc.array(dtype=float), y_t: kc.array(dtype=float), impulse: kc.array(dtype=float),
-        dqd: kc.array(dtype=float), qd_move: kc.array(dtype=float)):
+        qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
+        hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
+        tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
+        y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
+        qd_move: kc.array(dtype=float)):
     """A whole step with penalty contacts (the pairs the sweep does not handle) and the impact of
     the articulation's swept spheres, one launch (sim/featherstone_contacts.py's step plus
     :func:`fs_toi_impact` between the solve and the integration)."""
@@ -313,25 +505,36 @@ def fs_step_toi_kernel(
     fs_toi_impact(a, art_table, joint_table, joint_X_p, body_joint, joint_qd, dt, body_q, joint_S, L, qdd,
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
-                  material_mu, resting_speed, body_com, shape_mesh, qd_free, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
+                  material_mu, resting_speed, body_com, shape_mesh, max_impacts, dof_count, toi_count, qd_path, move, hit_u,
+                  hit_n, hit_x, hit_material, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
                     body_q_out, body_qd_out)
 
 
 class ToiBuffers:
-    """Per-step dof-sized intermediates of the impact (each written once per step: the Tape's
-    adjoint of a step needs that step's values)."""
+    """Per-step intermediates of the impacts, a row per impact (each element written once per step:
+    the Tape's adjoint of a step needs that step's values).  ``qd_path``/``move``: dof-sized rows
+    0..max_impacts (the velocities after each impact, the displacement up to it); ``hit_*``: one entry
+    per swept shape and impact; ``tau_*``/``y_*``: a dof-sized row per contact slot
+    (MAX_SIMULTANEOUS per impact); ``impulse``/``dqd``: a dof-sized row per impact."""
 
-    NAMES = ("qd_free", "tau_n", "tau_t", "y_n", "y_t", "impulse", "dqd", "qd_move")
-
-    def __init__(self, model):
-        for name in self.NAMES:
-            setattr(self, name, kc.zeros(model.joint_dof_count, dtype=float, device=model.device,
-                                         requires_grad=model.requires_grad))
+    def __init__(self, model, max_impacts: int, toi_count: int):
+        d, m = model.joint_dof_count, max_impacts
+        self.size = (max_impacts, toi_count)
+        sizes = {"qd_path": ((m + 1) * d, float), "move": ((m + 1) * d, float), "hit_u": (m * toi_count, float),
+                 "hit_n": (m * toi_count, kc.vec3), "hit_x": (m * toi_count, kc.vec3),
+                 "hit_material": (m * toi_count, kc.int32), "tau_n": (m * MAX_SIMULTANEOUS * d, float),
+                 "tau_t": (m * MAX_SIMULTANEOUS * d, float), "y_n": (m * MAX_SIMULTANEOUS * d, float),
+                 "y_t": (m * MAX_SIMULTANEOUS * d, float), "impulse": (m * d, float), "dqd": (m * d, float),
+                 "qd_move": (d, float)}
+        self.names = tuple(sizes)
+        for name, (size, dtype) in sizes.items():
+            grad = model.requires_grad and dtype is not kc.int32
+            setattr(self, name, kc.zeros(max(size, 1), dtype=dtype, device=model.device, requires_grad=grad))
 
     def outputs(self):
-        return [getattr(self, name) for name in self.NAMES]
+        return [getattr(self, name) for name in self.names]
 
 
 def swept_shapes_by_articulation(model, body_joint):
@@ -352,8 +555,9 @@ def swept_shapes_by_articulation(model, body_joint):
             kc.array(start, dtype=kc.int32, device=dev), spheres, solids)
 
 
-def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float):
+def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float, max_impacts: int):
     """The sweep's arguments of fs_step_toi_kernel, in order (after the contact arguments)."""
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
-            float(resting_speed), model.shape_mesh]
+            float(resting_speed), model.shape_mesh, int(max_impacts), int(model.joint_dof_count),
+            int(toi_shape.shape[0])]
 

@@ -16,9 +16,11 @@ The impact itself is sim/featherstone_toi.py's single impulse in generalised coo
 it acts at the centroid of the contact manifold (every feature within ``MANIFOLD_TOL`` of
 the closest one with a normal within ~25 degrees of its normal), so a box landing flat
 (four corners) gets one impulse through its face centre: no spurious spin, the bounce of
-the whole face.  Limits: one impulse per articulation per step, at a single point (a box
-landing on two separate colliders at once is pushed at the centroid of the closer one's
-features only); the link's motion over the step is linearised (its twist at the start).
+the whole face.  Several impacts per articulation per step, and the contacts of several
+shapes hit together, are sim/featherstone_toi.py's.  Limits: one impulse per shape and impact,
+at a single point (a box landing on two separate colliders at once is pushed at the centroid of
+the closer one's features only); the link's motion over the step is linearised (its twist at
+the start).
 """
 from __future__ import annotations
 

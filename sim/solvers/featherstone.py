@@ -28,7 +28,8 @@ from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from ..featherstone_self_contacts import self_contact_pairs
-from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_shapes_by_articulation
+from ..featherstone_toi import (MAX_IMPACTS, ToiBuffers, fs_step_toi_kernel, fs_toi_inputs,
+                               swept_shapes_by_articulation)
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
@@ -97,6 +98,10 @@ class SolverFeatherstone:
             static capsules and meshes (sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
+        max_impacts: with ``toi``, impacts per articulation per step (>= 1): after each the rest of
+            the step is swept again with the new velocities (a link between two close walls meets
+            both), and the contacts hit at the same time (feet landing or standing together) are
+            resolved together.
         self_collision: contacts between the shapes of different links of one robot
             (sim/featherstone_self_contacts.py), except links joined by a joint (parent and
             child).  Off by default: most robot models overlap their links by design.
@@ -108,7 +113,11 @@ class SolverFeatherstone:
     ``effort_limit`` pushes with the limit (explicitly, for that step).
     """
 
-    def __init__(self, model, contacts: bool = True, toi: bool = False, self_collision: bool = False):
+    def __init__(self, model, contacts: bool = True, toi: bool = False, self_collision: bool = False,
+                 max_impacts: int = MAX_IMPACTS):
+        if int(max_impacts) != max_impacts or max_impacts < 1:
+            raise ValueError(f"SolverFeatherstone: max_impacts must be an integer >= 1, got {max_impacts!r}")
+        self.max_impacts = int(max_impacts)
         if toi and not contacts:
             raise ValueError("SolverFeatherstone: toi=True needs contacts=True (the impacts are contacts)")
         if toi and static_shapes_in_environments(model):
@@ -220,10 +229,11 @@ class SolverFeatherstone:
         if self.toi:
             kernel = fs_step_toi_kernel
             inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs) + fs_toi_inputs(
-                model, self._toi_shape, self._art_toi_start, resting_speed(model, dt))
+                model, self._toi_shape, self._art_toi_start, resting_speed(model, dt), self.max_impacts)
             toi_buf = getattr(buf, "toi", None)
-            if toi_buf is None:
-                toi_buf = buf.toi = ToiBuffers(model)
+            toi_size = (self.max_impacts, int(self._toi_shape.shape[0]))
+            if toi_buf is None or toi_buf.size != toi_size:
+                toi_buf = buf.toi = ToiBuffers(model, *toi_size)
             outputs = outputs + toi_buf.outputs()
         elif self._art_pair_start is None:
             kernel = fs_step_kernel
