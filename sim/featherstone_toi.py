@@ -24,13 +24,13 @@ coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
 conditions, gradients through a bounce are those of the bounce (e.g. d(height after) /
 d(height before) = -e for a ball dropped without gravity).
 
-Box and capsule shapes on links are swept rigidly with their link's twist by the rigid
+Box, capsule and mesh shapes on links are swept rigidly with their link's twist by the rigid
 solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
 of their contact manifold.
 
-Limits: one impact per articulation per step (the earliest); meshes on links keep penalty
-contacts; static capsules keep penalty contacts with the spheres too; the sweep is linear
-in the step (a link's rotation over one step is linearised).
+Limits: one impact per articulation per step (the earliest); static capsules keep penalty
+contacts with the spheres too; the sweep is linear in the step (a link's rotation over one
+step is linearised).
 """
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ from .articulation import fk_articulation
 from .featherstone_contacts import pair_contact_wrench
 from .featherstone_self_contacts import add_link_pair_contacts
 from .featherstone_kernels import fs_assemble, fs_integrate_coords, fs_kinematics, fs_solve
-from .featherstone_toi_shapes import link_shape_contact, sweep_link_shape
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .featherstone_toi_shapes import link_shape_contact_mesh, sweep_link_shape_mesh
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from .toi_mesh_body import mesh_shape_info
 from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
 
 
@@ -148,7 +149,7 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
                   material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
-                  shape_mesh: kc.array(dtype=kc.uint64),
+                  shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
                   qd_free: kc.array(dtype=float), tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float),
                   y_n: kc.array(dtype=float), y_t: kc.array(dtype=float), impulse: kc.array(dtype=float),
                   dqd: kc.array(dtype=float), qd_move: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
@@ -184,22 +185,22 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                 ma = shape_material[sh]
                 e = 0.5 * (material_restitution[ma] + material_restitution[mb])
                 mu = 0.5 * (material_mu[ma] + material_mu[mb])
-        else:  # a box or a capsule: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
+        else:  # a box, a capsule or a mesh: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
             twist = link_twist(b, joint_table, body_joint, joint_S, qd_free)
             w = kc.spatial_top(twist)
             com_w = kc.transform_point(body_q[b], body_com[b])
             v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
             q_b = kc.transform_get_rotation(body_q[b])
             offset = shape_pos[sh] - body_com[b]
-            s_hit = sweep_link_shape(sh, com_w, q_b, v_com, w, offset, dt, ground, ground_normal, ground_offset,
-                                     shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                     shape_mesh)
+            s_hit = sweep_link_shape_mesh(sh, com_w, q_b, v_com, w, offset, dt, ground, ground_normal,
+                                          ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                          shape_scale, shape_mesh, shape_info[sh])
             if s_hit < best_s:
                 best_s = s_hit
-                n_hit, x_hit, mb2 = link_shape_contact(sh, com_w, q_b, v_com, w, s_hit * dt, offset, ground,
-                                                       ground_normal, ground_offset, ground_material, shape_count,
-                                                       shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                       shape_material, shape_mesh)
+                n_hit, x_hit, mb2 = link_shape_contact_mesh(sh, com_w, q_b, v_com, w, s_hit * dt, offset, ground,
+                                                            ground_normal, ground_offset, ground_material,
+                                                            shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                            shape_scale, shape_material, shape_mesh, shape_info[sh])
                 best_n = n_hit
                 best_x = x_hit
                 best_b = b
@@ -271,6 +272,7 @@ def fs_step_toi_kernel(
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
+        shape_info: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
@@ -313,7 +315,7 @@ def fs_step_toi_kernel(
     fs_toi_impact(a, art_table, joint_table, joint_X_p, body_joint, joint_qd, dt, body_q, joint_S, L, qdd,
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
-                  material_mu, resting_speed, body_com, shape_mesh, qd_free, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
+                  material_mu, resting_speed, body_com, shape_mesh, shape_info, qd_free, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
                     body_q_out, body_qd_out)
@@ -335,13 +337,15 @@ class ToiBuffers:
 
 
 def swept_shapes_by_articulation(model, body_joint):
-    """(sphere, box and capsule shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
+    """(sphere, box, capsule and mesh shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
     int arrays, the numpy sphere ids (body_static_pairs' swept_shapes: their pairs with the kinds of
-    sim/toi.py's sweep) and the numpy box and capsule ids (its swept_shapes_all: every static pair is swept)."""
+    sim/toi.py's sweep) and the numpy box, capsule and mesh ids (its swept_shapes_all: every static pair
+    is swept)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     on_link = shape_body >= 0
-    shapes = np.nonzero(on_link & np.isin(shape_type, (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)))[0].astype(np.int32)
+    swept_kinds = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
+    shapes = np.nonzero(on_link & np.isin(shape_type, swept_kinds))[0].astype(np.int32)
     spheres = shapes[shape_type[shapes] == SHAPE_SPHERE]
     solids = shapes[shape_type[shapes] != SHAPE_SPHERE]
     art = model.joint_articulation.numpy()[body_joint[shape_body[shapes]]] if len(shapes) else shapes
@@ -354,6 +358,8 @@ def swept_shapes_by_articulation(model, body_joint):
 
 def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float):
     """The sweep's arguments of fs_step_toi_kernel, in order (after the contact arguments)."""
+    # (vertices, triangles, radius) of the mesh shapes on links (sim/toi_mesh_body.py), zeros for the others
+    info = mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3), np.float32)
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
-            float(resting_speed), model.shape_mesh]
+            float(resting_speed), model.shape_mesh, kc.array(info, dtype=kc.vec3, device=model.device)]
 
