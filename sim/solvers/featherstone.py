@@ -29,6 +29,7 @@ from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, 
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from ..featherstone_self_contacts import self_contact_pairs
 from ..featherstone_toi import ToiBuffers, fs_step_toi_kernel, fs_toi_inputs, swept_shapes_by_articulation
+from ..featherstone_toi_shapes import warn_unhandled_link_contacts
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
@@ -93,10 +94,12 @@ class SolverFeatherstone:
             contacts with the shapes' materials).  Bodies of one robot do not collide with
             each other, nor with other robots.
         toi: time-of-impact contacts for the sphere shapes of the links against the ground and
-            static planes, spheres and boxes, and for their box and capsule shapes against those,
-            static capsules and meshes (sim/featherstone_toi.py): an impulse through the
+            static planes, spheres and boxes, and for their box, capsule and mesh shapes against
+            those, static capsules and meshes (sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
+            Mesh links have no penalty contacts: without ``toi`` they collide with nothing (a
+            warning names them).
         self_collision: contacts between the shapes of different links of one robot
             (sim/featherstone_self_contacts.py), except links joined by a joint (parent and
             child).  Off by default: most robot models overlap their links by design.
@@ -136,6 +139,8 @@ class SolverFeatherstone:
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
         self.toi = bool(toi)
+        if self.contacts:
+            warn_unhandled_link_contacts(model, self.toi)
         self._toi_shape = self._art_toi_start = None
         swept = swept_all = ()
         if self.toi:

@@ -4,12 +4,17 @@ dt = 0.01 on a 2 cm box rebounds at e v (without toi it passes through), a hull 
 200 rad/s rebounds from a thin wall at the analytic angle through the articulated inertia, a hull
 resting on the ground stays put, and Tape gradients through a hull's bounce against the analytic
 -e and central differences (friction, spin, a corner landing first)."""
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 
 import sim
 
 pytest.importorskip("geometry")
+
+from sim.toi_mesh import MESH_SKIN  # noqa: E402
 
 from featherstone_scenes import (PENDULUM_RATE, PENDULUM_WALL, ROD, WALL_TOP,  # noqa: E402
                                  assert_bounce_gradient_is_minus_e, assert_gradients_match_fd, free_link_model,
@@ -18,6 +23,7 @@ from featherstone_scenes import (PENDULUM_RATE, PENDULUM_WALL, ROD, WALL_TOP,  #
 H = 0.1  # half size of the hulls [m]
 CUBE = H * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], np.float64)
 TETRA = H * np.array([(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)], np.float64)  # an edge at y = -H
+OCTA = H * np.array([(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], np.float64)
 HULLS = {"cube": CUBE, "tetrahedron": TETRA}
 
 
@@ -42,8 +48,50 @@ def test_hull_at_100_m_per_s_rebounds_from_a_thin_box_at_e_v(shape):
     assert heights.min() > top - 1e-3
     # without the sweep the mesh link passes through it
     model = free_link_model(_hull(HULLS[shape]), e, 2.0, (0.0, -v, 0.0), 0.0, wall=True)
-    heights, _, _ = run(model, sim.SolverFeatherstone(model, toi=False), steps, dt)
+    with pytest.warns(UserWarning, match="collide with nothing"):
+        solver = sim.SolverFeatherstone(model, toi=False)
+    heights, _, _ = run(model, solver, steps, dt)
     assert heights.min() < 0.49
+
+
+def _add_collider(b, collider):
+    """A static collider whose top is at y = 0.5 right under the falling link's centre of mass."""
+    if collider == "sphere":
+        b.add_shape_sphere(pos=(0.0, 0.4, 0.0), radius=0.1)
+    elif collider == "capsule":  # along x
+        b.add_shape_capsule(pos=(0.0, 0.45, 0.0), radius=0.05, half_height=0.3,
+                            rot=(0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)))
+    elif collider == "plane":
+        b.add_shape_plane(pos=(0.0, 0.5, 0.0))
+    elif collider == "box":
+        b.add_shape_box(pos=(0.0, 0.49, 0.0), half_extents=(0.5, 0.01, 0.5))
+    else:  # an open two-triangle floor (x, z in [-1, 2] x [-1, 1.5]; its diagonal misses the landing point)
+        floor = np.array([(-1.0, 0.5, -1.0), (2.0, 0.5, -1.0), (2.0, 0.5, 1.5), (-1.0, 0.5, 1.5)])
+        b.add_shape_mesh(floor, np.array([0, 2, 1, 0, 3, 2]))
+
+
+@pytest.mark.parametrize("collider", ["sphere", "capsule", "plane", "box", "mesh"])
+def test_fast_hull_rebounds_from_each_static_kind(collider):
+    # an octahedron hull (a vertex under its centre of mass) at 50 m/s, no gravity, dt = 1 ms (5 cm per
+    # step, half its size) lands on its lowest vertex on the top of each static kind: rebound at e v,
+    # no spin, never below the surface
+    e, dt, steps, v, y0 = 0.5, 1e-3, 30, 50.0, 1.5
+    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    b.set_material(0, ke=1e4, mu=0.5, restitution=e)
+    _add_collider(b, collider)
+    body = b.add_body(xform=(0.0, y0, 0.0, 0, 0, 0, 1), vel=(0.0, -v, 0.0))
+    b.add_shape_mesh(OCTA, is_convex=True, body=body, density=1000.0)
+    b.add_joint_free(body)
+    model = b.finalize()
+    heights, qds, _ = run(model, sim.SolverFeatherstone(model, toi=True), steps, dt)
+    top = 0.5 + H
+    if collider == "mesh":
+        top += MESH_SKIN  # static meshes are met at their skin (sim/toi_mesh.py)
+    t_hit = (y0 - top) / v
+    assert heights[-1] == pytest.approx(top + e * v * (steps * dt - t_hit), abs=2e-3)
+    assert qds[-1][1] == pytest.approx(e * v, rel=1e-4)
+    assert np.abs(qds[-1][3:]).max() < 1e-3
+    assert heights.min() > top - 1e-3
 
 
 def _touch_angle(points):
@@ -71,7 +119,8 @@ def test_hull_pendulum_bob_rebounds_from_a_thin_wall(toi):
     e, half = 0.5, 0.05
     pts = CUBE * (half / H)
     model = pendulum_model(_hull(pts, pos=(0.0, -ROD, 0.0), density=1.0), e)
-    angles, rates = run_pendulum(model, toi)
+    with contextlib.nullcontext() if toi else pytest.warns(UserWarning, match="collide with nothing"):
+        angles, rates = run_pendulum(model, toi)
     touch = _touch_angle(pts)
     if toi:
         assert angles.max() < touch + 0.01
@@ -107,3 +156,27 @@ def test_hull_gradients_with_friction_and_spin_match_finite_differences():
     q0[3:] = tilt / np.linalg.norm(tilt)
     states = assert_gradients_match_fd(model, q0, qd0, steps, dt)
     assert max(float(s.joint_qd.numpy()[1]) for s in states) > 0.1  # it bounced (the gradients are the bounce's)
+
+
+def test_links_that_touch_nothing_are_named_in_a_warning():
+    # mesh links have no penalty contacts: toi=False names them; toi=True handles them (no warning)
+    model = free_link_model(_hull(CUBE), 0.5, 1.0, (0.0, 0.0, 0.0), -9.81)
+    with pytest.warns(UserWarning, match=r"toi=False\): 1 mesh shapes on links \(shapes 0\) collide with nothing"):
+        sim.SolverFeatherstone(model, toi=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim.SolverFeatherstone(model, toi=True)
+        sim.SolverFeatherstone(model, contacts=False)
+    # link spheres are swept by sim/toi.py, which does not see static triangle meshes (a box would be swept)
+    b = sim.ModelBuilder()
+    floor = np.array([(-1.0, 0.0, -1.0), (1.0, 0.0, -1.0), (1.0, 0.0, 1.0), (-1.0, 0.0, 1.0)])
+    b.add_shape_mesh(floor, np.array([0, 2, 1, 0, 3, 2]))
+    body = b.add_body(xform=(0.0, 1.0, 0.0, 0, 0, 0, 1))
+    b.add_shape_sphere(radius=0.1, body=body)
+    b.add_joint_free(body)
+    model = b.finalize()
+    with pytest.warns(UserWarning, match=r"sphere shapes on links \(shapes 1\) do not collide with the static"):
+        sim.SolverFeatherstone(model, toi=True)
+    # nor do the penalty contacts of any link shape
+    with pytest.warns(UserWarning, match=r"1 other link shapes \(shapes 1\) do not collide with the static"):
+        sim.SolverFeatherstone(model, toi=False)
