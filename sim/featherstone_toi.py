@@ -27,7 +27,7 @@ coordinates move with ``qd'`` up to the impact and with ``qd_out`` after it
 conditions, gradients through a bounce are those of the bounce (e.g. d(height after) /
 d(height before) = -e for a ball dropped without gravity).
 
-Box and capsule shapes on links are swept rigidly with their link's twist by the rigid
+Box, capsule and mesh shapes on links are swept rigidly with their link's twist by the rigid
 solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
 of their contact manifold.
 
@@ -50,7 +50,7 @@ every one of them each step.  One contact alone gets the single-impact formulas 
 pass, exact).
 
 Limits: at most MAX_SIMULTANEOUS contacts per impact and ``max_impacts`` impacts per step;
-meshes on links keep penalty contacts; static capsules keep penalty contacts with the spheres
+static capsules keep penalty contacts with the spheres
 too; the sweep is linear in the step (a link's rotation over one step is linearised; later
 sweeps start from the linearised pose at the impact).
 """
@@ -64,9 +64,10 @@ from .articulation import fk_articulation
 from .featherstone_contacts import pair_contact_wrench
 from .featherstone_self_contacts import add_link_pair_contacts
 from .featherstone_kernels import fs_assemble, fs_integrate_coords, fs_kinematics, fs_solve
-from .featherstone_toi_shapes import link_shape_contact, sweep_link_shape
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .featherstone_toi_shapes import link_shape_contact_mesh, sweep_link_shape_mesh
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
+from .toi_mesh_body import mesh_shape_info
 from .toi_shapes import pose_at
 
 #: impacts per articulation per step (a link in a narrow gap meets both walls; a second foot lands later)
@@ -241,7 +242,8 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                ground_normal: kc.vec3, ground_offset: float, ground_material: int, shape_count: int,
                shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-               shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64), dof_count: int,
+               shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+               shape_info: kc.array(dtype=kc.vec3), dof_count: int,
                qd_path: kc.array(dtype=float), move: kc.array(dtype=float)):
     """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
     place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
@@ -268,7 +270,7 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
             x_hit = c + d * u - n_hit * r  # the contact point at the time of impact
             mat = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
                                      shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-    else:  # a box or a capsule: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
+    else:  # a box, a capsule or a mesh: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
         com_0 = kc.transform_point(body_q[b], body_com[b])
         q_0 = kc.transform_get_rotation(body_q[b])
         offset = shape_pos[sh] - body_com[b]
@@ -279,13 +281,14 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
         twist = link_twist_at(b, joint_table, body_joint, joint_S, qd_path, off)
         w = kc.spatial_top(twist)
         v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
-        u = sweep_link_shape(sh, com_w, q_b, v_com, w, offset, rest, ground, ground_normal, ground_offset,
-                             shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        u = sweep_link_shape_mesh(sh, com_w, q_b, v_com, w, offset, rest, ground, ground_normal, ground_offset,
+                                  shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
+                                  shape_info[sh])
         if u <= 1.0:
-            n_hit, x_hit, mat = link_shape_contact(sh, com_w, q_b, v_com, w, u * rest, offset, ground,
-                                                   ground_normal, ground_offset, ground_material, shape_count,
-                                                   shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                   shape_material, shape_mesh)
+            n_hit, x_hit, mat = link_shape_contact_mesh(sh, com_w, q_b, v_com, w, u * rest, offset, ground,
+                                                        ground_normal, ground_offset, ground_material, shape_count,
+                                                        shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                        shape_material, shape_mesh, shape_info[sh])
     return u, n_hit, x_hit, mat
 
 
@@ -300,8 +303,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
                   material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
-                  shape_mesh: kc.array(dtype=kc.uint64), max_impacts: int, dof_count: int, toi_count: int,
-                  qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
+                  shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3), max_impacts: int,
+                  dof_count: int, toi_count: int, qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
                   hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
                   tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
                   y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
@@ -327,8 +330,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                 u, n_i, x_i, mat_i = sweep_link(i, a, m, s_cur, origin, art_table, joint_table, body_joint, joint_S,
                                                 dt, body_q, body_com, toi_shape, ground, ground_normal, ground_offset,
                                                 ground_material, shape_count, shape_type, shape_body, shape_pos,
-                                                shape_rot, shape_scale, shape_material, shape_mesh, dof_count,
-                                                qd_path, move)
+                                                shape_rot, shape_scale, shape_material, shape_mesh, shape_info,
+                                                dof_count, qd_path, move)
                 if u <= 1.0:
                     if m > 0:
                         # a contact an earlier impact of this step has already stopped is no new impact
@@ -461,7 +464,7 @@ def fs_step_toi_kernel(
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
-        max_impacts: int, dof_count: int, toi_count: int, body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        shape_info: kc.array(dtype=kc.vec3), max_impacts: int, dof_count: int, toi_count: int, body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
         joint_S: kc.array(dtype=kc.spatial_vector), wrenches: kc.array(dtype=kc.spatial_vector),
@@ -505,7 +508,7 @@ def fs_step_toi_kernel(
     fs_toi_impact(a, art_table, joint_table, joint_X_p, body_joint, joint_qd, dt, body_q, joint_S, L, qdd,
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
-                  material_mu, resting_speed, body_com, shape_mesh, max_impacts, dof_count, toi_count, qd_path, move, hit_u,
+                  material_mu, resting_speed, body_com, shape_mesh, shape_info, max_impacts, dof_count, toi_count, qd_path, move, hit_u,
                   hit_n, hit_x, hit_material, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
@@ -538,13 +541,15 @@ class ToiBuffers:
 
 
 def swept_shapes_by_articulation(model, body_joint):
-    """(sphere, box and capsule shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
+    """(sphere, box, capsule and mesh shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
     int arrays, the numpy sphere ids (body_static_pairs' swept_shapes: their pairs with the kinds of
-    sim/toi.py's sweep) and the numpy box and capsule ids (its swept_shapes_all: every static pair is swept)."""
+    sim/toi.py's sweep) and the numpy box, capsule and mesh ids (its swept_shapes_all: every static pair
+    is swept)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     on_link = shape_body >= 0
-    shapes = np.nonzero(on_link & np.isin(shape_type, (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE)))[0].astype(np.int32)
+    swept_kinds = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
+    shapes = np.nonzero(on_link & np.isin(shape_type, swept_kinds))[0].astype(np.int32)
     spheres = shapes[shape_type[shapes] == SHAPE_SPHERE]
     solids = shapes[shape_type[shapes] != SHAPE_SPHERE]
     art = model.joint_articulation.numpy()[body_joint[shape_body[shapes]]] if len(shapes) else shapes
@@ -557,7 +562,9 @@ def swept_shapes_by_articulation(model, body_joint):
 
 def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float, max_impacts: int):
     """The sweep's arguments of fs_step_toi_kernel, in order (after the contact arguments)."""
+    # (vertices, triangles, radius) of the mesh shapes on links (sim/toi_mesh_body.py), zeros for the others
+    info = mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3), np.float32)
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
-            float(resting_speed), model.shape_mesh, int(max_impacts), int(model.joint_dof_count),
+            float(resting_speed), model.shape_mesh, kc.array(info, dtype=kc.vec3, device=model.device), int(max_impacts), int(model.joint_dof_count),
             int(toi_shape.shape[0])]
 

@@ -30,6 +30,7 @@ from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_
 from ..featherstone_self_contacts import self_contact_pairs
 from ..featherstone_toi import (MAX_IMPACTS, ToiBuffers, fs_step_toi_kernel, fs_toi_inputs,
                                swept_shapes_by_articulation)
+from ..featherstone_toi_shapes import warn_unhandled_link_contacts
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
@@ -94,10 +95,12 @@ class SolverFeatherstone:
             contacts with the shapes' materials).  Bodies of one robot do not collide with
             each other, nor with other robots.
         toi: time-of-impact contacts for the sphere shapes of the links against the ground and
-            static planes, spheres and boxes, and for their box and capsule shapes against those,
-            static capsules and meshes (sim/featherstone_toi.py): an impulse through the
+            static planes, spheres and boxes, and for their box, capsule and mesh shapes against
+            those, static capsules and meshes (sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
+            Mesh links have no penalty contacts: without ``toi`` they collide with nothing (a
+            warning names them).
         max_impacts: with ``toi``, impacts per articulation per step (>= 1): after each the rest of
             the step is swept again with the new velocities (a link between two close walls meets
             both), and the contacts hit at the same time (feet landing or standing together) are
@@ -145,6 +148,8 @@ class SolverFeatherstone:
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
         self.toi = bool(toi)
+        if self.contacts:
+            warn_unhandled_link_contacts(model, self.toi)
         self._toi_shape = self._art_toi_start = None
         swept = swept_all = ()
         if self.toi:

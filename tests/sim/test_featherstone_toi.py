@@ -4,39 +4,27 @@ rebound through its articulated inertia, and Tape gradients against analytic and
 import numpy as np
 import pytest
 
-import kernelcore as kc
 import sim
+from featherstone_scenes import (WALL_TOP, assert_bounce_gradient_is_minus_e, assert_gradients_match_fd,
+                                 free_link_model, pendulum_model, run, run_pendulum)
 
 R = 0.1  # sphere radius [m]
 
 
-def _ball(e, y0, vel, gravity, mu=0.5, wall=False, ang_vel=(0.0, 0.0, 0.0), requires_grad=False):
-    b = sim.ModelBuilder(gravity=(0.0, gravity, 0.0))
-    b.set_ground_plane()
-    b.set_material(0, ke=1e4, mu=mu, restitution=e)
-    if wall:  # 2 cm thick, top face at y = 0.51
-        b.add_shape_box(pos=(0.0, 0.5, 0.0), half_extents=(1.0, 0.01, 1.0))
-    body = b.add_body(xform=(0.0, y0, 0.0, 0, 0, 0, 1), vel=vel, ang_vel=ang_vel)
-    b.add_shape_sphere(radius=R, body=body, density=1000.0)
-    b.add_joint_free(body)
-    return b.finalize(requires_grad=requires_grad)
+def _sphere(pos=(0.0, 0.0, 0.0), density=1000.0):
+    def add(b, body):
+        b.add_shape_sphere(pos=pos, radius=R, body=body, density=density)
+    return add
 
 
-def _run(model, solver, steps, dt):
-    s0, s1 = model.state(), model.state()
-    heights, qds = [], []
-    for _ in range(steps):
-        solver.step(model, s0, s1, None, dt)
-        s0, s1 = s1, s0
-        heights.append(float(s0.joint_q.numpy()[1]))
-        qds.append(s0.joint_qd.numpy().copy())
-    return np.array(heights), np.array(qds), s0
+def _ball(e, y0, vel, gravity, **kwargs):
+    return free_link_model(_sphere(), e, y0, vel, gravity, **kwargs)
 
 
 def test_free_ball_rebounds_to_e_squared_of_its_drop():
     e, y0 = 0.8, 1.0
     model = _ball(e, y0, (0.0, 0.0, 0.0), -9.81)
-    heights, _, _ = _run(model, sim.SolverFeatherstone(model, toi=True), 1200, 1e-3)
+    heights, _, _ = run(model, sim.SolverFeatherstone(model, toi=True), 1200, 1e-3)
     low = int(heights.argmin())
     assert abs(heights[low] - R) < 2e-3  # touches, no penetration beyond one step of gravity
     rebound = (heights[low:].max() - R) / (y0 - R)
@@ -45,7 +33,7 @@ def test_free_ball_rebounds_to_e_squared_of_its_drop():
 
 def test_resting_ball_stays_on_the_ground():
     model = _ball(0.8, R, (0.0, 0.0, 0.0), -9.81)
-    heights, qds, _ = _run(model, sim.SolverFeatherstone(model, toi=True), 300, 1e-3)
+    heights, qds, _ = run(model, sim.SolverFeatherstone(model, toi=True), 300, 1e-3)
     assert np.abs(heights - R).max() < 1e-4  # no hopping by g dt^2 each step
     assert np.abs(qds[-1]).max() < 1e-3
 
@@ -53,42 +41,23 @@ def test_resting_ball_stays_on_the_ground():
 def test_ball_at_100_m_per_s_does_not_pass_through_a_thin_box():
     e, dt, steps = 0.5, 1e-3, 30
     model = _ball(e, 2.0, (0.0, -100.0, 0.0), 0.0, wall=True)
-    heights, qds, s = _run(model, sim.SolverFeatherstone(model, toi=True), steps, dt)
-    top = 0.51 + R
+    heights, qds, s = run(model, sim.SolverFeatherstone(model, toi=True), steps, dt)
+    top = WALL_TOP + R
     t_hit = (2.0 - top) / 100.0
     assert float(s.joint_q.numpy()[1]) == pytest.approx(top + e * 100.0 * (steps * dt - t_hit), abs=2e-3)
     assert qds[-1][1] == pytest.approx(e * 100.0, rel=1e-4)
     assert heights.min() > top - 1e-3
     # penalty contacts alone pass through it (what the sweep is for)
     model = _ball(e, 2.0, (0.0, -100.0, 0.0), 0.0, wall=True)
-    heights, _, _ = _run(model, sim.SolverFeatherstone(model, toi=False), steps, dt)
+    heights, _, _ = run(model, sim.SolverFeatherstone(model, toi=False), steps, dt)
     assert heights.min() < 0.49
-
-
-def _pendulum(e):
-    """A bob (sphere of radius R, 0.5 m below a pivot at y = 1 turning about z) at 200 rad/s towards a
-    2 cm wall whose face is at x = 0.3; no gravity, no friction."""
-    b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
-    b.set_material(0, ke=1e4, mu=0.0, restitution=e)
-    b.add_shape_box(pos=(0.31, 0.8, 0.0), half_extents=(0.01, 0.5, 0.5))
-    bob = b.add_body(mass=1.0, inertia=np.eye(3) * 1e-3, com=(0.0, -0.5, 0.0))
-    b.add_shape_sphere(pos=(0.0, -0.5, 0.0), radius=R, body=bob, density=1.0)
-    b.add_joint_revolute(-1, bob, parent_xform=(0.0, 1.0, 0.0, 0, 0, 0, 1), axis=(0, 0, 1), q0=0.0, qd0=200.0)
-    return b.finalize()
 
 
 @pytest.mark.parametrize("toi", [True, False])
 def test_pendulum_bob_rebounds_from_a_thin_wall(toi):
+    """A sphere bob 0.5 m below the pivot at 200 rad/s towards a 2 cm wall whose face is at x = 0.3."""
     e = 0.5
-    model = _pendulum(e)
-    s0, s1 = model.state(), model.state()
-    solver = sim.SolverFeatherstone(model, toi=toi)
-    angles, rates = [], []
-    for _ in range(15):
-        solver.step(model, s0, s1, None, 1e-3)
-        s0, s1 = s1, s0
-        angles.append(float(s0.joint_q.numpy()[0]))
-        rates.append(float(s0.joint_qd.numpy()[0]))
+    angles, rates = run_pendulum(pendulum_model(_sphere(pos=(0.0, -0.5, 0.0), density=1.0), e), toi)
     touch = np.arcsin((0.3 - R) / 0.5)  # the bob's angle when it touches the wall
     if toi:
         assert max(angles) < touch + 0.02
@@ -98,50 +67,12 @@ def test_pendulum_bob_rebounds_from_a_thin_wall(toi):
         assert max(angles) > touch + 0.3  # penalty contacts: through the wall
 
 
-@kc.kernel
-def _weighted_sum_kernel(x: kc.array(dtype=float), w: kc.array(dtype=float), loss: kc.array(dtype=float)):
-    i = kc.tid()
-    kc.atomic_add(loss, 0, x[i] * w[i])
-
-
-def _rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None):
-    states = [model.state() for _ in range(steps + 1)]
-    states[0].joint_q.assign(q0.astype(np.float32))
-    states[0].joint_qd.assign(qd0.astype(np.float32))
-    loss = kc.zeros(1, dtype=float, requires_grad=True)
-    solver = sim.SolverFeatherstone(model, toi=True)
-    with (tape if tape is not None else _NoTape()):
-        for k in range(steps):
-            solver.step(model, states[k], states[k + 1], None, dt)
-        kc.launch(_weighted_sum_kernel, dim=model.joint_coord_count,
-                  inputs=[states[-1].joint_q, kc.array(wq.astype(np.float32), dtype=float)], outputs=[loss])
-        kc.launch(_weighted_sum_kernel, dim=model.joint_dof_count,
-                  inputs=[states[-1].joint_qd, kc.array(wqd.astype(np.float32), dtype=float)], outputs=[loss])
-    return states, loss
-
-
-class _NoTape:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def test_gradient_through_a_bounce_is_the_bounce_s():
     """No gravity, no friction: a ball at 2 m/s from y0 bounces once; y(T) = R + e (2 T - (y0 - R)), so
     dy(T)/dy0 = -e and dy(T)/dvy0 = -e T (a step-sampled penalty contact gives stiffness-dependent values)."""
     e, dt, steps = 0.5, 1e-2, 40
     model = _ball(e, 0.5, (0.0, -2.0, 0.0), 0.0, mu=0.0, requires_grad=True)
-    q0, qd0 = model.joint_q.numpy().astype(np.float64), model.joint_qd.numpy().astype(np.float64)
-    wq = np.zeros(model.joint_coord_count)
-    wq[1] = 1.0
-    tape = kc.Tape()
-    states, loss = _rollout(model, q0, qd0, steps, dt, wq, np.zeros(model.joint_dof_count), tape)
-    assert float(loss.numpy()[0]) == pytest.approx(R + e * (2.0 * steps * dt - 0.4), abs=1e-4)
-    tape.backward(loss)
-    assert float(states[0].joint_q.grad.numpy()[1]) == pytest.approx(-e, rel=1e-3)
-    assert float(states[0].joint_qd.grad.numpy()[1]) == pytest.approx(-e * steps * dt, rel=1e-3)
+    assert_bounce_gradient_is_minus_e(model, e, steps, dt, R + e * (2.0 * steps * dt - 0.4))
 
 
 def test_gradients_with_friction_and_spin_match_finite_differences():
@@ -151,25 +82,4 @@ def test_gradients_with_friction_and_spin_match_finite_differences():
     dt, steps = 5e-3, 40
     model = _ball(0.6, 0.3, (0.3, -2.0, 0.1), -9.81, mu=0.8, ang_vel=(1.0, 2.0, 3.0), requires_grad=True)
     q0, qd0 = model.joint_q.numpy().astype(np.float64), model.joint_qd.numpy().astype(np.float64)
-    rng = np.random.default_rng(3)
-    wq, wqd = rng.normal(size=model.joint_coord_count), rng.normal(size=model.joint_dof_count) * 0.1
-    wq[3:] = 0.0  # not the quaternion (its sign and norm are gauge)
-    tape = kc.Tape()
-    states, loss = _rollout(model, q0, qd0, steps, dt, wq, wqd, tape)
-    tape.backward(loss)
-    gq = states[0].joint_q.grad.numpy().astype(np.float64)
-    gqd = states[0].joint_qd.grad.numpy().astype(np.float64)
-
-    def host_loss(q, qd):
-        s = _rollout(model, q, qd, steps, dt, wq, wqd)[0][-1]
-        return float(s.joint_q.numpy().astype(np.float64) @ wq + s.joint_qd.numpy().astype(np.float64) @ wqd)
-
-    eps = 1e-3
-    for grad, make in ((gq, lambda d, h: (q0 + h * d, qd0)), (gqd, lambda d, h: (q0, qd0 + h * d))):
-        delta = rng.normal(size=grad.shape)
-        if grad is gq:
-            delta[3:] = 0.0
-        numeric = (host_loss(*make(delta, eps)) - host_loss(*make(delta, -eps))) / (2 * eps)
-        analytic = float(grad @ delta)
-        assert abs(numeric) > 1e-2
-        assert analytic == pytest.approx(numeric, rel=3e-2, abs=1e-3)
+    assert_gradients_match_fd(model, q0, qd0, steps, dt)
