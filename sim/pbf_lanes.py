@@ -118,11 +118,69 @@ def _delta_pairs(chunks):
     return delta_pairs
 
 
+
+def _vorticity_pairs(chunks):
+    def vorticity_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                        vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
+                        volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
+                        nb_count: kc.array(dtype=int), h: float, spiky_coef: float,
+                        omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        vi = kc.vec3(vx[i], vy[i], vz[i])
+        n = nb_count[i]
+        w = kc.vec3(0.0, 0.0, 0.0)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                f = spiky_factor_select(kc.dot(d, d), h, spiky_coef)
+                w += kc.cross(d * f, kc.vec3(vx[j], vy[j], vz[j]) - vi) * vj   # as vorticity_kernel
+        omega[i] = w
+        omega_norm[i] = kc.length(w)
+
+    return vorticity_pairs
+
+
+def _finish_pairs(chunks):
+    def finish_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                     vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
+                     omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float), volume: kc.array(dtype=float),
+                     inv_mass: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
+                     h: float, poly6_coef: float, spiky_coef: float, xsph: float, confinement: float, dt: float,
+                     v_out: kc.array(dtype=kc.vec3)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        vi = kc.vec3(vx[i], vy[i], vz[i])
+        n = nb_count[i]
+        h2 = h * h
+        wi = omega_norm[i]
+        smooth = kc.vec3(0.0, 0.0, 0.0)
+        eta = kc.vec3(0.0, 0.0, 0.0)   # (summed also without confinement, then unused: no branch in the loop)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                r2 = kc.dot(d, d)
+                smooth += (kc.vec3(vx[j], vy[j], vz[j]) - vi) * (vj * poly6_select(r2, h2, poly6_coef))
+                eta += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (omega_norm[j] - wi)))
+        eta_len = kc.length(eta)
+        push = kc.where(confinement > 0.0, kc.where(eta_len > 1.0e-12, confinement, 0.0), 0.0)
+        acc = kc.cross(eta / kc.max(eta_len, 1.0e-12), omega[i]) * push   # as finish_kernel's confinement
+        acc = kc.where(push > 0.0, acc, kc.vec3(0.0, 0.0, 0.0))
+        v_out[i] = kc.where(inv_mass[i] > 0.0, vi + smooth * xsph + acc * dt, vi)
+
+    return finish_pairs
+
 _PAIR_KERNELS = {}
 
 
 def pair_kernels(capacity: int):
-    """(lambda_pairs, delta_pairs) kernels for neighbour lists padded to ``capacity`` slots, each
+    """(lambda_pairs, delta_pairs, vorticity_pairs, finish_pairs) kernels for neighbour lists padded to ``capacity`` slots, each
     capacity in a module of its own (built on first use, with the module flags above)."""
     if capacity not in _PAIR_KERNELS:
         if capacity % CHUNK or capacity <= 0:
@@ -131,9 +189,8 @@ def pair_kernels(capacity: int):
         if "clang" not in os.path.basename(config.cxx):
             toolchain.MODULE_FLAGS[name] = ["-mtune-ctrl=^use_gather"]
         chunks = capacity // CHUNK
-        _PAIR_KERNELS[capacity] = (
-            kc.kernel(_lambda_pairs(chunks), enable_backward=False, simd=True, module=name),
-            kc.kernel(_delta_pairs(chunks), enable_backward=False, simd=True, module=name))
+        _PAIR_KERNELS[capacity] = tuple(kc.kernel(make(chunks), enable_backward=False, simd=True, module=name)
+                                        for make in (_lambda_pairs, _delta_pairs, _vorticity_pairs, _finish_pairs))
     return _PAIR_KERNELS[capacity]
 
 
@@ -214,11 +271,12 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
 
 class LaneScratch:
     """The lanes' scratch arrays (solver-owned, reused by every iteration and step; forward only):
-    px, py, pz float (N,) [m]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
+    px, py, pz float (N,) [m]; vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
     dp vec3 (N,) [m]."""
 
     def __init__(self, n, device):
         self.px, self.py, self.pz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
+        self.vx, self.vy, self.vz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
         self.sums = kc.zeros(n, dtype=kc.vec4, device=device)
         self.sum_sq = kc.zeros(n, dtype=float, device=device)
         self.dp = kc.zeros(n, dtype=kc.vec3, device=device)
@@ -232,7 +290,7 @@ def split_positions(model, p, scratch):
 def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, scratch, capacity):
     """pbf_kernels.compute_lambda with the pair sums in lanes (``capacity``: see capacity_for);
     leaves ``p`` split into scratch.px/py/pz for apply_delta at the same positions."""
-    lam_pairs, _ = pair_kernels(capacity)
+    lam_pairs = pair_kernels(capacity)[0]
     split_positions(model, p, scratch)
     kc.launch(lam_pairs, dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, volume, nbl.nb, nbl.count, h, poly6_coefficient(h),
@@ -247,7 +305,7 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, sc
 def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
                 capacity):
     """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda."""
-    _, delta_pairs = pair_kernels(capacity)
+    delta_pairs = pair_kernels(capacity)[1]
     k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
     kc.launch(delta_pairs, dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, volume, nbl.nb, nbl.count, lam, h, poly6_coefficient(h),
@@ -257,3 +315,30 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
               inputs=[p, scratch.dp, lam, model.particle_inv_mass, model.particle_radius, h, int(walls), *bounds,
                       *shape_inputs(model), *bodies.inputs(model, dt)],
               outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
+
+
+def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, capacity):
+    """pbf_kernels.compute_vorticity in lanes; leaves ``p`` and ``v`` split in ``scratch`` for
+    finish_velocity."""
+    split_positions(model, p, scratch)
+    kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
+              device=model.device, record_tape=False)
+    kc.launch(pair_kernels(capacity)[2], dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, volume, nbl.nb,
+                      nbl.count, h, spiky_coefficient(h)],
+              outputs=[omega, omega_norm], device=model.device, record_tape=False)
+
+
+def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, scratch, capacity,
+                    split=True):
+    """pbf_kernels.finish_velocity in lanes; ``split=False``: ``scratch`` already holds ``p`` and ``v``
+    (compute_vorticity ran at the same positions and velocities)."""
+    if split:
+        split_positions(model, p, scratch)
+        kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
+                  device=model.device, record_tape=False)
+    kc.launch(pair_kernels(capacity)[3], dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, omega, omega_norm,
+                      volume, model.particle_inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
+                      spiky_coefficient(h), float(xsph), float(confinement), float(dt)],
+              outputs=[v_out], device=model.device, record_tape=False)

@@ -154,11 +154,12 @@ class SolverPBF:
         fast_math: run the pair-loop kernels (neighbour lists, multipliers, position updates,
             vorticity, XSPH) in their fast-math builds (@kc.kernel(fast_math=True),
             docs/cpu_codegen.md): results differ by rounding; NaN still reaches the checks.
-        lanes: on the CPU, in steps that are not differentiated, run the multiplier and position-update
-            pair loops 8 particles per vector (sim/pbf_lanes.py: neighbour lists padded to a fixed
-            length, bit-identical results); steps whose longest neighbour list exceeds
-            pbf_lanes.CAPACITIES (or max_neighbors) take the scalar kernels.  Takes precedence over
-            fast_math and pair_cache for those two passes.
+        lanes: on the CPU, in steps that are not differentiated, run the four pair loops after the
+            neighbour search (multipliers, position updates, vorticity, XSPH + confinement) 8 particles
+            per vector (sim/pbf_lanes.py: neighbour lists padded to a fixed length, bit-identical
+            results); steps whose longest neighbour list exceeds pbf_lanes.CAPACITIES (or
+            max_neighbors) take the scalar kernels.  Takes precedence over fast_math and pair_cache
+            for those passes (fast_math then applies to the neighbour search only).
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
@@ -354,13 +355,21 @@ class SolverPBF:
                           self._bounds, bodies, dt, buf.p[k + 1], pairs, fast_math=self.fast_math)
         p = buf.p[-1]
         K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
-        if self.vorticity_confinement > 0.0:
-            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
-                                fast_math=self.fast_math)
+        if lanes is not None:   # the same vorticity and velocities, 8 particles per vector
+            L, scratch = self._lanes_module, self._lane_scratch
+            if self.vorticity_confinement > 0.0:
+                L.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, scratch, lanes)
+            L.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
+                              self.vorticity_confinement, dt, state_out.particle_qd, scratch, lanes,
+                              split=not self.vorticity_confinement > 0.0)
         else:
-            pairs = None   # finish_kernel computes its weights itself
-        K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
-                          self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
+            if self.vorticity_confinement > 0.0:
+                K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
+                                    fast_math=self.fast_math)
+            else:
+                pairs = None   # finish_kernel computes its weights itself
+            K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
+                              self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
         kc.copy(state_out.particle_q, p)
         if model.body_count:
             bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)

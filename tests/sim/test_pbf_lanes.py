@@ -105,7 +105,7 @@ def _vectorised_loops(kernel, tmp_path):
     return proc.stderr.count("loop vectorized")
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["lambda_pairs", "delta_pairs"])
+@pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["lambda_pairs", "delta_pairs", "vorticity_pairs", "finish_pairs"])
 def test_lane_kernels_are_vectorised(which, tmp_path):
     kernel = pbf_lanes.pair_kernels(32)[which]
     assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
