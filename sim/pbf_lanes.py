@@ -44,7 +44,7 @@ from .pbf_kernels import (boundary_density, poly6_coefficient, project_boundarie
 #: neighbour slots per vector step (AVX2: 8 floats)
 CHUNK = 8
 #: padded neighbour-loop lengths; a step takes the smallest that holds its longest list
-CAPACITIES = (32, 48, 64, 96)
+CAPACITIES = (32, 40, 48, 56, 64, 80, 96)
 
 
 @kc.func

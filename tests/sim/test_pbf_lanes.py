@@ -74,7 +74,8 @@ def test_lanes_with_static_and_body_shapes_are_bit_identical():
 
 def test_capacity_choice_and_fallback(monkeypatch):
     assert pbf_lanes.capacity_for(30, 96) == 32
-    assert pbf_lanes.capacity_for(33, 96) == 48
+    assert pbf_lanes.capacity_for(33, 96) == 40
+    assert pbf_lanes.capacity_for(49, 96) == 56
     assert pbf_lanes.capacity_for(50, 48) is None          # no capacity within the lists' rows
     assert pbf_lanes.capacity_for(97, 128) is None
     # lists longer than every capacity: the scalar kernels, the same steps as lanes=False
