@@ -338,19 +338,28 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf.solver.fast_math = True
     kc_pbf.steps(1)   # builds the fast-math twins of the pair-loop kernels
     kc_pbf.solver.fast_math = False
+    kc_pbf.solver.lanes = True
+    kc_pbf.steps(1)   # builds the lanes (sim/pbf_lanes.py) of the capacity this block needs
+    kc_pbf.solver.lanes = False
     baseline = []   # the same solver without its pair cache (how the pair cache's speed-up is measured)
     kc_cpu = []     # CPU seconds per step with the pair cache (see the module docstring)
     fast, fast_cpu = [], []   # SolverPBF(fast_math=True), with the pair cache
+    lanes, lanes_cpu = [], []   # SolverPBF(lanes=True) (IEEE; the pair cache for vorticity / XSPH)
+    lanes_fast, lanes_fast_cpu = [], []   # SolverPBF(lanes=True, fast_math=True)
 
     def kc_samples():
         out = []
         for _ in range(repeats):
-            for cache, fm in ((True, False), (True, True), (False, False)):   # interleaved
-                kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math = cache, fm
+            for cache, fm, ln in ((True, False, False), (True, True, False), (False, False, False),
+                                  (True, False, True), (True, True, True)):   # interleaved
+                kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math, kc_pbf.solver.lanes = cache, fm, ln
                 t0, c0 = time.perf_counter(), time.process_time()
                 kc_pbf.steps(steps)
                 wall, cpu = (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
-                if fm:
+                if ln:
+                    (lanes_fast if fm else lanes).append(wall)
+                    (lanes_fast_cpu if fm else lanes_cpu).append(cpu)
+                elif fm:
                     fast.append(wall)
                     fast_cpu.append(cpu)
                 elif cache:
@@ -358,7 +367,7 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                     kc_cpu.append(cpu)
                 else:
                     baseline.append(wall)
-        kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math = True, False
+        kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math, kc_pbf.solver.lanes = True, False, False
         return out
 
     kc_times = kc_samples()
@@ -376,6 +385,10 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     res["kernelcore_fast_math_cpu_step_s"] = statistics.median(fast_cpu)
     res["fast_math_speedup"] = float(f"{res['kernelcore_step_s'] / res['kernelcore_fast_math_step_s']:.4g}")
     res["fast_math_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res['kernelcore_fast_math_cpu_step_s']:.4g}")
+    for name, wall, cpu in (("lanes", lanes, lanes_cpu), ("lanes_fast_math", lanes_fast, lanes_fast_cpu)):
+        res[f"kernelcore_{name}_step_s"] = statistics.median(wall)
+        res[f"kernelcore_{name}_cpu_step_s"] = statistics.median(cpu)
+        res[f"{name}_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
     q = kc_pbf.positions()
     res["kernelcore_finite"] = bool(np.all(np.isfinite(q)))
     res["kernelcore_mean_y"] = float(q[:, 1].mean())
@@ -386,6 +399,8 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                    taichi_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
         if ti_res.get("cpu_samples"):
             c = statistics.median(ti_res["cpu_samples"])
+            for name in ("lanes", "lanes_fast_math"):
+                res[f"taichi_cpu_over_kernelcore_{name}"] = float(f"{c / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
             res.update(taichi_cpu_step_s=c, taichi_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"),
                        taichi_cpu_over_kernelcore_fast_math=float(
                            f"{c / res['kernelcore_fast_math_cpu_step_s']:.4g}"))
@@ -396,6 +411,8 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                    taichi_no_fast_math_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
         if ti_strict.get("cpu_samples"):
             c = statistics.median(ti_strict["cpu_samples"])
+            res["taichi_no_fast_math_cpu_over_kernelcore_lanes"] = float(
+                f"{c / res['kernelcore_lanes_cpu_step_s']:.4g}")
             res.update(taichi_no_fast_math_cpu_step_s=c,
                        taichi_no_fast_math_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"))
     return res

@@ -343,7 +343,10 @@ class _Builder:
         if row.array_access:
             self._note_array_access(row, args[0])
         if out is not None and (row.name in _NONNEG_RESULTS or
-                                (row.name in _NONNEG_PRESERVING and all(self._nonneg(a) for a in args))):
+                                (row.name in _NONNEG_PRESERVING and all(self._nonneg(a) for a in args)) or
+                                # max(j, 0) >= 0 whatever j is: an index clamped so is used as it is (no
+                                # wrap select in the address, which keeps GCC from vectorising a gather)
+                                (row.name == "max" and T.is_int(out.type) and any(self._nonneg(a) for a in args))):
             self._nonneg_ids.add(out.id)
         return out
 

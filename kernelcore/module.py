@@ -177,6 +177,7 @@ class Module:
         extra = list(toolchain.FAST_MATH_FLAGS) if _fast_math_option(kernels[0]) else []
         if any(_simd_option(k) for k in kernels):  # (see toolchain.py)
             extra += [f for f in toolchain.SIMD_FLAGS if f not in extra]
+        extra += [f for f in toolchain.MODULE_FLAGS.get(self.name, ()) if f not in extra]
         flags = toolchain.cpu_flags(config.cxx) + extra + [toolchain.compiler_identity(config.cxx)]
         key = "cpu_" + self._cache_key(source, "cpu", flags)
         src_path = cache.write_source(key, source)

@@ -30,6 +30,14 @@ GCC_FLAGS = ["-fno-tree-loop-vectorize"]
 SIMD_FLAGS = ["-fno-trapping-math"]
 CPU_FLAGS = COMMON_FLAGS + GCC_FLAGS  # the default compiler's flags (g++)
 
+# Opt-in extra flags for the CPU build of one kernel module, by module name (the `module=` of
+# kc.kernel): appended after the others and part of the cache key; set before the module's first
+# launch. sim/pbf_lanes.py puts GCC's "-mtune-ctrl=^use_gather" here: its simd=True neighbour
+# loops then load the neighbours' values one by one into vectors instead of AVX2 gather
+# instructions, which ran 2-4x slower than scalar loads on the benchmark machine (AMD EPYC, whose
+# -march=native tuning enables gathers).
+MODULE_FLAGS: dict = {}
+
 
 # @kc.kernel(fast_math=True): appended after the common flags. The "safe" part of -ffast-math:
 # reassociation (vectorised sums), reciprocals for divisions, no signed zeros or traps, and FMA

@@ -154,13 +154,19 @@ class SolverPBF:
         fast_math: run the pair-loop kernels (neighbour lists, multipliers, position updates,
             vorticity, XSPH) in their fast-math builds (@kc.kernel(fast_math=True),
             docs/cpu_codegen.md): results differ by rounding; NaN still reaches the checks.
+        lanes: on the CPU, in steps that are not differentiated, run the four pair loops after the
+            neighbour search (multipliers, position updates, vorticity, XSPH + confinement) 8 particles
+            per vector (sim/pbf_lanes.py: neighbour lists padded to a fixed length, bit-identical
+            results); steps whose longest neighbour list exceeds pbf_lanes.CAPACITIES (or
+            max_neighbors) take the scalar kernels.  Takes precedence over fast_math and pair_cache
+            for those passes (fast_math then applies to the neighbour search only).
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
                  wall_density: bool = True, check_input: bool = True, pair_cache: bool = True,
-                 fast_math: bool = False):
+                 fast_math: bool = False, lanes: bool = False):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -209,6 +215,8 @@ class SolverPBF:
         self.pair_cache = bool(pair_cache)
         self.fast_math = bool(fast_math)
         self._pairs = None
+        self.lanes = bool(lanes) and kc.get_device(dev).is_cpu
+        self._lane_scratch = None
 
     # -- construction checks --------------------------------------------------------------------
     def _check_model(self):
@@ -332,20 +340,36 @@ class SolverPBF:
         vol = self.particle_rest_volume
         eps = self.relaxation / (self.h * self.h)
         pairs = self._pair_cache(state_in, state_out)
+        lanes = self._lane_capacity(state_in, state_out, nbl)
         for k in range(self.iterations):
+            if lanes is not None:   # the same multipliers and positions, 8 particles per vector
+                L, scratch = self._lanes_module, self._lane_scratch
+                L.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
+                                 buf.lam[k], scratch, lanes)
+                L.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq,
+                              self.wall_density, self._bounds, bodies, dt, buf.p[k + 1], scratch, lanes)
+                continue
             K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
                              buf.lam[k], pairs, fast_math=self.fast_math)
             K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
                           self._bounds, bodies, dt, buf.p[k + 1], pairs, fast_math=self.fast_math)
         p = buf.p[-1]
         K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
-        if self.vorticity_confinement > 0.0:
-            K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
-                                fast_math=self.fast_math)
+        if lanes is not None:   # the same vorticity and velocities, 8 particles per vector
+            L, scratch = self._lanes_module, self._lane_scratch
+            if self.vorticity_confinement > 0.0:
+                L.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, scratch, lanes)
+            L.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
+                              self.vorticity_confinement, dt, state_out.particle_qd, scratch, lanes,
+                              split=not self.vorticity_confinement > 0.0)
         else:
-            pairs = None   # finish_kernel computes its weights itself
-        K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
-                          self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
+            if self.vorticity_confinement > 0.0:
+                K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
+                                    fast_math=self.fast_math)
+            else:
+                pairs = None   # finish_kernel computes its weights itself
+            K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
+                              self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
         kc.copy(state_out.particle_q, p)
         if model.body_count:
             bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)
@@ -360,6 +384,20 @@ class SolverPBF:
         if self._pairs is None or tuple(self._pairs.shape) != shape:
             self._pairs = kc.zeros(shape, dtype=float, device=self.model.device)
         return self._pairs
+
+    def _lane_capacity(self, state_in, state_out, nbl):
+        """The padded neighbour-loop length of this step's lanes (sim/pbf_lanes.py), or None: lanes off,
+        a differentiated step, or a neighbour list longer than every lane capacity."""
+        if not self.lanes or state_in.particle_q.requires_grad or state_out.particle_q.requires_grad:
+            return None
+        from .. import pbf_lanes
+
+        self._lanes_module = pbf_lanes
+        longest = int(nbl.count.numpy().max())   # (N,) ints read back once per step
+        capacity = pbf_lanes.capacity_for(longest, self.max_neighbors)
+        if capacity is not None and self._lane_scratch is None:
+            self._lane_scratch = pbf_lanes.LaneScratch(self.model.particle_count, self.model.device)
+        return capacity
 
     def _find_neighbors(self, p, nbl):
         K = self.K

@@ -1,0 +1,344 @@
+"""Vectorised pair loops of SolverPBF (``SolverPBF(..., lanes=True)``): the density multipliers
+and the position updates with 8 particles per AVX2 vector instead of one.
+
+Why: the neighbour loops of sim/pbf_kernels.py have one trip count per particle, so GCC keeps
+them scalar (one ``vsqrtss`` / ``vdivss`` per pair).  Here each particle's loop runs a fixed
+number of neighbour slots (``capacity``, a multiple of 8, the smallest of ``CAPACITIES`` that
+holds the step's longest neighbour list); slots past a particle's count read a stale but valid
+index and get weight 0 (``kc.where``, not a branch).  Fixed trip counts make the kernels
+straight-line, so ``@kc.kernel(simd=True)`` runs 16 particles per ``omp simd`` loop and GCC
+vectorises across them (docs/cpu_codegen.md, "SIMD lanes").  Three things had to be just so
+(each blocked the vectorisation on its own, checked with -fopt-info-vec):
+
+- positions as three float arrays (``px, py, pz``): a vec3 element loaded by a computed index
+  is not vectorised ("no vectype");
+- branch-free kernel functions (``poly6_select``, ``spiky_factor_select``): the ``if`` of
+  pbf_kernels.poly6 inside a function is not if-converted around the loads;
+- ``kc.max(nb[i, k], 0)`` as the index: an index not known to be >= 0 goes through the
+  negative-index wrap, whose select keeps GCC from building the gather;
+
+and the module is built with ``-mtune-ctrl=^use_gather`` (kernelcore.toolchain.MODULE_FLAGS):
+the AVX2 gather instructions that -march=native picks on this AMD EPYC ran a masked load loop
+2.8x slower than scalar code, the element-by-element loads GCC emits instead are faster than
+scalar.  The arithmetic (including the square root and division of the spiky gradient) is then
+one vector instruction per 8 pairs.
+
+Results: the same operations in the same order as lambda_kernel / delta_kernel (the padding
+adds exact zeros), so the multipliers and positions are bit-identical to the scalar kernels
+(tests/sim/test_pbf_lanes.py).  Forward only: taped steps use the scalar kernels.  The
+per-particle parts that loop over shapes (walls counted as fluid, body reactions, boundary
+projections) run in plain kernels after the pair sums (``lambda_finish_kernel``,
+``delta_finish_kernel``).
+"""
+from __future__ import annotations
+
+import os
+
+import kernelcore as kc
+from kernelcore import config, toolchain
+
+from .pbf_bodies import body_density, body_wall_push, project_bodies
+from .pbf_kernels import (boundary_density, poly6_coefficient, project_boundaries, scorr_constants, shape_inputs,
+                          spiky_coefficient)
+
+#: neighbour slots per vector step (AVX2: 8 floats)
+CHUNK = 8
+#: padded neighbour-loop lengths; a step takes the smallest that holds its longest list
+CAPACITIES = (32, 40, 48, 56, 64, 80, 96)
+
+
+@kc.func
+def poly6_select(r2: float, h2: float, coef: float) -> float:
+    """pbf_kernels.poly6 without a branch: coef (h^2 - r^2)^3 inside h, 0 outside [1/m^3]."""
+    t = kc.max(h2 - r2, 0.0)
+    return coef * t * t * t
+
+
+@kc.func
+def spiky_factor_select(r2: float, h: float, coef: float) -> float:
+    """pbf_kernels.spiky_factor without a branch (the square root of a clamped r2, then a select)."""
+    lo = 1.0e-12 * h * h
+    r = kc.sqrt(kc.max(r2, lo))
+    t = h - r
+    return kc.where(r2 < h * h, kc.where(r2 > lo, coef * t * t / r, 0.0), 0.0)
+
+
+def _lambda_pairs(chunks):
+    def lambda_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                     volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
+                     h: float, poly6_coef: float, spiky_coef: float,
+                     sums: kc.array(dtype=kc.vec4), sum_sq: kc.array(dtype=float)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        n = nb_count[i]
+        h2 = h * h
+        ratio = volume[i] * poly6_select(0.0, h2, poly6_coef)    # rho_i / rho0, as lambda_kernel
+        grad_i = kc.vec3(0.0, 0.0, 0.0)
+        sq = float(0.0)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)   # padding slots weigh nothing
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                r2 = kc.dot(d, d)
+                ratio += vj * poly6_select(r2, h2, poly6_coef)
+                g = d * (spiky_factor_select(r2, h, spiky_coef) * vj)
+                grad_i += g
+                sq += kc.dot(g, g)
+        sums[i] = kc.vec4(grad_i[0], grad_i[1], grad_i[2], ratio)
+        sum_sq[i] = sq
+
+    return lambda_pairs
+
+
+def _delta_pairs(chunks):
+    def delta_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                    volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
+                    lam: kc.array(dtype=float), h: float, poly6_coef: float, spiky_coef: float, scorr_k: float,
+                    scorr_inv_w: float, dp_out: kc.array(dtype=kc.vec3)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        n = nb_count[i]
+        li = lam[i]
+        h2 = h * h
+        dp = kc.vec3(0.0, 0.0, 0.0)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                r2 = kc.dot(d, d)
+                s = poly6_select(r2, h2, poly6_coef) * scorr_inv_w
+                s2 = s * s
+                dp += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (li + lam[j] - scorr_k * s2 * s2)))
+        dp_out[i] = dp
+
+    return delta_pairs
+
+
+
+def _vorticity_pairs(chunks):
+    def vorticity_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                        vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
+                        volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
+                        nb_count: kc.array(dtype=int), h: float, spiky_coef: float,
+                        omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        vi = kc.vec3(vx[i], vy[i], vz[i])
+        n = nb_count[i]
+        w = kc.vec3(0.0, 0.0, 0.0)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                f = spiky_factor_select(kc.dot(d, d), h, spiky_coef)
+                w += kc.cross(d * f, kc.vec3(vx[j], vy[j], vz[j]) - vi) * vj   # as vorticity_kernel
+        omega[i] = w
+        omega_norm[i] = kc.length(w)
+
+    return vorticity_pairs
+
+
+def _finish_pairs(chunks):
+    def finish_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
+                     vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
+                     omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float), volume: kc.array(dtype=float),
+                     inv_mass: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
+                     h: float, poly6_coef: float, spiky_coef: float, xsph: float, confinement: float, dt: float,
+                     v_out: kc.array(dtype=kc.vec3)):
+        i = kc.tid()
+        x = kc.vec3(px[i], py[i], pz[i])
+        vi = kc.vec3(vx[i], vy[i], vz[i])
+        n = nb_count[i]
+        h2 = h * h
+        wi = omega_norm[i]
+        smooth = kc.vec3(0.0, 0.0, 0.0)
+        eta = kc.vec3(0.0, 0.0, 0.0)   # (summed also without confinement, then unused: no branch in the loop)
+        for c in range(chunks):
+            for q in range(CHUNK):
+                k = c * CHUNK + q
+                j = kc.max(nb[i, k], 0)
+                vj = kc.where(k < n, volume[j], 0.0)
+                d = x - kc.vec3(px[j], py[j], pz[j])
+                r2 = kc.dot(d, d)
+                smooth += (kc.vec3(vx[j], vy[j], vz[j]) - vi) * (vj * poly6_select(r2, h2, poly6_coef))
+                eta += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (omega_norm[j] - wi)))
+        eta_len = kc.length(eta)
+        push = kc.where(confinement > 0.0, kc.where(eta_len > 1.0e-12, confinement, 0.0), 0.0)
+        acc = kc.cross(eta / kc.max(eta_len, 1.0e-12), omega[i]) * push   # as finish_kernel's confinement
+        acc = kc.where(push > 0.0, acc, kc.vec3(0.0, 0.0, 0.0))
+        v_out[i] = kc.where(inv_mass[i] > 0.0, vi + smooth * xsph + acc * dt, vi)
+
+    return finish_pairs
+
+_PAIR_KERNELS = {}
+
+
+def pair_kernels(capacity: int):
+    """(lambda_pairs, delta_pairs, vorticity_pairs, finish_pairs) kernels for neighbour lists padded to ``capacity`` slots, each
+    capacity in a module of its own (built on first use, with the module flags above)."""
+    if capacity not in _PAIR_KERNELS:
+        if capacity % CHUNK or capacity <= 0:
+            raise ValueError(f"pbf_lanes: capacity must be a positive multiple of {CHUNK}, got {capacity}")
+        name = f"{__name__}_{capacity}"
+        if "clang" not in os.path.basename(config.cxx):
+            toolchain.MODULE_FLAGS[name] = ["-mtune-ctrl=^use_gather"]
+        chunks = capacity // CHUNK
+        _PAIR_KERNELS[capacity] = tuple(kc.kernel(make(chunks), enable_backward=False, simd=True, module=name)
+                                        for make in (_lambda_pairs, _delta_pairs, _vorticity_pairs, _finish_pairs))
+    return _PAIR_KERNELS[capacity]
+
+
+def capacity_for(longest: int, max_neighbors: int):
+    """The smallest of CAPACITIES holding ``longest`` neighbours and within ``max_neighbors`` (the
+    lists' row length), or None (then the scalar kernels run)."""
+    return next((c for c in CAPACITIES if longest <= c <= max_neighbors), None)
+
+
+@kc.kernel(enable_backward=False)
+def split_kernel(p: kc.array(dtype=kc.vec3), px: kc.array(dtype=float), py: kc.array(dtype=float),
+                 pz: kc.array(dtype=float)):
+    i = kc.tid()
+    x = p[i]
+    px[i] = x[0]
+    py[i] = x[1]
+    pz[i] = x[2]
+
+
+@kc.kernel(enable_backward=False)
+def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec4), sum_sq: kc.array(dtype=float),
+                         h: float, eps: float, walls: int, lower: kc.vec3, upper: kc.vec3, ground: int,
+                         ground_normal: kc.vec3, ground_offset: float, shape_count: int, mesh_reach: float,
+                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                         shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+                         body_shapes: int, body_q: kc.array(dtype=kc.transform), lam: kc.array(dtype=float)):
+    i = kc.tid()
+    x = p[i]
+    s = sums[i]
+    ratio = s[3]
+    grad_i = kc.vec3(s[0], s[1], s[2])
+    if walls != 0:   # as lambda_kernel, after the pair sums
+        wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
+                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        ratio += wb[3]
+        grad_i += kc.vec3(wb[0], wb[1], wb[2])
+        bb = body_density(x, h, body_shapes, shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot,
+                          shape_scale, shape_mesh, body_q)
+        ratio += bb[3]
+        grad_i += kc.vec3(bb[0], bb[1], bb[2])
+    c = kc.max(ratio - 1.0, 0.0)
+    lam[i] = -c / (sum_sq[i] + kc.dot(grad_i, grad_i) + eps)
+
+
+@kc.kernel(enable_backward=False)
+def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.vec3), lam: kc.array(dtype=float),
+                        inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float), h: float, walls: int,
+                        lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float,
+                        shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
+                        shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                        shape_mesh: kc.array(dtype=kc.uint64), body_shapes: int,
+                        body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                        mass: kc.array(dtype=float), inv_dt2: float,
+                        p_out: kc.array(dtype=kc.vec3), body_force: kc.array(dtype=kc.vec3),
+                        body_torque: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    x = p[i]
+    if inv_mass[i] > 0.0:   # as delta_kernel, after the pair sum
+        li = lam[i]
+        dp = dp_pairs[i]
+        if walls != 0:
+            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
+                                  mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+            dp += kc.vec3(wb[0], wb[1], wb[2]) * li
+            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
+                                 body_force, body_torque)
+        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
+                           body_torque)
+        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
+                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                               shape_mesh)
+    p_out[i] = x
+
+
+class LaneScratch:
+    """The lanes' scratch arrays (solver-owned, reused by every iteration and step; forward only):
+    px, py, pz float (N,) [m]; vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
+    dp vec3 (N,) [m]."""
+
+    def __init__(self, n, device):
+        self.px, self.py, self.pz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
+        self.vx, self.vy, self.vz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
+        self.sums = kc.zeros(n, dtype=kc.vec4, device=device)
+        self.sum_sq = kc.zeros(n, dtype=float, device=device)
+        self.dp = kc.zeros(n, dtype=kc.vec3, device=device)
+
+
+def split_positions(model, p, scratch):
+    kc.launch(split_kernel, dim=model.particle_count, inputs=[p], outputs=[scratch.px, scratch.py, scratch.pz],
+              device=model.device, record_tape=False)
+
+
+def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, scratch, capacity):
+    """pbf_kernels.compute_lambda with the pair sums in lanes (``capacity``: see capacity_for);
+    leaves ``p`` split into scratch.px/py/pz for apply_delta at the same positions."""
+    lam_pairs = pair_kernels(capacity)[0]
+    split_positions(model, p, scratch)
+    kc.launch(lam_pairs, dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, volume, nbl.nb, nbl.count, h, poly6_coefficient(h),
+                      spiky_coefficient(h)],
+              outputs=[scratch.sums, scratch.sum_sq], device=model.device, record_tape=False)
+    kc.launch(lambda_finish_kernel, dim=model.particle_count,
+              inputs=[p, scratch.sums, scratch.sum_sq, h, eps, int(walls), *bounds, *shape_inputs(model),
+                      bodies.count, bodies.body_q],
+              outputs=[lam], device=model.device, record_tape=False)
+
+
+def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
+                capacity):
+    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda."""
+    delta_pairs = pair_kernels(capacity)[1]
+    k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
+    kc.launch(delta_pairs, dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, volume, nbl.nb, nbl.count, lam, h, poly6_coefficient(h),
+                      spiky_coefficient(h), k_h2, inv_w],
+              outputs=[scratch.dp], device=model.device, record_tape=False)
+    kc.launch(delta_finish_kernel, dim=model.particle_count,
+              inputs=[p, scratch.dp, lam, model.particle_inv_mass, model.particle_radius, h, int(walls), *bounds,
+                      *shape_inputs(model), *bodies.inputs(model, dt)],
+              outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
+
+
+def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, capacity):
+    """pbf_kernels.compute_vorticity in lanes; leaves ``p`` and ``v`` split in ``scratch`` for
+    finish_velocity."""
+    split_positions(model, p, scratch)
+    kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
+              device=model.device, record_tape=False)
+    kc.launch(pair_kernels(capacity)[2], dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, volume, nbl.nb,
+                      nbl.count, h, spiky_coefficient(h)],
+              outputs=[omega, omega_norm], device=model.device, record_tape=False)
+
+
+def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, scratch, capacity,
+                    split=True):
+    """pbf_kernels.finish_velocity in lanes; ``split=False``: ``scratch`` already holds ``p`` and ``v``
+    (compute_vorticity ran at the same positions and velocities)."""
+    if split:
+        split_positions(model, p, scratch)
+        kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
+                  device=model.device, record_tape=False)
+    kc.launch(pair_kernels(capacity)[3], dim=model.particle_count,
+              inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, omega, omega_norm,
+                      volume, model.particle_inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
+                      spiky_coefficient(h), float(xsph), float(confinement), float(dt)],
+              outputs=[v_out], device=model.device, record_tape=False)

@@ -1,0 +1,113 @@
+"""SolverPBF(lanes=True): the multiplier and position-update pair loops vectorised across particles
+(sim/pbf_lanes.py).
+
+The lanes do the same operations in the same order as the scalar kernels (the padding slots add
+exact zeros), so every step is bit-identical; GCC must really vectorise them (-fopt-info-vec),
+which each of the module's three workarounds is needed for.
+"""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import kernelcore as kc
+import sim
+from kernelcore import config, toolchain
+from sim import pbf_lanes
+
+G = 9.81
+
+
+def spinning_block(n, s, lanes, **kw):
+    b = sim.ModelBuilder(gravity=(0.0, -G, 0.0))
+    b.add_particle_grid((s / 2,) * 3, (0.0, 0.0, 0.0), n, n, n, s, density=1000.0, radius=s / 2)
+    kw.setdefault("xsph", 0.05)
+    kw.setdefault("scorr_k", 0.01)
+    extra_shapes = kw.pop("shapes", None)
+    if extra_shapes:
+        extra_shapes(b)
+    model = b.finalize()
+    L = n * s
+    solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (2 * L, 2 * L, L)),
+                           vorticity_confinement=0.3, lanes=lanes, **kw)
+    states = [model.state(), model.state()]
+    q = states[0].particle_q.numpy().copy()
+    states[0].particle_qd.assign(kc.array(np.cross(q - q.mean(0), [0.0, 0.0, 4.0]).astype(np.float32), dtype=kc.vec3))
+    return model, solver, states
+
+
+def run(lanes, steps=15, n=6, s=0.02, **kw):
+    model, solver, states = spinning_block(n, s, lanes, **kw)
+    q0 = states[0].particle_q.numpy().copy()
+    for _ in range(steps):
+        solver.step(model, states[0], states[1], None, 2e-3)
+        states.reverse()
+    return solver, q0, states[0].particle_q.numpy().copy(), states[0].particle_qd.numpy().copy()
+
+
+def test_lanes_steps_are_bit_identical_to_scalar_steps():
+    solver, q0, q1, v1 = run(True)
+    assert solver._lane_scratch is not None, "the lanes must have run"
+    _, _, q_ref, v_ref = run(False)
+    assert np.abs(q_ref - q0).max() > 0.01, "the block must move"
+    np.testing.assert_array_equal(q1, q_ref)
+    np.testing.assert_array_equal(v1, v_ref)
+
+
+def test_lanes_with_static_and_body_shapes_are_bit_identical():
+    """Walls counted as fluid, a static sphere and a free box (the fluid's reaction on it): the
+    per-particle parts after the pair sums (lambda_finish_kernel, delta_finish_kernel)."""
+    def shapes(b):
+        b.add_shape_sphere(pos=(0.16, 0.03, 0.06), radius=0.03)
+        body = b.add_body(kc.transform(kc.vec3(0.06, 0.16, 0.06), kc.quat(0.0, 0.0, 0.0, 1.0)))
+        b.add_shape_box(body=body, half_extents=(0.03, 0.02, 0.03), density=500.0)
+
+    res = [run(lanes, steps=10, shapes=shapes) for lanes in (True, False)]
+    assert res[0][0]._lane_scratch is not None
+    assert np.abs(res[1][2] - res[1][1]).max() > 0.01
+    np.testing.assert_array_equal(res[0][2], res[1][2])
+    np.testing.assert_array_equal(res[0][3], res[1][3])
+    np.testing.assert_array_equal(res[0][0].model.body_count, 1)
+
+
+def test_capacity_choice_and_fallback(monkeypatch):
+    assert pbf_lanes.capacity_for(30, 96) == 32
+    assert pbf_lanes.capacity_for(33, 96) == 40
+    assert pbf_lanes.capacity_for(49, 96) == 56
+    assert pbf_lanes.capacity_for(50, 48) is None          # no capacity within the lists' rows
+    assert pbf_lanes.capacity_for(97, 128) is None
+    # lists longer than every capacity: the scalar kernels, the same steps as lanes=False
+    monkeypatch.setattr(pbf_lanes, "CAPACITIES", ())
+    solver, _, q1, v1 = run(True, steps=5)
+    assert solver._lane_scratch is None
+    _, _, q_ref, v_ref = run(False, steps=5)
+    np.testing.assert_array_equal(q1, q_ref)
+
+
+def test_taped_steps_do_not_use_the_lanes():
+    model, solver, states = spinning_block(4, 0.02, True)
+    s_in = model.state(requires_grad=True)
+    s_out = model.state(requires_grad=True)
+    assert solver._lane_capacity(s_in, s_out, solver.buffers_for(s_out).neighbors) is None
+
+
+def _vectorised_loops(kernel, tmp_path):
+    cxx = config.cxx
+    if shutil.which(cxx) is None or "clang" in os.path.basename(cxx):
+        pytest.skip("needs g++ (GCC's -fopt-info)")
+    src = tmp_path / "m.cpp"
+    src.write_text(kernel.module.generate([kernel], "cpu"))
+    flags = [f for f in toolchain.cpu_flags(cxx) + toolchain.SIMD_FLAGS if f != "-shared"]
+    flags += toolchain.MODULE_FLAGS.get(kernel.module.name, [])
+    proc = subprocess.run([cxx, *flags, f"-I{toolchain.NATIVE_DIR}", "-c", str(src), "-o", str(tmp_path / "m.o"),
+                           "-fopt-info-vec-optimized"], capture_output=True, text=True, check=True)
+    return proc.stderr.count("loop vectorized")
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["lambda_pairs", "delta_pairs", "vorticity_pairs", "finish_pairs"])
+def test_lane_kernels_are_vectorised(which, tmp_path):
+    kernel = pbf_lanes.pair_kernels(32)[which]
+    assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
+    assert _vectorised_loops(kernel, tmp_path) >= 1
