@@ -275,28 +275,6 @@ class MultigridPreconditioner:
         """z = V(r) for flat float64 arrays of the finest level's size."""
         self._cycle(0, r, z)
 
-    def _sweeps(self, lv, b, x, out, count, from_zero):
-        """``count`` damped Jacobi sweeps on level lv from x (or from zero), ping-ponging between
-        ``out`` and the level's scratch so that the last sweep writes ``out`` when the parity allows;
-        returns the array holding the result."""
-        dev, w = self.device, kc.float64(self.omega)
-        spare = lv.y
-        # the sweep that writes last writes into out: count writes, alternating
-        cur = None if from_zero else x
-        nxt = out if count % 2 == 1 else spare
-        if from_zero:
-            kc.launch(jacobi_first_kernel, dim=lv.n, inputs=[b, lv.flags, lv.inv, w], outputs=[nxt], device=dev,
-                      record_tape=False)
-            cur, nxt = nxt, (spare if nxt is out else out)
-            count -= 1
-        elif cur is out and count % 2 == 1:
-            nxt = spare
-        for _ in range(count):
-            kc.launch(jacobi_kernel, dim=lv.n, inputs=[cur, b, lv.flags, lv.inv, lv.sy, lv.sx, w], outputs=[nxt],
-                      device=dev, record_tape=False)
-            cur, nxt = nxt, cur
-        return cur
-
     def _smooth(self, lv, b3, x, count, out3=None):
         """``count`` damped Jacobi sweeps on level lv from padded x (None: from zero), ping-ponging
         between the level's padded buffers; the last sweep writes the plain (nx, ny, nz) ``out3``
