@@ -237,6 +237,67 @@ def dot_chunks_kernel(a: D1, b: D1, slot: int, col: int, scalars: D2):
     kc.atomic_add(scalars, slot, col, acc)
 
 
+# Row variants of the iteration kernels: the scalar slots of one iteration come in as 1-D views
+# of a row of ``scalars`` (4 entries), one row read and another only accumulated into, so a
+# launch may run on every core with a private copy of the row per thread (kernelcore/
+# accumulation.py) instead of one thread with atomics into a matrix it also reads.
+@kc.kernel
+def cg_apply_row_kernel(p: D1, flags: I1, sy: int, sx: int, use_extra: int, extra: D1, q: D1, row: D1):
+    """cg_apply_kernel with p.q added into row[PAP]."""
+    t = kc.tid()
+    n = p.shape[0]
+    pq = kc.float64(0.0)
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        f = flags[c]
+        val = kc.float64(0.0)
+        if f != 0:
+            val = neighbour_sum(p, f, c, sy, sx)
+            if use_extra != 0:
+                val = val + extra[c] * p[c]
+            pq += p[c] * val
+        q[c] = val
+    kc.atomic_add(row, PAP, pq)
+
+
+@kc.kernel
+def cg_update_row_kernel(p: D1, q: D1, inv_diag: D1, old: D1, rzcol: int, x: D1, r: D1, z: D1, new: D1):
+    """cg_update_kernel reading alpha's terms from row ``old`` and adding r.z (Jacobi) and r.r into row ``new``."""
+    t = kc.tid()
+    n = p.shape[0]
+    pap = old[PAP]
+    alpha = kc.float64(0.0)
+    if pap > kc.float64(0.0):
+        alpha = old[rzcol] / pap
+    rz = kc.float64(0.0)
+    rr = kc.float64(0.0)
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        x[c] = x[c] + alpha * p[c]
+        ri = r[c] - alpha * q[c]
+        zi = ri * inv_diag[c]
+        r[c] = ri
+        z[c] = zi
+        rz += ri * zi
+        rr += ri * ri
+    kc.atomic_add(new, RZ, rz)
+    kc.atomic_add(new, RR, rr)
+
+
+@kc.kernel
+def dot_row_kernel(a: D1, b: D1, col: int, row: D1):
+    """row[col] += a . b"""
+    t = kc.tid()
+    n = a.shape[0]
+    acc = kc.float64(0.0)
+    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
+        acc += a[c] * b[c]
+    kc.atomic_add(row, col, acc)
+
+
+# each thread of these sums CHUNK cells (~1 us): worth both cores from a few chunks on
+for _kernel in (cg_apply_row_kernel, cg_update_row_kernel, dot_row_kernel):
+    _kernel.parallel_grain = 4
+
+
 @kc.kernel
 def copy64_flat_kernel(src: D1, dst: D1):
     c = kc.tid()
@@ -385,16 +446,18 @@ def pcg_iterations(cg, flags, inv_diag, rr0, extra=None, mg=None, stop_note="pre
     rzcol = RZ if mg is None else RZ_MG
     if rr0 > 0.0:
         target = cg.tol * cg.tol * rr0
+        rows = [scalars[0]]   # 1-D views of the scalar rows (see cg_apply_row_kernel)
         if mg is not None:  # z = V(r), p = z, r.z into the multigrid column
             mg.apply(r, z)
             kc.launch(copy64_flat_kernel, dim=cg.n, inputs=[z], outputs=[p], device=dev, record_tape=False)
-            chunked(dot_chunks_kernel, [r, z, 0, RZ_MG, scalars])
+            chunked(dot_row_kernel, [r, z, RZ_MG, rows[0]])
         while True:
-            chunked(cg_apply_kernel, [p, flags, sy, sx, it, use_extra, extra, q, scalars])
-            chunked(cg_update_kernel, [p, q, inv_diag, it, rzcol, x, r, z, scalars])
+            rows.append(scalars[it + 1])
+            chunked(cg_apply_row_kernel, [p, flags, sy, sx, use_extra, extra, q, rows[it]])
+            chunked(cg_update_row_kernel, [p, q, inv_diag, rows[it], rzcol, x, r, z, rows[it + 1]])
             if mg is not None:
                 mg.apply(r, z)
-                chunked(dot_chunks_kernel, [r, z, it + 1, RZ_MG, scalars])
+                chunked(dot_row_kernel, [r, z, RZ_MG, rows[it + 1]])
             kc.launch(cg_direction_kernel, dim=cg.n, inputs=[z, it, rzcol, scalars, p], device=dev,
                       record_tape=False)
             it += 1
