@@ -105,7 +105,7 @@ def coarse_sweeps_kernel(b: D1, flags: I1, inv_diag: D1, sy: int, sx: int, omega
 # neighbour sum is then straight-line code (each term times its flag bit as 0.0 or 1.0, not
 # under a branch) over contiguous rows, which the CPU backend runs as one vectorised loop per
 # row (simd=True).  The terms are added in neighbour_sum's order and a dropped term adds 0.0,
-# so the values are jacobi_kernel's / restrict_residual_kernel's bit for bit.
+# so the values are jacobi_kernel's (and the unpadded residual's) bit for bit.
 @kc.func
 def masked_neighbour_sum(x: D3, f: int, i: int, j: int, k: int):
     """neighbour_sum for cell (i, j, k) of padded x, without branches."""
@@ -158,7 +158,7 @@ def residual_pad_kernel(x: D3, b: D3, flags: I3, r_out: D3):
 
 @kc.kernel
 def prolong_add_pad_kernel(x_coarse: D3, flags: I3, x: D3):
-    """prolong_add_kernel into padded x."""
+    """x += x_coarse[parent] on the fluid cells of padded x (the coarse correction)."""
     i, j, k = kc.tid()
     if flags[i, j, k] != 0:
         x[i + 1, j + 1, k + 1] = x[i + 1, j + 1, k + 1] + x_coarse[i // 2, j // 2, k // 2]
@@ -179,41 +179,6 @@ def restrict_kernel(r: D1, fy: int, fz: int, fsy: int, fsx: int, fnx: int, scale
                 if fi < fnx and fj < fy and fk < fz:
                     acc += r[fi * fsx + fj * fsy + fk]
     b_coarse[(ci * cny + cj) * cnz + ck] = scale * acc
-
-
-@kc.kernel
-def restrict_residual_kernel(x: D1, b: D1, flags: I1, fy: int, fz: int, fsy: int, fsx: int, fnx: int,
-                             scale: kc.float64, cny: int, cnz: int, b_coarse: D1):
-    """b_coarse = scale * sum over children of (b - A x) (fine residual)."""
-    ci, cj, ck = kc.tid()
-    acc = kc.float64(0.0)
-    for a in range(2):
-        for bb in range(2):
-            for cc in range(2):
-                fi = 2 * ci + a
-                fj = 2 * cj + bb
-                fk = 2 * ck + cc
-                if fi < fnx and fj < fy and fk < fz:
-                    c = fi * fsx + fj * fsy + fk
-                    f = flags[c]
-                    if f != 0:
-                        acc += b[c] - neighbour_sum(x, f, c, fsy, fsx)
-    b_coarse[(ci * cny + cj) * cnz + ck] = scale * acc
-
-
-@kc.kernel
-def prolong_add_kernel(x_coarse: D1, flags: I1, ny: int, nz: int, cny: int, cnz: int, x: D1):
-    """x += x_coarse[parent] on fluid cells."""
-    i, j, k = kc.tid()
-    c = (i * ny + j) * nz + k
-    if flags[c] != 0:
-        x[c] = x[c] + x_coarse[((i // 2) * cny + j // 2) * cnz + k // 2]
-
-
-@kc.kernel
-def copy64_kernel(src: D1, dst: D1):
-    c = kc.tid()
-    dst[c] = src[c]
 
 
 class _Level:
