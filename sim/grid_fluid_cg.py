@@ -173,49 +173,6 @@ def to_float64_kernel(a: F1, out: D1):
 
 
 @kc.kernel
-def cg_apply_kernel(p: D1, flags: I1, sy: int, sx: int, it: int, use_extra: int, extra: D1, q: D1, scalars: D2):
-    """q = A p, plus ``extra * p`` when use_extra (an added diagonal: the liquid's ghost-fluid
-    terms, sim/grid_fluid_liquid.py); slot it gets p.q."""
-    t = kc.tid()
-    n = p.shape[0]
-    pq = kc.float64(0.0)
-    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
-        f = flags[c]
-        val = kc.float64(0.0)
-        if f != 0:
-            val = neighbour_sum(p, f, c, sy, sx)
-            if use_extra != 0:
-                val = val + extra[c] * p[c]
-            pq += p[c] * val
-        q[c] = val
-    kc.atomic_add(scalars, it, PAP, pq)
-
-
-@kc.kernel
-def cg_update_kernel(p: D1, q: D1, inv_diag: D1, it: int, rzcol: int, x: D1, r: D1, z: D1, scalars: D2):
-    """alpha = r.z / p.Ap (r.z from column rzcol); x += alpha p; r -= alpha q; z = D^-1 r;
-    slot it+1 gets r.z (Jacobi) and r.r."""
-    t = kc.tid()
-    n = p.shape[0]
-    pap = scalars[it, PAP]
-    alpha = kc.float64(0.0)
-    if pap > kc.float64(0.0):
-        alpha = scalars[it, rzcol] / pap
-    rz = kc.float64(0.0)
-    rr = kc.float64(0.0)
-    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
-        x[c] = x[c] + alpha * p[c]
-        ri = r[c] - alpha * q[c]
-        zi = ri * inv_diag[c]
-        r[c] = ri
-        z[c] = zi
-        rz += ri * zi
-        rr += ri * ri
-    kc.atomic_add(scalars, it + 1, RZ, rz)
-    kc.atomic_add(scalars, it + 1, RR, rr)
-
-
-@kc.kernel
 def cg_direction_kernel(z: D1, it: int, rzcol: int, scalars: D2, p: D1):
     """beta = r.z(new) / r.z(old) (column rzcol); p = z + beta p."""
     c = kc.tid()
@@ -226,24 +183,14 @@ def cg_direction_kernel(z: D1, it: int, rzcol: int, scalars: D2, p: D1):
     p[c] = z[c] + beta * p[c]
 
 
-@kc.kernel
-def dot_chunks_kernel(a: D1, b: D1, slot: int, col: int, scalars: D2):
-    """scalars[slot, col] += a . b"""
-    t = kc.tid()
-    n = a.shape[0]
-    acc = kc.float64(0.0)
-    for c in range(t * CHUNK, kc.min(t * CHUNK + CHUNK, n)):
-        acc += a[c] * b[c]
-    kc.atomic_add(scalars, slot, col, acc)
-
-
-# Row variants of the iteration kernels: the scalar slots of one iteration come in as 1-D views
+# The iteration kernels: the scalar slots of one iteration come in as 1-D views
 # of a row of ``scalars`` (4 entries), one row read and another only accumulated into, so a
 # launch may run on every core with a private copy of the row per thread (kernelcore/
 # accumulation.py) instead of one thread with atomics into a matrix it also reads.
 @kc.kernel
 def cg_apply_row_kernel(p: D1, flags: I1, sy: int, sx: int, use_extra: int, extra: D1, q: D1, row: D1):
-    """cg_apply_kernel with p.q added into row[PAP]."""
+    """q = A p, plus ``extra * p`` when use_extra (an added diagonal: the liquid's ghost-fluid
+    terms, sim/grid_fluid_liquid.py); p.q is added into row[PAP]."""
     t = kc.tid()
     n = p.shape[0]
     pq = kc.float64(0.0)
@@ -261,7 +208,8 @@ def cg_apply_row_kernel(p: D1, flags: I1, sy: int, sx: int, use_extra: int, extr
 
 @kc.kernel
 def cg_update_row_kernel(p: D1, q: D1, inv_diag: D1, old: D1, rzcol: int, x: D1, r: D1, z: D1, new: D1):
-    """cg_update_kernel reading alpha's terms from row ``old`` and adding r.z (Jacobi) and r.r into row ``new``."""
+    """alpha = r.z / p.Ap (from row ``old``, r.z in column rzcol); x += alpha p; r -= alpha q;
+    z = D^-1 r; r.z (Jacobi) and r.r are added into row ``new``."""
     t = kc.tid()
     n = p.shape[0]
     pap = old[PAP]
