@@ -1,8 +1,9 @@
 """Time-of-impact contacts between two swept bodies other than two spheres (sphere-box, box-box,
-sphere-capsule, capsule-capsule, capsule-box).
+sphere-capsule, capsule-capsule, capsule-box, compounds, and mesh shapes against all of these and
+against each other: sim/toi_mesh_pairs.py).
 
-With ``SolverSemiImplicit(model, toi=True)`` every body whose only shape is a sphere, a box
-or a capsule is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
+With ``SolverSemiImplicit(model, toi=True)`` every body made of spheres, boxes, capsules and
+meshes is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
 bodies meets here, in a pass that runs before the bodies' own integration (sim/toi.py,
 sim/toi_shapes.py, which handle the ground and the static shapes).
 
@@ -31,15 +32,15 @@ which never gains energy for ``e <= 1``.
 
 **Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
 are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
-contacts of sim/collide_body_pairs.py, which stay on for every pair with a box or a capsule
-(pairs of two swept spheres have none, sim/toi.py).  Resting stacks then behave as with
-``toi=False``; a fast impact is caught by the sweep before the penalty contact could see
-it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
+contacts of sim/collide_body_pairs.py and sim/collide_body_mesh.py, which stay on for every
+pair with a box, a capsule or a mesh (pairs of two swept spheres have none, sim/toi.py).
+Resting stacks then behave as with ``toi=False``; a fast impact is caught by the sweep before
+the penalty contact could see it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
 a step within half a step's closing distance; that push keeps momentum.
 
 **Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
-swept bodies in the hash grid of sim/collide_body_pairs.py (query radius grown by twice
-the largest body speed times dt), always evaluating a pair with the lower body index as A,
+swept bodies in a hash grid of their centres of mass (:class:`BodyPairToiShapes`; query radius
+grown by twice the largest body speed times dt), always evaluating a pair with the lower body index as A,
 so both threads of a pair compute bit-identical impulses and momentum is conserved
 exactly.  One body-body impact per body and step: when three bodies meet in one step a
 body keeps only its earliest impact (its partner may have an earlier one elsewhere, and
