@@ -34,8 +34,8 @@ def _add_hull(b, pos, vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=(0, 0, 0), points
 
 
 def _add_partner(b, kind, pos, vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=(0, 0, 0), size=0.03):
-    """A body of ``kind`` at ``pos``: a hull, a sphere, a box, a capsule or a compound (a box with a
-    sphere beside it)."""
+    """A body of ``kind`` at ``pos``: a hull, a sphere, a box, a capsule, a compound (a box with a
+    sphere beside it) or a mesh compound (a hull with a sphere beside it)."""
     if kind == "hull":
         return _add_hull(b, pos, vel, rot, ang_vel)
     body = add_free_body(b, pos, vel, rot, ang_vel)
@@ -45,6 +45,9 @@ def _add_partner(b, kind, pos, vel=(0, 0, 0), rot=(0, 0, 0, 1), ang_vel=(0, 0, 0
         b.add_shape_box(half_extents=(size, 0.8 * size, 0.9 * size), body=body)
     elif kind == "capsule":
         b.add_shape_capsule(radius=0.6 * size, half_height=size, body=body)
+    elif kind == "mesh compound":
+        b.add_shape_mesh(ICO, is_convex=True, body=body)
+        b.add_shape_sphere(pos=(0, 2 * size, 0), radius=0.7 * size, body=body)
     else:
         b.add_shape_box(half_extents=(size, 0.8 * size, 0.9 * size), body=body)
         b.add_shape_sphere(pos=(0, 2 * size, 0), radius=0.7 * size, body=body)
@@ -105,7 +108,7 @@ def test_fast_hull_does_not_pass_a_thin_free_body(wall, e, toi):
     np.testing.assert_allclose(s.body_q.numpy()[hull, 0], -0.5 + 100.0 * t_hit + v[0, 0] * (0.03 - t_hit), atol=2e-4)
 
 
-@pytest.mark.parametrize("kind", ["hull", "sphere", "box", "capsule", "compound"])
+@pytest.mark.parametrize("kind", ["hull", "sphere", "box", "capsule", "compound", "mesh compound"])
 def test_head_on_hull_impacts_keep_momentum_and_energy(kind):
     # a hull and a body of each kind, 0.5 m per step toward each other, e = 1, no friction: they bounce
     # apart, linear and angular momentum and energy kept; two equal hulls swap their velocities
