@@ -10,11 +10,10 @@ sim/toi_mesh_body.py, there with a static B, here with B where its body is at th
   B's points (sphere centre, box corners, capsule ends with their radius) against the mesh's
   (its BVH), every edge of the mesh against B's segments (box edges, capsule core);
   ``mesh_feature_distance``, with the roles swapped when the mesh is the second shape;
-- mesh against mesh: in B's frame (distances do not change under a rigid motion), A's vertices
-  against B's triangles, B's triangles' vertices against A's signed distance and A's edges against
-  the triangles' edges, for the triangles of B's BVH near A (``mesh_static_mesh_closest``; B's
-  triangles carry sim/toi_mesh.py's 0.1 mm skin: the bodies stop that far apart, where the normal
-  of two touching surfaces is defined), so both meshes' vertices and edges are features.
+- mesh against mesh: every vertex of either against the other's signed distance (its BVH, in its
+  frame), and A's edges against the edges of B's triangles near A (found in B's frame through
+  B's BVH: distances do not change under a rigid motion); B carries sim/toi_mesh.py's 0.1 mm
+  skin, so the bodies stop that far apart, where the normal of two touching surfaces is defined.
 
 Apart, the smallest feature is the distance of the two shapes (convex or not).  Conservative
 advancement on both paths, then two Newton steps on the active feature as in
@@ -35,9 +34,8 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 from .collide_mesh import mesh_surface_distance
-from .toi_mesh import MESH_SKIN, skip_vector, triangle_vertex
-from .toi_mesh_body import (mesh_feature_count, mesh_feature_distance, mesh_static_mesh_closest,
-                            mesh_triangle_feature, mesh_triangle_feature_count)
+from .toi_mesh import MESH_SKIN, triangle_vertex
+from .toi_mesh_body import mesh_feature_count, mesh_feature_distance, mesh_triangle_feature, mesh_triangle_feature_count
 from .toi_shapes import CA_ITERATIONS, CONTACT_TOL, MANIFOLD_TOL, pose_at, shape_reach
 
 MESH = kc.constant(3)
@@ -63,14 +61,81 @@ def shape_radius(kind: int, scale: kc.vec3, info: kc.vec3) -> float:
 
 
 @kc.func
+def mesh_vertex_against_mesh(x: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33, mesh_b: kc.uint64, lookahead: float):
+    """A point ``x`` [m] (a vertex of another mesh) against mesh B's signed distance (with B's skin):
+    (distance [m], unit normal out of B towards x, the point on B's surface); ``lookahead`` with a zero
+    normal when B's surface is farther than that (a lower bound).  Over a face the normal is the face's
+    (as sim/toi_mesh.py's ``triangle_feature``): at the skin's 0.1 mm the separation from the closest
+    point is rounding noise of a few 1e-4 rad."""
+    d = lookahead
+    n = kc.vec3(0.0, 0.0, 0.0)
+    p = x
+    local = kc.transpose(rot_b) * (x - pos_b)
+    query = kc.mesh_query_point_sign_normal(mesh_b, local, lookahead + MESH_SKIN)
+    if query.result:
+        cp = kc.mesh_eval_position(mesh_b, query.face, query.u, query.v)
+        sep = local - cp
+        dist = kc.length(sep)
+        side = float(1.0)
+        if query.sign < 0.0:
+            side = -1.0
+        nl = kc.mesh_eval_face_normal(mesh_b, query.face)  # outward (counter-clockwise winding)
+        h = side * dist
+        if query.u > 0.0 and query.v > 0.0 and query.u + query.v < 1.0:
+            h = kc.dot(sep, nl)  # over the face: the signed height above its plane
+        elif dist > 1.0e-7:
+            nl = sep * (side / dist)
+        n = rot_b * nl
+        d = h - MESH_SKIN
+        p = x - n * h
+    return d, n, p
+
+
+@kc.func
 def mesh_mesh_closest(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64, info_a: kc.vec3,
-                      pos_b: kc.vec3, rot_b: kc.mat33, mesh_b: kc.uint64, lookahead: float):
-    """Closest feature of mesh A against mesh B (world poses), found in B's frame: (distance [m], unit
-    normal from B to A, point on A); ``lookahead - MESH_SKIN`` (a lower bound) when nothing is that close."""
+                      pos_b: kc.vec3, rot_b: kc.mat33, mesh_b: kc.uint64, info_b: kc.vec3, lookahead: float):
+    """Closest feature of mesh A against mesh B (world poses): (distance [m], unit normal from B to A,
+    point on A).  Each vertex of either against the other's signed distance (so a vertex that starts a
+    step a hair inside the other mesh, after a penalty contact, has the outward normal), and A's edges
+    against the edges of B's triangles near A (found in B's frame through its BVH); B carries
+    MESH_SKIN.  Nothing within ``lookahead`` [m]: ``lookahead`` (a lower bound)."""
+    best = lookahead
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = pos_a
+    nv_a = int(info_a[0])
+    for v in range(nv_a):
+        x = pos_a + rot_a * kc.mesh_get_point(mesh_a, v)
+        d, n, p = mesh_vertex_against_mesh(x, pos_b, rot_b, mesh_b, lookahead)
+        if d < best and kc.length(n) > 0.0:
+            best = d
+            best_n = n
+            best_p = x
+    for v in range(int(info_b[0])):
+        x = pos_b + rot_b * kc.mesh_get_point(mesh_b, v)
+        d, n, p = mesh_vertex_against_mesh(x, pos_a, rot_a, mesh_a, lookahead)
+        if d < best and kc.length(n) > 0.0:
+            best = d
+            best_n = -n
+            best_p = p
+    # edges against edges, in B's frame (an edge feature must beat the vertices by EDGE_TIE)
     rt = kc.transpose(rot_b)
-    d, n, p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), rt * (pos_a - pos_b), rt * rot_a,
-                                       info_a[2], mesh_b, lookahead, 0, 0, skip_vector())
-    return d, rot_b * n, pos_b + rot_b * p
+    local_pos = rt * (pos_a - pos_b)
+    local_rot = rt * rot_a
+    h = info_a[2] + lookahead
+    nft = mesh_triangle_feature_count(nv_a, int(info_a[1]))
+    query = kc.mesh_query_aabb(mesh_b, local_pos - kc.vec3(h, h, h), local_pos + kc.vec3(h, h, h))
+    face = int(0)
+    while kc.mesh_query_aabb_next(query, face):
+        t0 = triangle_vertex(mesh_b, face, 0)
+        t1 = triangle_vertex(mesh_b, face, 1)
+        t2 = triangle_vertex(mesh_b, face, 2)
+        for f in range(nv_a + 3, nft):
+            d, n, p = mesh_triangle_feature(f, mesh_a, nv_a, local_pos, local_rot, t0, t1, t2, lookahead)
+            if d < best - EDGE_TIE:
+                best = d
+                best_n = rot_b * n
+                best_p = pos_b + rot_b * p
+    return best, best_n, best_p
 
 
 @kc.func
@@ -85,7 +150,8 @@ def mesh_pair_closest(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3
     best_p = pos_a
     no_ground = kc.vec3(0.0, 1.0, 0.0)
     if ka == MESH and kb == MESH:
-        best, best_n, best_p = mesh_mesh_closest(pos_a, rot_a, mesh_a, info_a, pos_b, rot_b, mesh_b, lookahead)
+        best, best_n, best_p = mesh_mesh_closest(pos_a, rot_a, mesh_a, info_a, pos_b, rot_b, mesh_b, info_b,
+                                                 lookahead)
     elif ka == MESH:
         nv = int(info_a[0])
         for f in range(mesh_feature_count(kb, nv, int(info_a[1]))):
