@@ -24,8 +24,9 @@ corners, centres) within MANIFOLD_TOL of the closest one, else of the edge featu
 landing flat on another touches on a face, not at one vertex).
 
 Cost: the features of a mesh against a primitive are linear in its vertices and edges; mesh
-against mesh is the edges of A times B's triangles near A, per advancement step: meant for hulls
-and small meshes (tens to a few hundred triangles).
+against mesh is a BVH query per vertex of either and per edge of A (B's triangles within the
+best distance found so far of that edge), per advancement step: meant for hulls and small
+meshes (tens to a few hundred triangles).
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 from .collide_mesh import mesh_surface_distance
-from .toi_mesh import MESH_SKIN, triangle_vertex
-from .toi_mesh_body import mesh_feature_count, mesh_feature_distance, mesh_triangle_feature, mesh_triangle_feature_count
+from .toi_mesh import MESH_SKIN, segment_pair_feature, triangle_edge, triangle_vertex
+from .toi_mesh_body import mesh_edge, mesh_feature_count, mesh_feature_distance
 from .toi_shapes import CA_ITERATIONS, CONTACT_TOL, MANIFOLD_TOL, pose_at, shape_reach
 
 MESH = kc.constant(3)
@@ -58,6 +59,17 @@ def shape_radius(kind: int, scale: kc.vec3, info: kc.vec3) -> float:
     if kind == MESH:
         r = info[2]
     return r
+
+
+@kc.func
+def segment_box_corner(a0: kc.vec3, da: kc.vec3, r: float) -> kc.vec3:
+    """The corner of the segment (a0, a0 + da)'s bounding box grown by |r| [m]: the lower one for r < 0,
+    the upper one for r > 0."""
+    a1 = a0 + da
+    out = kc.vec3(kc.max(a0[0], a1[0]) + r, kc.max(a0[1], a1[1]) + r, kc.max(a0[2], a1[2]) + r)
+    if r < 0.0:
+        out = kc.vec3(kc.min(a0[0], a1[0]) + r, kc.min(a0[1], a1[1]) + r, kc.min(a0[2], a1[2]) + r)
+    return out
 
 
 @kc.func
@@ -117,24 +129,30 @@ def mesh_mesh_closest(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64, info_a
             best = d
             best_n = -n
             best_p = p
-    # edges against edges, in B's frame (an edge feature must beat the vertices by EDGE_TIE)
+    # edges against edges, in B's frame (an edge feature must beat the vertices by EDGE_TIE): each edge of
+    # A against the edges of B's triangles within the best distance so far of it (B's BVH), so that near
+    # contact only the few triangles near each edge are visited
     rt = kc.transpose(rot_b)
     local_pos = rt * (pos_a - pos_b)
     local_rot = rt * rot_a
-    h = info_a[2] + lookahead
-    nft = mesh_triangle_feature_count(nv_a, int(info_a[1]))
-    query = kc.mesh_query_aabb(mesh_b, local_pos - kc.vec3(h, h, h), local_pos + kc.vec3(h, h, h))
-    face = int(0)
-    while kc.mesh_query_aabb_next(query, face):
-        t0 = triangle_vertex(mesh_b, face, 0)
-        t1 = triangle_vertex(mesh_b, face, 1)
-        t2 = triangle_vertex(mesh_b, face, 2)
-        for f in range(nv_a + 3, nft):
-            d, n, p = mesh_triangle_feature(f, mesh_a, nv_a, local_pos, local_rot, t0, t1, t2, lookahead)
-            if d < best - EDGE_TIE:
-                best = d
-                best_n = rot_b * n
-                best_p = pos_b + rot_b * p
+    for ea in range(3 * int(info_a[1])):
+        la0, la1 = mesh_edge(mesh_a, ea)
+        a0 = local_pos + local_rot * la0
+        da = local_rot * (la1 - la0)
+        r = best + MESH_SKIN + 1.0e-6
+        query = kc.mesh_query_aabb(mesh_b, segment_box_corner(a0, da, -r), segment_box_corner(a0, da, r))
+        face = int(0)
+        while kc.mesh_query_aabb_next(query, face):
+            t0 = triangle_vertex(mesh_b, face, 0)
+            t1 = triangle_vertex(mesh_b, face, 1)
+            t2 = triangle_vertex(mesh_b, face, 2)
+            for e in range(3):
+                b0, b1 = triangle_edge(t0, t1, t2, e)
+                d, n, p = segment_pair_feature(a0, da, 0.0, b0, b1 - b0, 0.0, b0, 0)
+                if d - MESH_SKIN < best - EDGE_TIE:
+                    best = d - MESH_SKIN
+                    best_n = rot_b * n
+                    best_p = pos_b + rot_b * p
     return best, best_n, best_p
 
 
@@ -205,24 +223,28 @@ def mesh_mesh_manifold_point(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64,
             n_points = n_points + 1.0
     out = points / kc.max(n_points, 1.0)
     if n_points == 0.0:
-        # edges against edges, in B's frame, for B's triangles near A
+        # edges against edges, in B's frame: each edge of A against B's triangles near it
         edges = kc.vec3(0.0, 0.0, 0.0)
         n_edges = float(0.0)
-        nv = int(info_a[0])
         local_pos = rtb * (pos_a - pos_b)
         local_rot = rtb * rot_a
-        h = info_a[2] + kc.max(reach, 0.0)
-        query = kc.mesh_query_aabb(mesh_b, local_pos - kc.vec3(h, h, h), local_pos + kc.vec3(h, h, h))
-        face = int(0)
-        while kc.mesh_query_aabb_next(query, face):
-            t0 = triangle_vertex(mesh_b, face, 0)
-            t1 = triangle_vertex(mesh_b, face, 1)
-            t2 = triangle_vertex(mesh_b, face, 2)
-            for f in range(nv + 3, mesh_triangle_feature_count(nv, int(info_a[1]))):
-                d, n, p = mesh_triangle_feature(f, mesh_a, nv, local_pos, local_rot, t0, t1, t2, reach)
-                if d < d_min + MANIFOLD_TOL:
-                    edges = edges + pos_b + rot_b * p
-                    n_edges = n_edges + 1.0
+        r = kc.max(reach, 0.0) + 1.0e-6
+        for ea in range(3 * int(info_a[1])):
+            la0, la1 = mesh_edge(mesh_a, ea)
+            a0 = local_pos + local_rot * la0
+            da = local_rot * (la1 - la0)
+            query = kc.mesh_query_aabb(mesh_b, segment_box_corner(a0, da, -r), segment_box_corner(a0, da, r))
+            face = int(0)
+            while kc.mesh_query_aabb_next(query, face):
+                t0 = triangle_vertex(mesh_b, face, 0)
+                t1 = triangle_vertex(mesh_b, face, 1)
+                t2 = triangle_vertex(mesh_b, face, 2)
+                for e in range(3):
+                    b0, b1 = triangle_edge(t0, t1, t2, e)
+                    d, n, p = segment_pair_feature(a0, da, 0.0, b0, b1 - b0, 0.0, b0, 0)
+                    if d - MESH_SKIN < d_min + MANIFOLD_TOL:
+                        edges = edges + pos_b + rot_b * p
+                        n_edges = n_edges + 1.0
         out = edges / kc.max(n_edges, 1.0)
     return out
 
