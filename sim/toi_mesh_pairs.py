@@ -139,7 +139,7 @@ def mesh_mesh_closest(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64, info_a
         la0, la1 = mesh_edge(mesh_a, ea)
         a0 = local_pos + local_rot * la0
         da = local_rot * (la1 - la0)
-        r = best + MESH_SKIN + 1.0e-6
+        r = kc.max(best, 0.0) + MESH_SKIN + 1.0e-6  # (crossing edges are never closer than -MESH_SKIN)
         query = kc.mesh_query_aabb(mesh_b, segment_box_corner(a0, da, -r), segment_box_corner(a0, da, r))
         face = int(0)
         while kc.mesh_query_aabb_next(query, face):
