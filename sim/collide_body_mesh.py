@@ -58,7 +58,7 @@ import geometry  # noqa: F401  (adds the mesh_* and hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
 from .collide_bodies import shape_point, static_distance
-from .collide_body_pairs import shape_bounding_radius
+from .collide_body_pairs import impact_gap, shape_bounding_radius
 from .collide_mesh_edge_pairs import make_mesh_edge_pair_contacts
 from .collide_mesh_edges import MeshEdgeContacts
 from .collide_mesh import FAR, mesh_surface_distance
@@ -265,6 +265,7 @@ def generate_mesh_body_pair_contacts_kernel(
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         shape_vertex_count: kc.array(dtype=int),
         cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
+        shape_impact: kc.array(dtype=int), impact_speed: float,
         active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
         depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
         count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
@@ -329,6 +330,7 @@ def generate_mesh_body_pair_contacts_kernel(
                 arm_b = xa - com_b
                 v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
+                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, xa, n, gap, sa, sb, active, point, normal,
                                               depth, shape_a, shape_b, count, overflow,
@@ -352,6 +354,7 @@ def generate_mesh_body_pair_contacts_kernel(
                 arm_b = contact - com_b
                 v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
+                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sb, sa, active, point,
                                               normal, depth, shape_a, shape_b, count, overflow,
@@ -442,9 +445,11 @@ class BodyMeshContacts:
             time-of-impact sweep stops them: a penalty contact's onset window, sim/contact.py, would
             push a fast body that starts a step within half a step's closing distance); their
             body-body contacts stay.
+        impact_shapes: body shapes whose impacts with each other sim/toi_body_pairs.py sweeps: a pair
+            of two of them has a penalty contact only below the resting speed (sim/toi.py).
     """
 
-    def __init__(self, model, grid_dim: int | None = None, slots: int = 16, exclude_shapes=()):
+    def __init__(self, model, grid_dim: int | None = None, slots: int = 16, exclude_shapes=(), impact_shapes=()):
         if int(slots) < 1:
             raise ValueError(f"BodyMeshContacts(slots={slots}): must be at least 1")
         #: contact slots of one (body shape, static mesh) vertex query and of one mesh vertex's pair query
@@ -463,6 +468,11 @@ class BodyMeshContacts:
         dev = model.device
         self.shape_vertex_count = kc.array(counts, dtype=kc.int32, device=dev)
         self.shape_bound = kc.array(bound, dtype=float, device=dev)
+        impact = np.zeros(max(k, 1), np.int32)
+        impact[[int(s) for s in impact_shapes]] = 1
+        #: int (S,): 1 for the shapes of bodies swept against each other (``impact_shapes``)
+        self.shape_impact = kc.array(impact, dtype=kc.int32, device=dev)
+        self.has_impact_shapes = bool(len(impact_shapes))
         body_meshes = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] == SHAPE_MESH]
         body_prims = [s for s in range(k) if shape_body[s] >= 0 and shape_type[s] in PRIMITIVE_POINTS]
         static_meshes = [s for s in range(k) if shape_body[s] < 0 and shape_type[s] == SHAPE_MESH]
@@ -576,7 +586,8 @@ class BodyMeshContacts:
                           self.centers, state.body_q, state.body_qd, model.body_com, model.shape_type,
                           model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                           model.shape_material, model.shape_mesh, self.shape_vertex_count,
-                          model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots],
+                          model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots,
+                          self.shape_impact, self.impact_speed(model, dt)],
                   outputs=_contact_outputs(contacts), device=model.device)
         if self.edge_pairs is not None:  # before the rebuild below: its adjoint needs the same grid
             self.edge_pairs.generate(model, state, contacts, offset + self.pair_count * self.pair_slots, dt, self)
@@ -584,6 +595,14 @@ class BodyMeshContacts:
         if tapes:  # the adjoint must see the pairs its forward saw: rebuild from the same body_q first
             body_q = state.body_q
             tapes[-1].record_func(lambda: self._rebuild(model, body_q), [])
+
+    def impact_speed(self, model, dt: float) -> float:
+        """Normal speed [m/s] from which a pair of two ``impact_shapes`` has no penalty contact."""
+        if not self.has_impact_shapes:
+            return 1.0e30
+        from .toi import resting_speed
+
+        return resting_speed(model, dt)
 
     def check_overflow(self, contacts):
         """Raise when a mesh contact thread found more contacts than its slots (``contacts.overflow``)."""
@@ -627,10 +646,11 @@ def _contact_outputs(contacts):
             contacts.count, contacts.overflow]
 
 
-def make_body_mesh_contacts(model, slots: int = 16, exclude_shapes=()):
+def make_body_mesh_contacts(model, slots: int = 16, exclude_shapes=(), impact_shapes=()):
     """A :class:`BodyMeshContacts` when the model has bodies and meshes that can touch, else None;
-    ``exclude_shapes``: body shapes left out of the contacts with static shapes (see the class)."""
+    ``exclude_shapes``: body shapes left out of the contacts with static shapes, ``impact_shapes``:
+    those whose fast body-body contacts the sweep takes (see the class)."""
     if not model.body_count or not (model.body_mesh_shape_indices or model.mesh_shape_indices):
         return None
-    contacts = BodyMeshContacts(model, slots=slots, exclude_shapes=exclude_shapes)
+    contacts = BodyMeshContacts(model, slots=slots, exclude_shapes=exclude_shapes, impact_shapes=impact_shapes)
     return contacts if contacts.active else None

@@ -78,6 +78,17 @@ def pair_relative_velocity(contact: kc.vec3, tfa: kc.transform, qda: kc.spatial_
             - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
 
 
+@kc.func
+def impact_gap(gap: float, n: kc.vec3, v_rel: kc.vec3, impact_pair: int, impact_speed: float) -> float:
+    """``gap``, or 1e30 (no contact) for a pair of two bodies that sim/toi_body_pairs.py sweeps
+    (``impact_pair`` 2) whose normal speed is ``impact_speed`` or more: the sweep takes every impact that
+    fast, and a pair moving apart that fast needs no force (the rule of generate_body_pair_contacts_kernel)."""
+    out = gap
+    if impact_pair == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
+        out = 1.0e30
+    return out
+
+
 @kc.kernel
 def generate_body_pair_contacts_kernel(
         grid: kc.uint64, shape_ids: kc.array(dtype=int), shape_bound: kc.array(dtype=float), max_bound: float,

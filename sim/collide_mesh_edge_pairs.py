@@ -38,7 +38,7 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 
-from .collide_body_pairs import pair_relative_velocity
+from .collide_body_pairs import impact_gap, pair_relative_velocity
 from .collide_mesh_edges import END_FRACTION, segment_box_contacts, segment_near_box, sharp_edges_with_normals
 from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
 from .shape_frames import shape_world_frame
@@ -95,6 +95,7 @@ def generate_mesh_edge_pair_contacts_kernel(
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
         cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
+        shape_impact: kc.array(dtype=int), impact_speed: float,
         active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
         depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
         count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
@@ -152,6 +153,7 @@ def generate_mesh_edge_pair_contacts_kernel(
                         if te >= 0.0 and gap < margin:
                             x = a0 + da * te  # on the mesh's edge
                             v_rel = pair_relative_velocity(x, tfa, qda, body_com[ba], tfb, qdb, body_com[bb])
+                            gap = impact_gap(gap, n_out, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                             if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                                 used = write_contact_slot(used, base, slots_per_thread, x, n_out, gap, sa, sb, active,
                                                           point, normal, depth, shape_a, shape_b, count, overflow,
@@ -177,6 +179,7 @@ def generate_mesh_edge_pair_contacts_kernel(
                                         found = 0
                             if found != 0 and gap < margin:
                                 v_rel = pair_relative_velocity(x, tfa, qda, body_com[ba], tfb, qdb, body_com[bb])
+                                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                                     used = write_contact_slot(used, base, slots_per_thread, x, n, gap, sa, sb,
                                                               active, point, normal, depth, shape_a, shape_b, count,
@@ -231,7 +234,8 @@ class MeshEdgePairContacts:
                           meshes.centers, *self.edge_arrays, self.shape_edge_first, self.shape_edge_count,
                           state.body_q, state.body_qd, model.body_com, model.shape_type, model.shape_body,
                           model.shape_pos, model.shape_rot, model.shape_scale, model.shape_mesh,
-                          model.material_max_cohesion_distance, float(dt), int(offset), self.slots],
+                          model.material_max_cohesion_distance, float(dt), int(offset), self.slots,
+                          meshes.shape_impact, meshes.impact_speed(model, dt)],
                   outputs=[contacts.active, contacts.point, contacts.normal, contacts.depth, contacts.shape_a,
                            contacts.shape_b, contacts.count, contacts.overflow], device=model.device)
 

@@ -1,8 +1,9 @@
 """Time-of-impact contacts between two swept bodies other than two spheres (sphere-box, box-box,
-sphere-capsule, capsule-capsule, capsule-box).
+sphere-capsule, capsule-capsule, capsule-box, compounds, and mesh shapes against all of these and
+against each other: sim/toi_mesh_pairs.py).
 
-With ``SolverSemiImplicit(model, toi=True)`` every body whose only shape is a sphere, a box
-or a capsule is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
+With ``SolverSemiImplicit(model, toi=True)`` every body made of spheres, boxes, capsules and
+meshes is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
 bodies meets here, in a pass that runs before the bodies' own integration (sim/toi.py,
 sim/toi_shapes.py, which handle the ground and the static shapes).
 
@@ -31,15 +32,15 @@ which never gains energy for ``e <= 1``.
 
 **Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
 are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
-contacts of sim/collide_body_pairs.py, which stay on for every pair with a box or a capsule
-(pairs of two swept spheres have none, sim/toi.py).  Resting stacks then behave as with
-``toi=False``; a fast impact is caught by the sweep before the penalty contact could see
-it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
+contacts of sim/collide_body_pairs.py and sim/collide_body_mesh.py, which stay on for every
+pair with a box, a capsule or a mesh (pairs of two swept spheres have none, sim/toi.py).
+Resting stacks then behave as with ``toi=False``; a fast impact is caught by the sweep before
+the penalty contact could see it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
 a step within half a step's closing distance; that push keeps momentum.
 
 **Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
-swept bodies in the hash grid of sim/collide_body_pairs.py (query radius grown by twice
-the largest body speed times dt), always evaluating a pair with the lower body index as A,
+swept bodies in a hash grid of their centres of mass (:class:`BodyPairToiShapes`; query radius
+grown by twice the largest body speed times dt), always evaluating a pair with the lower body index as A,
 so both threads of a pair compute bit-identical impulses and momentum is conserved
 exactly.  One body-body impact per body and step: when three bodies meet in one step a
 body keeps only its earliest impact (its partner may have an earlier one elsewhere, and
@@ -62,14 +63,18 @@ import numpy as np
 import kernelcore as kc
 
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
+from kernelcore.device import get_runtime
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from .toi_mesh_body import mesh_body_reach
+from .toi_mesh_pairs import mesh_pair_time_of_impact
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
                          feature_distance, pose_at, shape_reach)
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
+MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 FAR = kc.constant(1.0e30)
 NO_HIT = kc.constant(2.0)
@@ -268,14 +273,16 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
 
 @kc.func
 def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count: kc.array(dtype=int),
-                            shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
-                            shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                            shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                            xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
-                            xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
+                                shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
+                                shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                                shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
+                                xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                                xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
     """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths: the
-    earliest over their shape pairs.  (s (NO_HIT when none), depth, normal from hi to lo, point on
-    lo, lo's shape, hi's shape)."""
+    earliest over their shape pairs (pairs with a mesh: sim/toi_mesh_pairs.py; ``shape_info``:
+    sim/toi_mesh_body.py ``mesh_shape_info``).  (s (NO_HIT when none), depth, normal from hi to lo,
+    point on lo, lo's shape, hi's shape)."""
     best = float(NO_HIT)
     depth = float(0.0)
     n = kc.vec3(0.0, 1.0, 0.0)
@@ -288,9 +295,19 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
         for kb in range(count[hi]):
             sb = shape_list[first[hi] + kb]
             off_b = shape_pos[sb] - body_com[hi]
-            s, d, nn, pp = pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa], xa, qa, va, wa,
-                                               shape_type[sb], shape_scale[sb], off_b, shape_rot[sb], xb, qb, vb, wb,
-                                               dt)
+            s = float(NO_HIT)
+            d = float(0.0)
+            nn = kc.vec3(0.0, 1.0, 0.0)
+            pp = xa
+            if shape_type[sa] == MESH or shape_type[sb] == MESH:
+                s, d, nn, pp = mesh_pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
+                                                        shape_mesh[sa], shape_info[sa], xa, qa, va, wa,
+                                                        shape_type[sb], shape_scale[sb], off_b, shape_rot[sb],
+                                                        shape_mesh[sb], shape_info[sb], xb, qb, vb, wb, dt)
+            else:
+                s, d, nn, pp = pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa], xa, qa, va,
+                                                   wa, shape_type[sb], shape_scale[sb], off_b, shape_rot[sb], xb, qb,
+                                                   vb, wb, dt)
             if s < best:
                 best = s
                 depth = d
@@ -299,6 +316,15 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                 s_lo = sa
                 s_hi = sb
     return best, depth, n, p, s_lo, s_hi
+
+
+@kc.func
+def swept_body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_type: kc.array(dtype=int),
+                     shape_pos: kc.array(dtype=kc.vec3), shape_scale: kc.array(dtype=kc.vec3),
+                     shape_info: kc.array(dtype=kc.vec3), com: kc.vec3) -> float:
+    """Bound [m] on the distance of any point of the body's shapes (meshes too) from its centre of mass."""
+    return kc.max(body_reach(first, count, shape_list, shape_type, shape_pos, shape_scale, com),
+                  mesh_body_reach(first, count, shape_list, shape_pos, shape_info, com))
 
 
 @kc.kernel
@@ -312,25 +338,25 @@ def body_pair_toi_kernel(
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
-        grid: kc.uint64, pair_shape_ids: kc.array(dtype=int), max_bound: float, speed_bound: kc.array(dtype=float),
+        shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
+        grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
         body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     q_out = body_q0[i]
     qd_out = body_qd0[i]
     if body_shape_count[i] > 0:
         com_i = kc.transform_point(body_q0[i], body_com[i])
-        reach_i = body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
-                             body_com[i])
-        radius = reach_i + max_bound + 2.0 * speed_bound[0] * dt
+        reach_i = swept_body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
+                                   shape_info, body_com[i])
+        # the grid holds the swept bodies' centres of mass (BodyPairToiShapes)
+        radius = reach_i + max_reach + 2.0 * speed_bound[0] * dt
         best = float(NO_HIT)
         other = int(-1)
         query = kc.hash_grid_query(grid, com_i, radius)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
-            sj = pair_shape_ids[j]
-            bj = shape_body[sj]
-            if bj != i and bj != other:
-                # (a body of several shapes is found once per shape: the same answer each time);
+            bj = grid_bodies[j]
+            if bj != i:
                 # two single spheres: sim/toi.py
                 if body_shape_count[bj] > 0 and (sphere_body[i] == 0 or sphere_body[bj] == 0):
                     # the lower body index is A in both threads: bit-identical answers
@@ -340,10 +366,10 @@ def body_pair_toi_kernel(
                                                    inv_inertia, gravity, dt)
                     xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
                                                    inv_inertia, gravity, dt)
-                    reach_lo = body_reach(body_first[lo], body_shape_count[lo], shape_list, shape_type, shape_pos,
-                                          shape_scale, body_com[lo])
-                    reach_hi = body_reach(body_first[hi], body_shape_count[hi], shape_list, shape_type, shape_pos,
-                                          shape_scale, body_com[hi])
+                    reach_lo = swept_body_reach(body_first[lo], body_shape_count[lo], shape_list, shape_type,
+                                                shape_pos, shape_scale, shape_info, body_com[lo])
+                    reach_hi = swept_body_reach(body_first[hi], body_shape_count[hi], shape_list, shape_type,
+                                                shape_pos, shape_scale, shape_info, body_com[hi])
                     # bounding balls about the centres of mass that cannot meet in this step: no sweep
                     closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
                     s = float(NO_HIT)
@@ -355,7 +381,7 @@ def body_pair_toi_kernel(
                     if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
                         s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                             lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
-                            shape_rot, shape_scale, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                            shape_rot, shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
                     if s < best:
                         # impacts only: slower contacts (resting, sliding) are the penalty contacts
                         if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
@@ -371,7 +397,7 @@ def body_pair_toi_kernel(
                                            gravity, dt)
             s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                 lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
-                shape_scale, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
             tau = s * dt
             no_offset = kc.vec3(0.0, 0.0, 0.0)
             xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
@@ -432,17 +458,77 @@ def body_pair_toi_kernel(
 class BodyPairToiShapes:
     """What :func:`body_pair_toi` needs of the model: the swept bodies' shape lists
     (``sim.toi_shapes.SweptBodyShapes``) and ``sphere_body`` (kc int (B,), 1 for a body that
-    sim/toi.py steps (one sphere): two of those meet there)."""
+    sim/toi.py steps (one sphere): two of those meet there).
 
-    def __init__(self, model, swept, sphere_body):
+    Broad phase: a ``geometry.HashGrid`` of the swept bodies' centres of mass (``grid``, ``grid_bodies``:
+    the body of each grid point), rebuilt from ``state_in`` every step; a body queries the bodies within
+    its reach, the largest reach (``max_reach`` [m], mesh shapes included) and twice the largest body
+    speed times dt (``speed_bound``, which only grows, so that the adjoint's search is never smaller
+    than the forward's)."""
+
+    def __init__(self, model, swept, sphere_body, grid_dim: int | None = None):
+        import math
+
         self.swept = swept
-        self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=model.device)
+        dev = model.device
+        self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=dev)
+        first, count, shapes = body_shape_lists(model, meshes=True)
+        bodies = np.nonzero(count > 0)[0].astype(np.int32)
+        self.body_count = len(bodies)
+        self.grid_bodies = kc.array(bodies if len(bodies) else np.zeros(1, np.int32), dtype=kc.int32, device=dev)
+        self.max_reach = float(max([_body_reach(model, shapes[first[b]:first[b] + count[b]], b) for b in bodies],
+                                   default=0.0))
+        self.centers = kc.zeros(max(self.body_count, 1), dtype=kc.vec3, device=dev)
+        self.speed_bound = kc.zeros(1, dtype=float, device=dev)
+        if grid_dim is None:
+            grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * self.body_count ** (1 / 3)))))))
+        self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
+        self.grid.reserve(max(self.body_count, 1))
+
+    def rebuild(self, model, body_q):
+        """Sort the swept bodies' centres of mass at ``body_q`` into the grid."""
+        kc.launch(body_centers_kernel, dim=self.body_count, inputs=[self.grid_bodies, body_q, model.body_com],
+                  outputs=[self.centers], device=model.device, record_tape=False)
+        self.grid.build(self.centers, 2.1 * self.max_reach + 1.0e-6)
+
+    def record_rebuild(self, model, body_q):
+        """On an active Tape, rebuild the grid from ``body_q`` before the adjoint of the last recorded launch
+        runs, so that it sees the pairs its forward saw."""
+        tapes = get_runtime().tape_stack
+        if tapes:
+            tapes[-1].record_func(lambda: self.rebuild(model, body_q), [])
+
+
+@kc.kernel
+def body_centers_kernel(bodies: kc.array(dtype=int), body_q: kc.array(dtype=kc.transform),
+                        body_com: kc.array(dtype=kc.vec3), centers: kc.array(dtype=kc.vec3)):
+    i = kc.tid()
+    b = bodies[i]
+    centers[i] = kc.transform_point(body_q[b], body_com[b])
+
+
+def _body_reach(model, shapes, b) -> float:
+    """Bound [m] on the distance of body ``b``'s shapes (indices ``shapes``) from its centre of mass."""
+    from .collide_body_pairs import shape_bounding_radius
+
+    com = model.body_com.numpy()[b].astype(np.float64)
+    pos = model.shape_pos.numpy().astype(np.float64)
+    kind = model.shape_type.numpy()
+    scale = model.shape_scale.numpy()
+    reach = 0.0
+    for s in shapes:
+        if kind[s] == SHAPE_MESH:
+            radius = float(np.linalg.norm(np.asarray(model.shape_mesh_points[s][0], np.float64), axis=1).max())
+        else:
+            radius = shape_bounding_radius(kind[s], scale[s])
+        reach = max(reach, float(np.linalg.norm(pos[s] - com)) + radius * (1.0 + 1.0e-6))
+    return reach
 
 
 def needs_body_pair_toi(model, sphere_body) -> bool:
     """True when at least two bodies are swept and one of them is not a sphere body of sim/toi.py
     (``sphere_body``: (B,) 1 for those)."""
-    first, count, shapes = body_shape_lists(model)
+    first, count, shapes = body_shape_lists(model, meshes=True)
     swept = np.nonzero(count > 0)[0]
     return len(swept) >= 2 and any(not sphere_body[b] for b in swept)
 
@@ -455,11 +541,11 @@ class _StartState:
         self.body_qd = body_qd
 
 
-def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs):
+def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs=None):
     """Time-of-impact impulses between swept bodies (other than two spheres), as a virtual start state.
 
-    ``body_shape``: a :class:`BodyPairToiShapes` of the model; ``pairs``: the solver's
-    ``sim.collide_body_pairs.BodyPairContacts`` whose grid holds ``state_in``'s shapes.
+    ``body_shape``: a :class:`BodyPairToiShapes` of the model (its grid is rebuilt here from
+    ``state_in``); ``pairs``: unused (the penalty contacts' grid, which holds no mesh shapes).
     Returns an object with ``body_q``, ``body_qd`` (per-state arrays kept on ``state_out``)
     for the integrators to read in place of ``state_in``'s."""
     from .toi import body_speed_bound_kernel, resting_speed
@@ -475,26 +561,27 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
     qd_start = state_out.body_qd_toi_start
     kc.launch(body_speed_bound_kernel, dim=model.body_count,
               inputs=[state_in.body_qd, wrenches, model.body_inv_mass, model.gravity, float(dt)],
-              outputs=[pairs.speed_bound], device=model.device, record_tape=False)
+              outputs=[body_shape.speed_bound], device=model.device, record_tape=False)
+    body_shape.rebuild(model, state_in.body_q)
     kc.launch(body_pair_toi_kernel, dim=model.body_count,
               inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
                       model.body_inertia, model.body_inv_inertia, body_shape.swept.first, body_shape.swept.count,
                       body_shape.swept.shapes, body_shape.sphere_body, model.gravity, float(dt),
                       model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                       model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), pairs.grid.id, pairs.shape_ids, pairs.max_bound,
-                      pairs.speed_bound],
+                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.grid.id,
+                      body_shape.grid_bodies, body_shape.max_reach, body_shape.speed_bound],
               outputs=[q_start, qd_start], device=model.device)
-    pairs.record_rebuild(model, state_in.body_q)
+    body_shape.record_rebuild(model, state_in.body_q)
     return _StartState(q_start, qd_start)
 
 
 def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
     """Warn (once, at solver construction) about the contacts ``toi=True`` does not sweep: bodies with a
-    mesh shape are swept against the ground and static shapes and meshes (sim/toi_mesh_body.py), but
-    their contacts with other bodies stay penalty contacts, so there they can tunnel and their bounce
-    gradients depend on ``ke`` and ``dt``.  Returns the list of those body indices (none when the
-    model has a single body)."""
+    shape other than a sphere, box, capsule or mesh have only penalty contacts with other bodies, so
+    there they can tunnel and their bounce gradients depend on ``ke`` and ``dt``.  (Mesh bodies meet
+    other bodies here since sim/toi_mesh_pairs.py.)  Returns the list of those body indices (none when
+    the model has a single body)."""
     import warnings
 
     if model.body_count < 2 or model.shape_count == 0:
@@ -504,13 +591,13 @@ def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):
     other = []
     for b in range(model.body_count):
         mine = np.nonzero(shape_body == b)[0]
-        if any(shape_type[s] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE) for s in mine):
+        if any(shape_type[s] not in (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH) for s in mine):
             other.append(b)
     if other:
-        warnings.warn(f"{solver_name}(toi=True): body-body contacts not swept: {len(other)} bodies with a mesh shape "
-                      f"(indices {_first(other)}) are swept against static shapes, but their contacts with other "
-                      f"bodies stay penalty contacts (they can pass through thin bodies, and those bounce gradients "
-                      f"depend on ke and dt).", stacklevel=3)
+        warnings.warn(f"{solver_name}(toi=True): body-body contacts not swept: {len(other)} bodies with a shape "
+                      f"other than a sphere, box, capsule or mesh (indices {_first(other)}): their contacts with "
+                      f"other bodies stay penalty contacts (they can pass through thin bodies, and those bounce "
+                      f"gradients depend on ke and dt).", stacklevel=3)
     return other
 
 

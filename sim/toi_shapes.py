@@ -64,7 +64,7 @@ of iterations (48) goes on as the next one; when the impacts run out before the 
 the body stays where the sweep got for the rest of the step (its velocities are kept): moving
 on unswept could pass a wall.
 
-Mesh bodies meet other bodies through penalty contacts only; impacts of the other swept bodies are
+Impacts between swept bodies (mesh bodies included, through sim/toi_mesh_pairs.py) are
 sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
 """
 from __future__ import annotations

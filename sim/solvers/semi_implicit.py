@@ -56,12 +56,12 @@ class SolverSemiImplicit:
             step), and (sim/toi_shapes.py) for box, capsule, mesh and compound (several spheres,
             boxes, capsules, meshes) bodies against the ground and static planes, spheres, boxes,
             capsules and triangle meshes (sim/toi_mesh.py, sim/toi_mesh_body.py), and
-            (sim/toi_body_pairs.py) for impacts between two such bodies without a mesh,
-            instead of penalty forces: nothing tunnels, bounces have exactly the material's
-            restitution at any step, and gradients through a bounce are those of the real
-            bounce.  Other contacts (mesh bodies against other bodies, which the solver names in
-            a warning; slow contacts between swept bodies other than two spheres; particles
-            against static meshes; particle pairs) stay penalty contacts.
+            (sim/toi_body_pairs.py, with sim/toi_mesh_pairs.py for mesh shapes) for impacts
+            between two such bodies, instead of penalty forces: nothing tunnels, bounces have
+            exactly the material's restitution at any step, and gradients through a bounce are
+            those of the real bounce.  Other contacts (slow contacts between swept bodies other
+            than two spheres; particles against static meshes; particle pairs) stay penalty
+            contacts.
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
     sim/contacts.py) holds the body-static contacts the step found, and
@@ -135,22 +135,22 @@ class SolverSemiImplicit:
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
                 if needs_body_pair_toi(model, shapes >= 0):
-                    pair_shapes = SweptBodyShapes(model) if model.body_mesh_shape_indices else self.body_shape_toi
-                    self.body_pair_toi_shape = BodyPairToiShapes(model, pair_shapes, shapes >= 0)
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
 
                 # pairs with a box or capsule keep their penalty contacts below the resting speed (they
                 # hold resting stacks); sim/toi_body_pairs.py takes the impacts faster than that
-                impact = swept + [s for s in swept_all if s not in model.body_mesh_shape_indices]
+                impact = swept + swept_all  # mesh bodies too (sim/toi_mesh_pairs.py)
                 impact = impact if self.body_pair_toi_shape is not None else []
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
         # mesh shapes that bodies touch (or None); swept shapes meet static shapes and meshes in the sweep
         # (sim/toi_shapes.py, sim/toi_mesh.py, sim/toi_mesh_body.py), not in penalty contacts
-        self.body_mesh_contacts = make_body_mesh_contacts(model, mesh_contact_slots,
-                                                          exclude_shapes=swept_all if self.toi else ())
+        self.body_mesh_contacts = make_body_mesh_contacts(
+            model, mesh_contact_slots, exclude_shapes=swept_all if self.toi else (),
+            impact_shapes=swept + swept_all if self.body_pair_toi_shape is not None else ())
         _refuse_mixed_environments(self, model)
         # contacts that found no slot, one counter per family (sim/contacts.py), shared by the step's body-static
         # and body-body arrays: zeroed once and read back once per step
@@ -216,7 +216,7 @@ class SolverSemiImplicit:
                 check_contact_overflow(overflow, self.body_pairs, mesh)  # the step's one read-back of them
             if self.toi:
                 start = state_in
-                if self.body_pair_toi_shape is not None and self.body_pairs is not None and self.body_pairs.active:
+                if self.body_pair_toi_shape is not None:
                     # body-body impacts other than sphere-sphere: a virtual start state (sim/toi_body_pairs.py)
                     start = body_pair_toi(model, state_in, wrenches, state_out, dt, self.body_pair_toi_shape,
                                           self.body_pairs)

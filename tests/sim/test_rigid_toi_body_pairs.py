@@ -1,11 +1,14 @@
 """Time-of-impact contacts between swept bodies other than two spheres (sim/toi_body_pairs.py):
 no tunnelling, the 1-D impact law, momentum and energy, gradients against finite differences."""
+import warnings
+
 import numpy as np
 import pytest
 
 import kernelcore as kc
 import sim
 from rigid_scenes import add_free_body, impact_builder, momentum_energy, run_steps
+from sim.toi_body_pairs import warn_unswept_bodies
 
 pytest.importorskip("geometry")
 
@@ -169,9 +172,10 @@ def test_resting_pyramid_of_swept_bodies_stays_put():
     assert np.abs(s.body_qd.numpy()[:, :3]).max() < 1e-2
 
 
-def test_toi_warns_about_bodies_it_does_not_sweep():
-    # a dumbbell (several spheres) is swept (sim/toi_shapes.py); a body with a mesh shape is swept against
-    # static shapes only (sim/toi_mesh_body.py): its contacts with other bodies stay penalty contacts
+def test_toi_sweeps_every_body_kind_without_a_warning():
+    # a dumbbell (several spheres) is swept (sim/toi_shapes.py); a body with a mesh shape too, against
+    # static shapes (sim/toi_mesh_body.py) and against other bodies (sim/toi_mesh_pairs.py): nothing is
+    # left to penalty contacts alone, so nothing to warn about
     b = sim.ModelBuilder()
     b.set_ground_plane()
     dumbbell = b.add_body(kc.transform(kc.vec3(0, 1, 0), kc.quat(0, 0, 0, 1)))
@@ -183,10 +187,11 @@ def test_toi_warns_about_bodies_it_does_not_sweep():
     cube = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
     b.add_shape_mesh(cube, is_convex=True, body=hull)
     m = b.finalize()
-    with pytest.warns(UserWarning, match=r"body-body contacts not swept: 1 bodies with a mesh shape \(indices 2\) "
-                                         r"are swept against static shapes, but their contacts with other bodies "
-                                         r"stay penalty contacts"):
-        sim.SolverSemiImplicit(m, toi=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solver = sim.SolverSemiImplicit(m, toi=True)
+    assert solver.body_pair_toi_shape is not None
+    assert warn_unswept_bodies(m) == []
 
 
 @pytest.mark.parametrize("call, match", [
