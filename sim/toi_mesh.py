@@ -211,3 +211,21 @@ def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.v
                     best_n = n
                     best_p = p
     return best, best_n, best_p
+
+
+#: static meshes with more triangles than this have feature ids that float32 cannot tell apart
+MAX_EXACT_FACES = (1 << 24) // (8 * TRIANGLE_FEATURES)
+
+
+def warn_large_meshes(model, solver_name: str = "SolverSemiImplicit"):
+    """Warn (at solver construction) about static meshes too large for exact feature ids: after an
+    impact the sweep may then also leave out another triangle's feature for the rest of that step."""
+    import warnings
+
+    big = [(s, len(model.shape_mesh_points[s][1]) // 3) for s in model.mesh_shape_indices
+           if len(model.shape_mesh_points[s][1]) // 3 > MAX_EXACT_FACES]
+    if big:
+        warnings.warn(f"{solver_name}(toi=True): static mesh shapes {[s for s, _ in big]} have "
+                      f"{[n for _, n in big]} triangles, more than {MAX_EXACT_FACES}: their feature ids are not exact "
+                      f"in float32, so an impact may leave out another triangle for the rest of its step", stacklevel=3)
+    return [s for s, _ in big]

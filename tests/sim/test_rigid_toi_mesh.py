@@ -90,16 +90,22 @@ def test_box_dropped_on_a_mesh_floor_comes_to_rest_on_it():
     assert np.abs(qd).max() < 1e-2
 
 
-def test_toi_does_not_warn_about_large_static_meshes():
+def test_toi_does_not_warn_about_meshes_too_large_for_exact_feature_ids(monkeypatch):
     # the sweep (sim/toi_shapes.py) no longer leaves an impact's feature ids out for the rest of the step,
-    # so a mesh whose feature ids float32 cannot tell apart is no reason to warn any more
+    # so a mesh whose ids float32 cannot tell apart is no reason to warn any more; the helper still tells
     import warnings
+
+    import sim.toi_mesh as toi_mesh
 
     b = sim.ModelBuilder()
     b.add_shape_mesh(*_wall_quad())
     body = b.add_body(kc.transform(kc.vec3(0, 0, 0), kc.quat(0, 0, 0, 1)))
     b.add_shape_box(half_extents=(0.1, 0.1, 0.1), body=body)
     m = b.finalize()
+    assert toi_mesh.warn_large_meshes(m) == []
+    monkeypatch.setattr(toi_mesh, "MAX_EXACT_FACES", 1)
+    with pytest.warns(UserWarning, match=r"static mesh shapes \[0\] have \[2\] triangles, more than 1"):
+        assert toi_mesh.warn_large_meshes(m) == [0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sim.SolverSemiImplicit(m, toi=True)
