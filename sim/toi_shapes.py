@@ -28,44 +28,32 @@ contact point on A's surface):
 Separated, this minimum is the exact distance of the two shapes (their closest points
 are a point against a face or an edge against an edge).
 
-**Time of impact.**  Conservative advancement, on the ground and on the other colliders apart:
-``s += D(s) / B`` with ``B = (|v| + |w_c| R) dt`` bounding how fast any point of the shape (R
-from the centre of mass) can move per unit of s (``w_c = w / (1 + |w (s - s_c) dt / 2|^2)`` is
-the Cayley path's angular velocity, which only falls along the path, so the bound holds however
-fast the body spins; against the ground only the speed along its normal counts, ``|v| ->
-max(-n . v, 0)``).  A feature is an impact only when it is within ``2e-5 m`` *and approaches*
-(``n . (v + w_c x r) < 0``; after an impact, faster than twice what the impulse solve left of the
-approach at its points).  While the closest feature approaches, the step lands on it and never
-passes it; while it does not (a corner that has just bounced, a face sliding on the floor), the
-step is ``(D + 5e-5 m) / B``, so no feature comes closer than 5e-5 m (half the static meshes'
-skin) before the next look, and the step's end is looked at before it is taken.  So a feature
-that separates is not hit again, and one that turns back into the wall later in the step (a
-light body spinning at thousands of rad/s after an impact) is.  Two Newton steps on the active
-feature, ``s -= D / D'`` with ``D' = n . (v + w_c x r) dt``, then land on the root, so that s,
-and everything after it, is a smooth function of the initial conditions and the gradient is
-that of the true impact (d h_T / d h0 = -e for a box dropped flat, as for spheres).
+**Time of impact.**  Conservative advancement: ``s += D(s) / B`` with ``B = (|v| + |w|
+R) dt`` bounding how fast any point of the shape (R from the centre of mass) can move
+per unit of s, so the step never passes the contact; it stops when ``D < 2e-5 m``.
+Two Newton steps on the active feature, ``s -= D / D'`` with ``D' = n . (v + w_c x r) dt``
+(``w_c = w / (1 + |w s dt / 2|^2)`` is the Cayley path's angular velocity), then land on
+the root, so that s, and everything after it, is a smooth function of the initial
+conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
+dropped flat, as for spheres).
 
-**Impulse.**  All features within 1 mm of the closest one form the contact manifold (a box
-landing flat touches with four corners); more than 8 of them (a body on a finely meshed floor,
-a hull with many vertices on the ground) are reduced to 8: the deepest point and the extreme
-points along 7 directions across the normal, which span the contact region.  Projected
-Gauss-Seidel (16 sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``)
-solves the inelastic (compression) impulses that stop every contact point; restitution then
-adds ``e`` times each normal impulse (Poisson's hypothesis, which never gains energy without
+**Impulse.**  All features within 1 mm of the closest one (up to 8: a box landing flat
+touches with four corners) form the contact manifold.  Projected Gauss-Seidel (16
+sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
+inelastic (compression) impulses that stop every contact point; restitution then adds
+``e`` times each normal impulse (Poisson's hypothesis, which never gains energy without
 friction, whatever the number of contacts).  The velocity at impact is ``v0 + s dt a``;
 the rest of the step's acceleration ``(1 - s) dt a`` is added after the bounce and stopped
 by a second inelastic solve if it would press into the surface (resting contact).
 Approach speeds below ``resting_speed`` (two steps of gravity) get no restitution.
 
-**Rest of the step.**  The sweep goes on from the impact with the new velocities, for up to
-four impacts per step; a rocking or tumbling box that lands on a second corner within the
-same step is caught, and so is a corner that a fast spin brings back.  A sweep that runs out
-of iterations (48) goes on as the next one; when the impacts run out before the step's end,
-the body stays where the sweep got for the rest of the step (its velocities are kept): moving
-on unswept could pass a wall.
+**Rest of the step.**  The sweep goes on from the impact with the new velocities, the
+manifold's features left out (they separate or slide), for up to four impacts per step;
+a rocking or tumbling box that lands on a second corner within the same step is caught.
 
 Impacts between swept bodies (mesh bodies included, through sim/toi_mesh_pairs.py) are
-sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
+sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
+mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
 """
 from __future__ import annotations
 
@@ -76,8 +64,8 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, triangle_feature, triangle_vertex
-from .toi_mesh_body import (mesh_body_reach, mesh_feature_count, mesh_feature_distance,
+from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, triangle_feature, triangle_vertex
+from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
                             mesh_feature_span, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
                             mesh_triangle_feature_count)
 
@@ -103,15 +91,6 @@ PGS_ITERATIONS = 16
 CONTACT_TOL = 2.0e-5
 #: features this much farther than the closest one [m] still join the manifold
 MANIFOLD_TOL = 1.0e-3
-#: conservative-advancement iterations of one sweep of sim/toi_shapes.py's own step (from the step's
-#: start or an impact to the next impact); a sweep that runs out goes on from there as the next one
-SWEEP_ITERATIONS = 48
-#: a sweep's advancement lets no feature come closer than this [m] (less than sim/toi_mesh.py's
-#: MESH_SKIN, so that no point crosses a triangle of no thickness); it is what lets the sweep move on
-#: past points that touch but do not approach
-ADVANCE_SKIN = kc.constant(5.0e-5)
-#: a touching feature is an impact only when it approaches faster than this [m/s]
-APPROACH_SPEED = kc.constant(1.0e-6)
 
 #: static meshes are searched this much [m] beyond the step's reach (> CONTACT_TOL: a body at rest
 #: far from every triangle is not "touching")
@@ -330,19 +309,6 @@ def tangent_basis(n: kc.vec3) -> kc.vec3:
 
 
 @kc.func
-def manifold_score(slot: int, r: kc.vec3, depth: float, t1: kc.vec3, t2: kc.vec3) -> float:
-    """How well a contact point (``r`` [m] from the centre of mass, distance ``depth`` [m]) fills manifold
-    slot ``slot`` (the best kept): slot 0 the deepest point, slots 1..7 the extreme ones along 7 directions
-    spread round the plane of ``t1``, ``t2`` (across the normal), so that the kept points span the contact
-    region."""
-    out = -depth
-    if slot > 0:
-        angle = float(slot - 1) * (2.0 * 3.14159265358979 / 7.0)
-        out = kc.dot(t1 * kc.cos(angle) + t2 * kc.sin(angle), r)
-    return out
-
-
-@kc.func
 def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: vec8, rx: vec8, ry: vec8, rz: vec8,
                    mu: vec8, inv_mass: float, inv_inertia: kc.mat33, iterations: int):
     """Inelastic impulses that stop every contact point of a body against static surfaces (projected
@@ -463,7 +429,7 @@ def integrate_shape_bodies_toi_kernel(
     unrotated = kc.identity(3, dtype=float)
     reach = kc.max(body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com),
                    mesh_body_reach(first, nsh, shape_list, shape_pos, shape_info, com))  # [m]
-    no_skip = vec8()
+    stride = (shape_count + 1) * span
     # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
     # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
     x_c = kc.transform_point(tf, com)
@@ -471,93 +437,48 @@ def integrate_shape_bodies_toi_kernel(
     v_c = kc.spatial_top(qd)
     s_c = float(0.0)
     hits = int(0)
-    # a feature hits only when it approaches faster than this [m/s]; after an impact, at least twice
-    # the impulse solve's residual, so that the points it has just stopped are not hit again at once
-    approach_tol = float(APPROACH_SPEED)
+    skip_count = int(0)
+    skip_ids = vec8()
     for _impact in range(max_impacts):
         if s_c < 1.0:
             v_path = v_c + a * ((1.0 - s_c) * dt)
             bound = (kc.length(v_path) + kc.length(w) * reach) * dt
             look = bound + MESH_LOOKAHEAD  # static meshes are searched this far [m] (sim/toi_mesh.py)
-            # conservative advancement from s_c, on the ground and on the other colliders apart
+            # conservative advancement from s_c
             s = s_c
+            for _k in range(CA_ITERATIONS):
+                if s <= 1.0:
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                    d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
+                                                   shape_info, span)
+                    if d > CONTACT_TOL:
+                        if bound > 0.0:
+                            s = s + d / bound
+                        else:
+                            s = 2.0
             hit = int(0)
-            on_ground = int(0)  # the hitting feature is against the ground (else another collider)
-            searching = int(1)
-            for _k in range(SWEEP_ITERATIONS):
-                if searching != 0:
-                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                    h = (s - s_c) * dt * 0.5
-                    w_c = w / (1.0 + kc.dot(w, w) * h * h)  # the Cayley path's angular velocity here
-                    d_g, n_g, p_g = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
-                                                         ground_offset, 0, shape_type, shape_body, shape_pos,
-                                                         shape_rot, shape_scale, 0, no_skip, shape_mesh, look,
-                                                         shape_info, span)
-                    d_o, n_o, p_o = body_closest_feature(first, nsh, shape_list, com, xs, qs, 0, ground_normal,
-                                                         ground_offset, shape_count, shape_type, shape_body,
-                                                         shape_pos, shape_rot, shape_scale, 0, no_skip, shape_mesh,
-                                                         look, shape_info, span)
-                    rate_g = kc.dot(n_g, v_path + kc.cross(w_c, p_g - xs))  # [m/s]
-                    rate_o = kc.dot(n_o, v_path + kc.cross(w_c, p_o - xs))
-                    hit_g = int(0)
-                    if d_g <= CONTACT_TOL and rate_g < -approach_tol:
-                        hit_g = 1
-                    hit_o = int(0)
-                    if d_o <= CONTACT_TOL and rate_o < -approach_tol:
-                        hit_o = 1
-                    if hit_g + hit_o > 0:
-                        hit = 1
-                        searching = 0
-                        if hit_o == 0 or (hit_g != 0 and d_g <= d_o):
-                            on_ground = 1
-                    elif s >= 1.0:
-                        searching = 0  # the step's end is reached and nothing hits there
-                    else:
-                        # the angular speed only falls along the Cayley path, so |w_c| r bounds the turning
-                        # from here on; against the ground only the speed along its normal counts (a box
-                        # sliding on the ground is not slowed down to skin-sized steps).  A closest feature
-                        # that approaches is advanced onto (never past: an edge against an edge has no
-                        # inside) as before; one that does not (it touches and slides or separates) would
-                        # stop the sweep there, so the advancement lets every feature come ADVANCE_SKIN
-                        # closer, and the step's end is looked at before it is taken
-                        spin = kc.length(w_c) * reach
-                        skin = float(0.0)
-                        step = float(FAR)
-                        bound_g = (kc.max(-kc.dot(ground_normal, v_path), 0.0) + spin) * dt
-                        if rate_g >= -approach_tol:
-                            skin = ADVANCE_SKIN
-                        if bound_g > 0.0:
-                            step = (kc.max(d_g, 0.0) + skin) / bound_g
-                        skin_o = float(0.0)
-                        if rate_o >= -approach_tol:
-                            skin_o = ADVANCE_SKIN
-                        bound_o = (kc.length(v_path) + spin) * dt
-                        if bound_o > 0.0:
-                            step = kc.min(step, (kc.max(d_o, 0.0) + skin_o) / bound_o)
-                        s = s + step
-                        if s > 1.0:
-                            if skin + skin_o > 0.0:
-                                s = 1.0
-                            else:
-                                searching = 0
-            if hit != 0:
-                # Newton on the active feature: lands on the root, smooth in the inputs
-                ground_k = ground
-                count_k = int(0)
-                if on_ground == 0:
-                    ground_k = 0
-                    count_k = shape_count
-                for _newton in range(2):
-                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                    d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground_k, ground_normal,
-                                                   ground_offset, count_k, shape_type, shape_body, shape_pos,
-                                                   shape_rot, shape_scale, 0, no_skip, shape_mesh, look, shape_info,
-                                                   span)
-                    h = (s - s_c) * dt * 0.5
-                    w_c = w / (1.0 + kc.dot(w, w) * h * h)
-                    rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
-                    if rate < 0.0:
-                        s = kc.min(kc.max(s - d / rate, s_c), 1.0)
+            if s <= 1.0:
+                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                               ground_offset, shape_count, shape_type, shape_body, shape_pos,
+                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
+                                                   shape_info, span)
+                if d <= CONTACT_TOL:
+                    hit = 1
+                    # Newton on the active feature: lands on the root, smooth in the inputs
+                    for _newton in range(2):
+                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                        d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
+                                                       ground_offset, shape_count, shape_type, shape_body,
+                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
+                                                       shape_mesh, look, shape_info, span)
+                        h = (s - s_c) * dt * 0.5
+                        w_c = w / (1.0 + kc.dot(w, w) * h * h)
+                        rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
+                        if rate < 0.0:
+                            s = kc.min(kc.max(s - d / rate, s_c), 1.0)
             if hit == 0:
                 # nothing (more) is hit: move to the end of the step (or as far as the search got)
                 s_end = kc.min(s, 1.0)
@@ -567,18 +488,13 @@ def integrate_shape_bodies_toi_kernel(
             else:
                 xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 v_hit = v_c + a * ((s - s_c) * dt)
-                # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest;
-                # more than MAX_CONTACTS of them (a body on a finely meshed floor) are reduced to the
-                # deepest and the extreme ones along 7 directions across the normal (manifold_score)
+                # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
                 d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
                                                      ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                     shape_rot, shape_scale, 0, no_skip, shape_mesh, look,
+                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look,
                                                      shape_info, span)
-                t1 = tangent_basis(n0)
-                t2 = kc.cross(n0, t1)
                 rot = kc.quat_to_matrix(qs)
                 count = int(0)
-                total = int(0)
                 nx = vec8()
                 ny = vec8()
                 nz = vec8()
@@ -588,18 +504,6 @@ def integrate_shape_bodies_toi_kernel(
                 mu = vec8()
                 e = vec8()
                 ids = vec8()
-                score = vec8()
-                snx = vec8()
-                sny = vec8()
-                snz = vec8()
-                srx = vec8()
-                sry = vec8()
-                srz = vec8()
-                smu = vec8()
-                se = vec8()
-                sid = vec8()
-                for sl in range(MAX_CONTACTS):
-                    score[sl] = -FAR
                 for k in range(nsh):
                     sh = shape_list[first + k]
                     ka = shape_type[sh]
@@ -613,14 +517,12 @@ def integrate_shape_bodies_toi_kernel(
                         mb = ground_material
                         if c >= 0:
                             mb = shape_material[c]
-                        mu_c = 0.5 * (material_mu[ma] + material_mu[mb])
-                        e_c = 0.5 * (material_restitution[ma] + material_restitution[mb])
                         mesh_c = int(0)
                         if kb == -2 and c >= 0:
                             if shape_body[c] < 0 and shape_type[c] == MESH:
                                 mesh_c = 1
                         if mesh_c != 0:
-                            # a static mesh: the features of the triangles near the shape
+                            # a static mesh: the features of the triangles near the shape, one id for all
                             hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
                             nft = int(TRIANGLE_FEATURES)
                             if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
@@ -631,43 +533,32 @@ def integrate_shape_bodies_toi_kernel(
                             face = int(0)
                             while kc.mesh_query_aabb_next(query, face):
                                 t0 = triangle_vertex(shape_mesh[c], face, 0)
-                                tv1 = triangle_vertex(shape_mesh[c], face, 1)
-                                tv2 = triangle_vertex(shape_mesh[c], face, 2)
+                                t1 = triangle_vertex(shape_mesh[c], face, 1)
+                                t2 = triangle_vertex(shape_mesh[c], face, 2)
                                 for ft in range(nft):
                                     dd = float(FAR)
                                     nn = kc.vec3(0.0, 1.0, 0.0)
                                     pp = pos_k
+                                    fid = float(0.0)
                                     if ka == MESH:
                                         dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]),
-                                                                           pos_k, rot_k, t0, tv1, tv2, look)
+                                                                           pos_k, rot_k, t0, t1, t2, look)
+                                        fid = mesh_body_feature_id(face, ft, nft, k)
                                     else:
-                                        dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, tv1, tv2)
-                                    if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
+                                        dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                                        fid = mesh_feature_id(face, ft, k)
+                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
                                         r = pp - xs
-                                        if count < MAX_CONTACTS:
-                                            nx[count] = nn[0]
-                                            ny[count] = nn[1]
-                                            nz[count] = nn[2]
-                                            rx[count] = r[0]
-                                            ry[count] = r[1]
-                                            rz[count] = r[2]
-                                            mu[count] = mu_c
-                                            e[count] = e_c
-                                            count = count + 1
-                                        for sl in range(MAX_CONTACTS):
-                                            sc = manifold_score(sl, r, dd, t1, t2)
-                                            if sc > score[sl]:
-                                                score[sl] = sc
-                                                snx[sl] = nn[0]
-                                                sny[sl] = nn[1]
-                                                snz[sl] = nn[2]
-                                                srx[sl] = r[0]
-                                                sry[sl] = r[1]
-                                                srz[sl] = r[2]
-                                                smu[sl] = mu_c
-                                                se[sl] = e_c
-                                                sid[sl] = float(total)
-                                        total = total + 1
+                                        nx[count] = nn[0]
+                                        ny[count] = nn[1]
+                                        nz[count] = nn[2]
+                                        rx[count] = r[0]
+                                        ry[count] = r[1]
+                                        rz[count] = r[2]
+                                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                        e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                        ids[count] = fid
+                                        count = count + 1
                         if kb != -2:
                             nff = int(FEATURES)
                             if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
@@ -683,52 +574,18 @@ def integrate_shape_bodies_toi_kernel(
                                 else:
                                     dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
                                                                   scale_b, ground_normal, ground_offset)
-                                if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
+                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
                                     r = pp - xs
-                                    if count < MAX_CONTACTS:
-                                        nx[count] = nn[0]
-                                        ny[count] = nn[1]
-                                        nz[count] = nn[2]
-                                        rx[count] = r[0]
-                                        ry[count] = r[1]
-                                        rz[count] = r[2]
-                                        mu[count] = mu_c
-                                        e[count] = e_c
-                                        count = count + 1
-                                    for sl in range(MAX_CONTACTS):
-                                        sc = manifold_score(sl, r, dd, t1, t2)
-                                        if sc > score[sl]:
-                                            score[sl] = sc
-                                            snx[sl] = nn[0]
-                                            sny[sl] = nn[1]
-                                            snz[sl] = nn[2]
-                                            srx[sl] = r[0]
-                                            sry[sl] = r[1]
-                                            srz[sl] = r[2]
-                                            smu[sl] = mu_c
-                                            se[sl] = e_c
-                                            sid[sl] = float(total)
-                                    total = total + 1
-                if total > MAX_CONTACTS:
-                    # too many points: the slots' points, each once
-                    count = 0
-                    for sl in range(MAX_CONTACTS):
-                        if score[sl] > -FAR:
-                            dup = int(0)
-                            for j in range(count):  # a runtime bound: not unrolled
-                                if ids[j] == sid[sl]:
-                                    dup = 1
-                            if dup == 0:
-                                nx[count] = snx[sl]
-                                ny[count] = sny[sl]
-                                nz[count] = snz[sl]
-                                rx[count] = srx[sl]
-                                ry[count] = sry[sl]
-                                rz[count] = srz[sl]
-                                mu[count] = smu[sl]
-                                e[count] = se[sl]
-                                ids[count] = sid[sl]
-                                count = count + 1
+                                    nx[count] = nn[0]
+                                    ny[count] = nn[1]
+                                    nz[count] = nn[2]
+                                    rx[count] = r[0]
+                                    ry[count] = r[1]
+                                    rz[count] = r[2]
+                                    mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                                    e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
+                                    ids[count] = float(k * stride + (c + 1) * span + ff)
+                                    count = count + 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
@@ -750,26 +607,20 @@ def integrate_shape_bodies_toi_kernel(
                 rest = (1.0 - s) * dt
                 v_end, w_end, lam2 = solve_impulses(v_after + a * rest, w_after, count, nx, ny, nz, rx, ry, rz, mu,
                                                     m_inv, inv_inertia_world, pgs_iterations)
-                # what the solve left of the approach at its points: those are not hit again for it
-                residual = float(0.0)
-                for c in range(count):
-                    if c >= 0:
-                        nc = kc.vec3(nx[c], ny[c], nz[c])
-                        residual = kc.max(residual, -kc.dot(nc, v_end + kc.cross(w_end, kc.vec3(rx[c], ry[c], rz[c]))))
-                approach_tol = kc.max(float(APPROACH_SPEED), 2.0 * residual)
                 x_c = xs
                 q_c = qs
                 v_c = v_end - a * rest
                 w = w_end
                 s_c = s
+                skip_count = count
+                skip_ids = ids
                 hits = hits + 1
-    # the rest of the step: nothing when the sweep reached the end; when it ran out of impacts or
-    # iterations first, the body stays where the sweep got (moving on unswept could pass a wall)
-    x1 = x_c
-    q1 = q_c
+    # the rest of the step when the impact search ran out
+    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, zero,
+                                       unrotated)
     v_out = v_c + a * ((1.0 - s_c) * dt)
     w_out = w
-    if hits == 0 and s_c >= 1.0:  # exactly the free step
+    if hits == 0:  # exactly the free step
         x1 = kc.transform_point(tf, com) + v1 * dt
         q1 = q_free
         v_out = v1

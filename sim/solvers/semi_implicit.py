@@ -146,6 +146,10 @@ class SolverSemiImplicit:
                 impact = impact if self.body_pair_toi_shape is not None else []
                 self.body_pairs = BodyPairContacts(model, swept_shapes=swept, slots_per_thread=body_pair_slots,
                                                    impact_shapes=impact)
+        if self.toi and model.body_count:
+            from ..toi_mesh import warn_large_meshes
+
+            warn_large_meshes(model, type(self).__name__)
         # mesh shapes that bodies touch (or None); swept shapes meet static shapes and meshes in the sweep
         # (sim/toi_shapes.py, sim/toi_mesh.py, sim/toi_mesh_body.py), not in penalty contacts
         self.body_mesh_contacts = make_body_mesh_contacts(
