@@ -31,6 +31,7 @@ import numpy as np
 
 import kernelcore as kc
 
+from .. import grid_fluid_advect as A
 from .. import grid_fluid_kernels as K
 from .. import grid_fluid_levelset as LS
 from .. import grid_fluid_liquid as L
@@ -343,22 +344,29 @@ class SolverGridFluid:
         cell_off = (0.5, 0.5, 0.5)
         u_in, v_in, w_in = vel_in
 
-        def advect(q, offset, name, dst):
+        def advect(q, offset, name, dst, axis=None):
             if self.advection == "semi_lagrangian":
-                K.advect(q, u_in, v_in, w_in, offset, h, dst)
+                if axis is None:
+                    K.advect(q, u_in, v_in, w_in, offset, h, dst)
+                else:  # the vectorised kernel of this component (same numbers)
+                    A.advect_face(axis, u_in, v_in, w_in, h, dst)
                 return dst
             fwd = out.scratch(name + "_fwd", q.shape)
             bwd = out.scratch(name + "_bwd", q.shape)
-            K.advect(q, u_in, v_in, w_in, offset, h, fwd)
+            if axis is None:
+                K.advect(q, u_in, v_in, w_in, offset, h, fwd)
+            else:
+                A.advect_face(axis, u_in, v_in, w_in, h, fwd)
             K.advect(fwd, u_in, v_in, w_in, offset, -h, bwd)
             K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
             return dst
 
         # 1. advection
-        vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
+        vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a]), axis=a)
+               for a in range(d)]
         if self.advection == "semi_lagrangian":  # one back-trace for both cell fields
-            K.advect_pair(self._cell(state_in.density), self._cell(state_in.temperature), u_in, v_in, w_in,
-                          cell_off, h, self._cell(out.density), self._cell(out.temperature))
+            A.advect_cells(self._cell(state_in.density), self._cell(state_in.temperature), u_in, v_in, w_in,
+                           h, self._cell(out.density), self._cell(out.temperature))
         else:
             advect(self._cell(state_in.density), cell_off, "rho", self._cell(out.density))
             advect(self._cell(state_in.temperature), cell_off, "temp", self._cell(out.temperature))
