@@ -13,7 +13,14 @@ timed interleaved in one process (ratios > 1 mean kernelcore is faster):
     kernels run on warp's CPU device, fixed 256 x 128 collocated grid, 100 Jacobi pressure
     iterations per substep, which leave divergence) against kernelcore on the same grid.
     Different algorithms: the figures compare the cost of one step each library ships, not
-    of the same arithmetic; the JSON records both divergences.
+    of the same arithmetic.
+(d) ``warp_like_for_like``: Warp's example against SolverGridFluid on Warp's own scene
+    (KernelcoreWarpScene: its grid, dt, inflow and gravity), every row with the divergence it
+    leaves relative to max|u| (same norm for both): Warp as shipped, kc to 1e-7, kc at equal
+    accuracy (the fewest fixed PCG iterations reaching Warp's divergence), kc at about equal
+    work (fixed PCG iterations ~ 100 Jacobi sweeps of stencil passes), and Warp with 1000 and
+    10000 Jacobi iterations (``--warp-jacobi``) to see whether more sweeps reach kc's
+    divergence.  See warp_like_for_like.
 
 Taichi: the NumPy peer's algorithm (Jacobi-PCG, cold start) written for Taichi's CPU
 backend (benchmarks/smoke_taichi.py), run in a subprocess because ``ti.init`` sets
@@ -323,10 +330,13 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-warp", action="store_true")
     parser.add_argument("--no-taichi", action="store_true")
+    parser.add_argument("--no-grids", action="store_true", help="skip the 2d/3d cases (only the Warp ones)")
+    parser.add_argument("--warp-jacobi", type=int, nargs="*", default=[1000, 10000],
+                        help="Jacobi iteration counts of the extra Warp rows of the like-for-like case")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     res = {"benchmark": "smoke", "environment": environment(), "load_average_before": load_average(), "cases": {}}
-    for name, grid in (("2d", (args.res2d,) * 2), ("3d", (args.res3d,) * 3)):
+    for name, grid in () if args.no_grids else (("2d", (args.res2d,) * 2), ("3d", (args.res3d,) * 3)):
         k, kj, n = KernelcoreSmoke(grid), KernelcoreSmoke(grid, preconditioner="jacobi"), NumpySmoke(grid)
         t = interleaved({"kernelcore": k.step, "kernelcore_jacobi": kj.step, "numpy": n.step}, repeats=args.repeats,
                         warmup=0)
@@ -339,6 +349,7 @@ def main(argv=None):
             "kernelcore_cg_iterations": k.solver.last_cg_iterations,
             "kernelcore_jacobi_cg_iterations": kj.solver.last_cg_iterations, "numpy_cg_iterations": n.iterations,
             "kernelcore_relative_divergence": k.relative_divergence(),
+            "kernelcore_cpu_step_s": t["kernelcore"]["cpu_median"], "numpy_cpu_step_s": t["numpy"]["cpu_median"],
         }
         if not args.no_taichi:
             tr = taichi_step(grid, args.repeats)
@@ -363,10 +374,15 @@ def main(argv=None):
                 "grid": list(wf.shape), "warp_version": wf.wp.config.version,
                 "warp_step_s_per_substep": t["warp"]["median"] / wf.substeps, "kernelcore_step_s": t["kernelcore"]["median"],
                 "warp_over_kernelcore": ratio(t["warp"]["median"] / wf.substeps, t["kernelcore"]["median"]),
+                "warp_cpu_step_s_per_substep": t["warp"]["cpu_median"] / wf.substeps,
+                "kernelcore_cpu_step_s": t["kernelcore"]["cpu_median"],
                 "warp_pressure": "100 Jacobi iterations, collocated grid",
                 "kernelcore_pressure": f"multigrid-PCG to 1e-7 ({k.solver.last_cg_iterations} iterations last step)",
             }
             print("warp", res["cases"]["warp"], flush=True)
+            res["cases"]["warp_like_for_like"] = warp_like_for_like(args.repeats, tuple(args.warp_jacobi))
+            for name, row in res["cases"]["warp_like_for_like"]["rows"].items():
+                print("warp_like_for_like", name, row, flush=True)
     res["load_average_after"] = load_average()
     write_json(res, args.out)
     return res

@@ -403,12 +403,9 @@ def pcg_iterations(cg, flags, inv_diag, rr0, extra=None, mg=None, stop_note="pre
             rows.append(scalars[it + 1])
             chunked(cg_apply_row_kernel, [p, flags, sy, sx, use_extra, extra, q, rows[it]])
             chunked(cg_update_row_kernel, [p, q, inv_diag, rows[it], rzcol, x, r, z, rows[it + 1]])
-            if mg is not None:
-                mg.apply(r, z)
-                chunked(dot_row_kernel, [r, z, RZ_MG, rows[it + 1]])
-            kc.launch(cg_direction_kernel, dim=cg.n, inputs=[z, it, rzcol, scalars, p], device=dev,
-                      record_tape=False)
             it += 1
+            # r.r is known once r is updated: test it before preconditioning the new residual, so the
+            # last iteration does not pay for a V-cycle and a direction that nothing uses
             if it % cg.check_every == 0 or it == cg.max_iter:
                 rr = float(scalars.numpy()[it, RR])
                 rel = (rr / rr0) ** 0.5
@@ -418,6 +415,11 @@ def pcg_iterations(cg, flags, inv_diag, rr0, extra=None, mg=None, stop_note="pre
                     warnings.warn(f"{stop_note} stopped at max_iter={cg.max_iter} with relative residual {rel:.3g} > "
                                   f"tol={cg.tol:g} ({hint})", RuntimeWarning, stacklevel=4)
                     break
+            if mg is not None:
+                mg.apply(r, z)
+                chunked(dot_row_kernel, [r, z, RZ_MG, rows[it]])
+            kc.launch(cg_direction_kernel, dim=cg.n, inputs=[z, it - 1, rzcol, scalars, p], device=dev,
+                      record_tape=False)
     return it, rel
 
 
