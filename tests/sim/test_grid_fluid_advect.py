@@ -15,8 +15,7 @@ def _fields(cells, seed, requires_grad=False):
     nx, ny, nz = cells
     shapes = [(nx + 1, ny, nz), (nx, ny + 1, nz), (nx, ny, nz + 1 if nz > 1 else 2)]
     vel = [rng.uniform(-3.0, 3.0, s).astype(np.float32) for s in shapes]
-    if nz == 1:
-        vel[2][:] = 0.0   # the solver's zero w of a 2-D grid
+    # nz = 1: a non-zero w too, which must not matter (every u, v and cell sample clamps z to the one layer)
     cell = [rng.standard_normal(cells).astype(np.float32) for _ in range(2)]
     return [kc.from_numpy(a, requires_grad=requires_grad) for a in vel + cell]
 
