@@ -426,19 +426,26 @@ class SolverGridFluid:
         face_shapes = [tuple(q.shape) for q in vel_in]
         offsets = [(0.0, 0.5, 0.5), (0.5, 0.0, 0.5), (0.5, 0.5, 0.0)]
 
-        def advect(q, offset, name, dst):
+        def advect(q, offset, name, dst, axis=None):
             if self.advection == "semi_lagrangian":
-                K.advect(q, u_in, v_in, w_in, offset, h, dst)
+                if axis is None:
+                    K.advect(q, u_in, v_in, w_in, offset, h, dst)
+                else:  # the vectorised kernel of this component (same numbers)
+                    A.advect_face(axis, u_in, v_in, w_in, h, dst)
                 return dst
             fwd = out.scratch(name + "_fwd", q.shape)
             bwd = out.scratch(name + "_bwd", q.shape)
-            K.advect(q, u_in, v_in, w_in, offset, h, fwd)
+            if axis is None:
+                K.advect(q, u_in, v_in, w_in, offset, h, fwd)
+            else:
+                A.advect_face(axis, u_in, v_in, w_in, h, fwd)
             K.advect(fwd, u_in, v_in, w_in, offset, -h, bwd)
             K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
             return dst
 
         # 1. advection of velocity and level set, then redistancing
-        vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a])) for a in range(d)]
+        vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a]), axis=a)
+               for a in range(d)]
         with L.untaped():   # the surface is held fixed for gradients (see ``liquid`` in the class docstring)
             phi_adv = advect(self._cell(state_in.phi), (0.5, 0.5, 0.5), "phi", out.scratch("phi_adv", s3))
             phi = self._cell(out.phi)
