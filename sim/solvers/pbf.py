@@ -82,10 +82,13 @@ from ..worlds import require_one_environment
 
 
 class PBFNeighbors:
-    """Neighbour lists of one step: ``nb`` int (N, max_neighbors), ``count`` int (N,)."""
+    """Neighbour lists of one step: ``nb`` int (N, max_neighbors + 1) (the last column is the
+    branch-free search's scratch slot, sim/pbf_neighbors.py), ``count`` int (N,) (<= max_neighbors)."""
 
     def __init__(self, n, max_neighbors, device):
-        self.nb = kc.zeros((n, max_neighbors), dtype=kc.int32, device=device)
+        from ..pbf_neighbors import list_width
+
+        self.nb = kc.zeros((n, list_width(max_neighbors)), dtype=kc.int32, device=device)
         self.count = kc.zeros(n, dtype=kc.int32, device=device)
 
 
@@ -429,8 +432,10 @@ class SolverPBF:
         _build_off_tape(self.grid, p, K.NEIGHBOR_SKIN * self.h)
         if self.check_input:
             self._overflow.zero_()
-        K.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
-                         fast_math=self.fast_math)
+        from .. import pbf_neighbors   # pbf_kernels.find_neighbors' lists, without its branch per candidate
+
+        pbf_neighbors.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
+                                     fast_math=self.fast_math)
         if self.check_input:
             most = int(self._overflow.numpy()[0])
             if most:
