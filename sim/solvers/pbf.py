@@ -82,10 +82,13 @@ from ..worlds import require_one_environment
 
 
 class PBFNeighbors:
-    """Neighbour lists of one step: ``nb`` int (N, max_neighbors), ``count`` int (N,)."""
+    """Neighbour lists of one step: ``nb`` int (N, max_neighbors + 1) (the last column is the
+    branch-free search's scratch slot, sim/pbf_neighbors.py), ``count`` int (N,) (<= max_neighbors)."""
 
     def __init__(self, n, max_neighbors, device):
-        self.nb = kc.zeros((n, max_neighbors), dtype=kc.int32, device=device)
+        from ..pbf_neighbors import list_width
+
+        self.nb = kc.zeros((n, list_width(max_neighbors)), dtype=kc.int32, device=device)
         self.count = kc.zeros(n, dtype=kc.int32, device=device)
 
 
@@ -126,6 +129,10 @@ def _positive(name, value, allow_zero=False):
     if not ok:
         raise ValueError(f"SolverPBF: {name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
     return v
+
+
+def _runs_on_cpu(device) -> bool:
+    return kc.get_device(device).is_cpu
 
 
 class SolverPBF:
@@ -215,8 +222,12 @@ class SolverPBF:
         self.pair_cache = bool(pair_cache)
         self.fast_math = bool(fast_math)
         self._pairs = None
-        self.lanes = bool(lanes) and kc.get_device(dev).is_cpu
+        self.lanes = bool(lanes) and _runs_on_cpu(dev)
         self._lane_scratch = None
+        self._lane_warnings = set()   # reasons already warned about (each once per solver)
+        if lanes and not self.lanes:
+            self._warn_lanes_off("the model is on a CUDA device (sim/pbf_lanes.py vectorises CPU loops only)",
+                                 stacklevel=3)
 
     # -- construction checks --------------------------------------------------------------------
     def _check_model(self):
@@ -388,16 +399,31 @@ class SolverPBF:
     def _lane_capacity(self, state_in, state_out, nbl):
         """The padded neighbour-loop length of this step's lanes (sim/pbf_lanes.py), or None: lanes off,
         a differentiated step, or a neighbour list longer than every lane capacity."""
-        if not self.lanes or state_in.particle_q.requires_grad or state_out.particle_q.requires_grad:
+        if not self.lanes:
+            return None
+        if state_in.particle_q.requires_grad or state_out.particle_q.requires_grad:
+            self._warn_lanes_off("the step is differentiated (its states require gradients; the lanes have no "
+                                 "adjoint)")
             return None
         from .. import pbf_lanes
 
         self._lanes_module = pbf_lanes
         longest = int(nbl.count.numpy().max())   # (N,) ints read back once per step
         capacity = pbf_lanes.capacity_for(longest, self.max_neighbors)
+        if capacity is None:
+            self._warn_lanes_off(f"a particle has {longest} neighbours, more than the largest lane capacity that fits "
+                                 f"max_neighbors={self.max_neighbors} (pbf_lanes.CAPACITIES)")
         if capacity is not None and self._lane_scratch is None:
             self._lane_scratch = pbf_lanes.LaneScratch(self.model.particle_count, self.model.device)
         return capacity
+
+    def _warn_lanes_off(self, why, stacklevel=5):
+        """lanes=True was asked for but this step runs the scalar kernels: say so once per reason (the
+        results are the same, only slower, so a warning rather than an error)."""
+        if why not in self._lane_warnings:
+            self._lane_warnings.add(why)
+            warnings.warn(f"SolverPBF(lanes=True): running the scalar pair kernels because {why}",
+                          stacklevel=stacklevel)   # 5: the user's solver.step (through reports_non_finite)
 
     def _find_neighbors(self, p, nbl):
         K = self.K
@@ -406,8 +432,10 @@ class SolverPBF:
         _build_off_tape(self.grid, p, K.NEIGHBOR_SKIN * self.h)
         if self.check_input:
             self._overflow.zero_()
-        K.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
-                         fast_math=self.fast_math)
+        from .. import pbf_neighbors   # pbf_kernels.find_neighbors' lists, without its branch per candidate
+
+        pbf_neighbors.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
+                                     fast_math=self.fast_math)
         if self.check_input:
             most = int(self._overflow.numpy()[0])
             if most:

@@ -8,6 +8,7 @@ which each of the module's three workarounds is needed for.
 import os
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -80,7 +81,8 @@ def test_capacity_choice_and_fallback(monkeypatch):
     assert pbf_lanes.capacity_for(97, 128) is None
     # lists longer than every capacity: the scalar kernels, the same steps as lanes=False
     monkeypatch.setattr(pbf_lanes, "CAPACITIES", ())
-    solver, _, q1, v1 = run(True, steps=5)
+    with pytest.warns(UserWarning, match=r"lanes=True.*scalar pair kernels because a particle has \d+ neighbours"):
+        solver, _, q1, v1 = run(True, steps=5)
     assert solver._lane_scratch is None
     _, _, q_ref, v_ref = run(False, steps=5)
     np.testing.assert_array_equal(q1, q_ref)
@@ -90,7 +92,42 @@ def test_taped_steps_do_not_use_the_lanes():
     model, solver, states = spinning_block(4, 0.02, True)
     s_in = model.state(requires_grad=True)
     s_out = model.state(requires_grad=True)
-    assert solver._lane_capacity(s_in, s_out, solver.buffers_for(s_out).neighbors) is None
+    with pytest.warns(UserWarning, match="lanes=True.*scalar pair kernels because the step is differentiated"):
+        assert solver._lane_capacity(s_in, s_out, solver.buffers_for(s_out).neighbors) is None
+    with warnings.catch_warnings():   # once per solver and reason, not every step
+        warnings.simplefilter("error")
+        assert solver._lane_capacity(s_in, s_out, solver.buffers_for(s_out).neighbors) is None
+
+
+def test_a_taped_lanes_step_warns_once_and_matches_the_scalar_step():
+    """A differentiated step with lanes=True takes the scalar kernels (same result) and says so once."""
+    out = []
+    for lanes in (True, False):
+        model, solver, _ = spinning_block(4, 0.02, lanes)
+        states = [model.state(requires_grad=True) for _ in range(3)]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for k in range(2):
+                solver.step(model, states[k], states[k + 1], None, 2e-3)
+        said = [w for w in caught if "lanes=True" in str(w.message)]
+        assert len(said) == (1 if lanes else 0), [str(w.message) for w in caught]
+        if lanes:
+            assert said[0].filename == __file__, "the warning points at the user's step call"
+        out.append(states[-1].particle_q.numpy())
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_lanes_on_a_cuda_model_warn_at_construction(monkeypatch):
+    from sim.solvers import pbf
+
+    monkeypatch.setattr(pbf, "_runs_on_cpu", lambda device: False)   # no GPU needed to see the fallback
+    b = sim.ModelBuilder()
+    b.add_particle_grid((0.01,) * 3, (0.0, 0.0, 0.0), 2, 2, 2, 0.02, density=1000.0, radius=0.01)
+    model = b.finalize()
+    with pytest.warns(UserWarning, match="lanes=True.*because the model is on a CUDA device") as caught:
+        solver = sim.SolverPBF(model, smoothing_length=0.04, bounds=((0, 0, 0), (1, 1, 1)), lanes=True)
+    assert not solver.lanes
+    assert caught[0].filename == __file__
 
 
 def _vectorised_loops(kernel, tmp_path):
