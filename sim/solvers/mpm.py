@@ -36,6 +36,7 @@ from ..mpm_transfer import BOUNDARY_CODES, active_box, grid_to_particle, particl
 from ..mpm_volume_colliders import check_volumes, volume_collider_arrays
 from .checks import reports_non_finite
 from ..mpm_adjoint_2d import record_step_2d
+from ..mpm_fast_3d import particle_to_grid_fast
 
 #: grid nodes added outside ``bounds`` on each side; the walls act on the nodes from the
 #: bound outwards, and a stencil (3 nodes) always fits.
@@ -180,6 +181,8 @@ class SolverMPM:
         #: ground only (no shapes, bodies or SDF colliders, whose grid update keeps the automatic adjoint)
         self._hand_adjoints = (self.dim == 2 and self._cpu and model.body_count == 0 and model.shape_count == 0
                                and self._volume_arrays is None)
+        #: an untaped 3-D step on the CPU without gradients takes the forward-only fast P2G (sim/mpm_fast_3d.py)
+        self._fast_3d = self.dim == 3 and self._cpu
 
     # -- construction checks ------------------------------------------------------------------------
     def _check_bounds(self, bounds):
@@ -277,7 +280,10 @@ class SolverMPM:
             record_step_2d(self, model, state_in, state_out, act, grid, dt, box)
             return
         zero_grid(grid, model.device, box)
-        particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
+        if self._fast_3d and grid.mv.grad is None and not get_runtime().tape_stack:
+            particle_to_grid_fast(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
+        else:
+            particle_to_grid(model, state_in, act, self.actuation_axis, grid, dt, state_out, self.model_code)
         bodies = model.body_count > 0
         wrenches = state_out.body_f if bodies else self._no_body_f
         if bodies:
