@@ -1,24 +1,30 @@
-"""Forward-only fast P2G and G2P of the 3-D SolverMPM step on the CPU (a run without gradients).
+"""Forward-only fast P2G of the 3-D SolverMPM step on the CPU (an untaped run without gradients).
 
-Why: in the 3-D benchmark step (104K particles, 64^3 cells) P2G and G2P are ~97% of the time,
-and most of it is index arithmetic, not arithmetic on values: every one of the 27 stencil nodes
-is addressed as ``grid[bx + i, by + j, bz + k]``, which the generated C++ passes through the
-negative-index wrap of each of the three indices (``kc::wrap_array_index``, a compare and select
-per index per access, and a select that keeps GCC from vectorising the G2P gather).  Here:
+Why: in the 3-D benchmark step (104K particles, 64^3 cells, one thread) P2G took 24 of 37 ms, and
+much of it was index arithmetic, not arithmetic on values: each of the 27 stencil nodes is addressed
+as ``grid[bx + i, by + j, bz + k]``, which the generated C++ passes through the negative-index wrap
+of each of the three indices (``kc::wrap_array_index``: a compare and select per index per access).
+Here P2G is two launches:
 
-- the stencil base is ``max(min(int(x - 0.5), n - 3), 0)`` (the same node as
-  mpm_transfer.stencil_base's clamp for n >= 3) and the strides are ``max(., 0)`` of the grid
-  sizes, so the frontend knows every node index is >= 0 and emits a plain address;
-- the grid arrays are read and written through flat float views of their memory (``flat_view``:
-  the node's three momentum/velocity components at ``3 n + c``), one index per node instead of
-  three strided ones;
-- G2P is ``kc.kernel(simd=True)`` (docs/cpu_codegen.md, "SIMD lanes"), as the 2-D G2P.
+- ``p2g_stress_3d_lanes_kernel``: the constitutive update (new F, Jp) and the APIC affine matrix per
+  particle, as mpm_transfer's split stress kernel, with ``simd=True`` for the straight-line models
+  (neo-Hookean; docs/cpu_codegen.md, "SIMD lanes"): 4.7 -> 3.8 ms;
+- ``p2g_scatter_3d_flat_kernel``: the scatter into flat float views of the grid's memory
+  (``flat_view``: a node's momentum at ``3 n + c``), with the stencil base written
+  ``max(min(int(x - 0.5), n - 3), 0)`` (mpm_transfer.stencil_base's node for n >= 3) and the strides
+  ``max(., 0)`` of the grid sizes, so that the frontend knows every index is >= 0 and emits a plain
+  address: 12 ms for the scatter part of the fused kernel's 24.
 
-Every value is computed by the same operations in the same order as mpm_transfer's
-p2g_3d_kernel / g2p_3d_kernel (tests/sim/test_mpm_fast_3d.py compares 50 steps against them).
-Forward only (``enable_backward=False``): SolverMPM takes these kernels only for a 3-D step on
-the CPU whose grid has no gradients and with no Tape recording; everything else uses
-sim/mpm_transfer.py.
+P2G 24.3 -> 15.7 ms, the step 37 -> 28 ms (one thread, CPU time).  Every value is computed by the
+same operations in the same order as mpm_transfer's P2G (bit-identical on one thread;
+tests/sim/test_mpm_fast_3d.py compares 50 steps).  Tried and dropped (same benchmark): the G2P on
+flat views (17 vs 11.5 ms; with ``simd=True`` 41 ms, also with ``-mtune-ctrl=^use_gather``), the
+G2P with the >= 0 stencil base alone (14 ms), and a scatter building the node momentum axis by axis,
+``u + i a_x + j a_y + k a_z`` (a third of the multiplies, 16.7 ms): the G2P stays mpm_transfer's.
+
+Forward only (``enable_backward=False``): SolverMPM takes this path only for a 3-D step on the CPU
+whose grid has no gradients and with no Tape recording; everything else uses sim/mpm_transfer.py.
+The affine matrices go to ``MPMGrid.particle_affine`` (36 bytes per particle per grid).
 """
 from __future__ import annotations
 
