@@ -1,10 +1,10 @@
-"""Forward-only fast P2G of the 3-D SolverMPM step on the CPU (an untaped run without gradients).
+"""Forward-only fast P2G and G2P of the 3-D SolverMPM step on the CPU (an untaped run without gradients).
 
-Why: in the 3-D benchmark step (104K particles, 64^3 cells, one thread) P2G took 24 of 37 ms, and
-much of it was index arithmetic, not arithmetic on values: each of the 27 stencil nodes is addressed
-as ``grid[bx + i, by + j, bz + k]``, which the generated C++ passes through the negative-index wrap
-of each of the three indices (``kc::wrap_array_index``: a compare and select per index per access).
-Here P2G is two launches:
+Why: in the 3-D benchmark step (104K particles, 64^3 cells, one thread) P2G took 24 and G2P 11.5 of
+37 ms, and much of P2G was index arithmetic, not arithmetic on values: each of the 27 stencil nodes
+is addressed as ``grid[bx + i, by + j, bz + k]``, which the generated C++ passes through the
+negative-index wrap of each of the three indices (``kc::wrap_array_index``: a compare and select
+per index per access).  Here:
 
 - ``p2g_stress_3d_lanes_kernel``: the constitutive update (new F, Jp) and the APIC affine matrix per
   particle, as mpm_transfer's split stress kernel, with ``simd=True`` for the straight-line models
@@ -13,14 +13,17 @@ Here P2G is two launches:
   (``flat_view``: a node's momentum at ``3 n + c``), with the stencil base written
   ``max(min(int(x - 0.5), n - 3), 0)`` (mpm_transfer.stencil_base's node for n >= 3) and the strides
   ``max(., 0)`` of the grid sizes, so that the frontend knows every index is >= 0 and emits a plain
-  address: 12 ms for the scatter part of the fused kernel's 24.
+  address: 12 ms for the scatter part of the fused kernel's 24;
+- ``g2p_3d_axis_kernel``: the G2P with the >= 0 base and the affine sum regrouped axis by axis
+  (a third of the flops): 11.5 -> 9.9 ms.
 
-P2G 24.3 -> 15.7 ms, the step 37 -> 28 ms (one thread, CPU time).  Every value is computed by the
-same operations in the same order as mpm_transfer's P2G (bit-identical on one thread;
-tests/sim/test_mpm_fast_3d.py compares 50 steps).  Tried and dropped (same benchmark): the G2P on
-flat views (17 vs 11.5 ms; with ``simd=True`` 41 ms, also with ``-mtune-ctrl=^use_gather``), the
-G2P with the >= 0 stencil base alone (14 ms), and a scatter building the node momentum axis by axis,
-``u + i a_x + j a_y + k a_z`` (a third of the multiplies, 16.7 ms): the G2P stays mpm_transfer's.
+P2G 24.3 -> 15.7 ms, the step 37 -> 27 ms (one thread, CPU time).  P2G computes every value by the
+same operations in the same order as mpm_transfer's (bit-identical on one thread); G2P regroups its
+sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fast_3d.py).  Tried and
+dropped (same benchmark): G2P on flat views (17 ms; with ``simd=True`` 41 ms, also with
+``-mtune-ctrl=^use_gather``), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
+wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), a scatter
+into flat vec3 views (12.8 ms) and one fused P2G kernel on flat views (18-21 ms).
 
 Forward only (``enable_backward=False``): SolverMPM takes this path only for a 3-D step on the CPU
 whose grid has no gradients and with no Tape recording; everything else uses sim/mpm_transfer.py.
@@ -115,6 +118,58 @@ def p2g_scatter_3d_flat_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc
                 grid_m[node] += w * mp
 
 
+@kc.kernel(enable_backward=False)
+def g2p_3d_axis_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
+                       dx: float, nx: int, ny: int, nz: int, dt: float,
+                       q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3),
+                       C_out: kc.array(dtype=kc.mat33)):
+    """mpm_transfer.g2p_3d_kernel with the affine sum formed axis by axis (equal to float32 rounding).
+
+    ``B = sum_e w_e v_e (e - fx)^T = [m_x m_y m_z] - v fx^T`` with ``m_c = sum_e e_c w_e v_e``: the
+    z-sums of a row of 3 nodes first (weights wz, moment k wz), then the rows weighted by wy, then by
+    wx: ~10 flops per node instead of ~30.  With the >= 0 stencil base (plain addresses): 11.5 -> 9.9
+    ms at 104K particles (one thread); with mpm_transfer.stencil_base's wrapped indices it ran 13.6 ms.
+    """
+    p = kc.tid()
+    inv_dx = 1.0 / dx
+    x = q[p]
+    g = (x - grid_lower) * inv_dx
+    bx = stencil_base_nonneg(g[0], nx)
+    by = stencil_base_nonneg(g[1], ny)
+    bz = stencil_base_nonneg(g[2], nz)
+    fx = g - kc.vec3(float(bx), float(by), float(bz))
+    wx = bspline_weights(fx[0])
+    wy = bspline_weights(fx[1])
+    wz = bspline_weights(fx[2])
+    v = kc.vec3(0.0, 0.0, 0.0)
+    mx = kc.vec3(0.0, 0.0, 0.0)   # sum over the nodes of i w v (and j w v, k w v below)
+    my = kc.vec3(0.0, 0.0, 0.0)
+    mz = kc.vec3(0.0, 0.0, 0.0)
+    for i in range(3):
+        qi = kc.vec3(0.0, 0.0, 0.0)
+        yi = kc.vec3(0.0, 0.0, 0.0)
+        zi = kc.vec3(0.0, 0.0, 0.0)
+        for j in range(3):
+            a1 = grid_v[bx + i, by + j, bz + 1] * wz[1]
+            a2 = grid_v[bx + i, by + j, bz + 2] * wz[2]
+            row = grid_v[bx + i, by + j, bz] * wz[0] + a1 + a2
+            rw = row * wy[j]
+            qi += rw
+            yi += rw * float(j)
+            zi += (a1 + a2 * 2.0) * wy[j]
+        qw = qi * wx[i]
+        v += qw
+        mx += qw * float(i)
+        my += yi * wx[i]
+        mz += zi * wx[i]
+    B = kc.mat33(mx[0] - v[0] * fx[0], my[0] - v[0] * fx[1], mz[0] - v[0] * fx[2],
+                 mx[1] - v[1] * fx[0], my[1] - v[1] * fx[1], mz[1] - v[1] * fx[2],
+                 mx[2] - v[2] * fx[0], my[2] - v[2] * fx[1], mz[2] - v[2] * fx[2])
+    qd_out[p] = v
+    C_out[p] = B * (4.0 * inv_dx)
+    q_out[p] = x + v * dt
+
+
 _stress_kernels = {}
 #: material model codes whose particle update is straight-line (no branch around loads), so that the
 #: stress kernel vectorises with simd=True (neo-Hookean: 4.7 -> 3.8 ms at 104K particles, one thread)
@@ -162,3 +217,10 @@ def particle_to_grid_fast(model, state_in, actuation, act_axis, grid, dt, state_
               inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
                       *grid.shape],
               outputs=[flat.mv, flat.m], device=model.device)
+
+
+def grid_to_particle_fast(model, state_in, grid, dt, state_out):
+    """mpm_transfer.grid_to_particle for a 3-D grid on the CPU (g2p_3d_axis_kernel: equal to float32 rounding)."""
+    kc.launch(g2p_3d_axis_kernel, dim=model.particle_count,
+              inputs=[state_in.particle_q, grid.v, grid.lower, grid.dx, *grid.shape, float(dt)],
+              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)
