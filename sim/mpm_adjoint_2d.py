@@ -399,8 +399,9 @@ _buffers = _Buffers()
 
 
 class _FloatRows:
-    """(n, 9) float32 views of (n,) mat33 CPU arrays, sharing their storage, made once per array
-    (weakly keyed: a view lives as long as its array)."""
+    """Float32 views of vector / matrix CPU arrays, sharing their storage, made once per array
+    (weakly keyed: a view lives as long as its array): (n,) mat33 -> (n, 9) row-major entries,
+    (nx, ny) vec2 -> (nx, ny, 2)."""
 
     def __init__(self):
         self._views = weakref.WeakKeyDictionary()
@@ -408,7 +409,7 @@ class _FloatRows:
     def __call__(self, a):
         view = self._views.get(a)
         if view is None:
-            rows = a.numpy().reshape(a.shape[0], 9)
+            rows = a.numpy().reshape(tuple(a.shape) + (-1,))
             view = kc.array(rows, dtype=kc.float32, device=a.device, copy=False)
             assert view.numpy().ctypes.data == rows.ctypes.data, "float_rows must share the mat33 storage"
             self._views[a] = view
