@@ -36,6 +36,7 @@ import weakref
 import kernelcore as kc
 
 from .mpm_colliders import collide_node_velocity
+from .mpm_constitutive import lame_lambda, lame_mu
 from .mpm_scatter import bspline_weight_slopes, bspline_weights
 from .mpm_transfer import collide_walls
 
@@ -256,6 +257,71 @@ def material_gradients_kernel(material: kc.array(dtype=kc.int32), adj_E_p: kc.ar
 
 
 @kc.kernel(simd=True)
+def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
+                                 Jp: kc.array(dtype=float), mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                                 material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
+                                 mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                                 dx: float, dt: float, log_J: kc.array(dtype=float),
+                                 F_out: kc.array(dtype=float, ndim=2), Jp_out: kc.array(dtype=float),
+                                 affine_out: kc.array(dtype=float, ndim=2)):
+    """mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane (the forward of
+    stress_neo_hookean_2d_adjoint_kernel), as SIMD lanes: the mat33 arrays as (n, 9) float rows
+    and log J from stress_log_j_2d_kernel; the same operations in the same order, so the same
+    F_out, Jp_out and affine_out [kg/s].  Only a taped step runs it (record_step_2d: its
+    forward launches are off the tape, the backward is this module's)."""
+    p = kc.tid()
+    mi = kc.max(material[p], 0)   # known >= 0: indexes without the negative-index wrap's branch
+    E = mat_E[mi]
+    nu = mat_nu[mi]
+    C00 = C[p, 0]
+    C01 = C[p, 1]
+    C10 = C[p, 3]
+    C11 = C[p, 4]
+    A00 = 1.0 + dt * C00
+    A01 = dt * C01
+    A10 = dt * C10
+    A11 = 1.0 + dt * C11
+    f00 = A00 * F[p, 0] + A01 * F[p, 3]
+    f01 = A00 * F[p, 1] + A01 * F[p, 4]
+    f10 = A10 * F[p, 0] + A11 * F[p, 3]
+    f11 = A10 * F[p, 1] + A11 * F[p, 4]
+    mu = lame_mu(E, nu)
+    lj = lame_lambda(E, nu) * log_J[p]
+    act = actuation[p]
+    a0 = f00 * act_axis[0] + f01 * act_axis[1]
+    a1 = f10 * act_axis[0] + f11 * act_axis[1]
+    a2 = act_axis[2]
+    t00 = mu * (f00 * f00 + f01 * f01 - 1.0) + lj + act * a0 * a0
+    t01 = mu * (f00 * f10 + f01 * f11) + act * a0 * a1
+    t11 = mu * (f10 * f10 + f11 * f11 - 1.0) + lj + act * a1 * a1
+    t02 = act * a0 * a2
+    t12 = act * a1 * a2
+    t22 = lj + act * a2 * a2
+    F_out[p, 0] = f00
+    F_out[p, 1] = f01
+    F_out[p, 2] = 0.0
+    F_out[p, 3] = f10
+    F_out[p, 4] = f11
+    F_out[p, 5] = 0.0
+    F_out[p, 6] = 0.0
+    F_out[p, 7] = 0.0
+    F_out[p, 8] = 1.0
+    Jp_out[p] = Jp[p]
+    inv_dx = 1.0 / dx
+    s = -dt * volume[p] * 4.0 * inv_dx * inv_dx
+    mp = mass[p]
+    affine_out[p, 0] = t00 * s + C00 * mp
+    affine_out[p, 1] = t01 * s + C01 * mp
+    affine_out[p, 2] = t02 * s + C[p, 2] * mp
+    affine_out[p, 3] = t01 * s + C10 * mp
+    affine_out[p, 4] = t11 * s + C11 * mp
+    affine_out[p, 5] = t12 * s + C[p, 5] * mp
+    affine_out[p, 6] = t02 * s + C[p, 6] * mp
+    affine_out[p, 7] = t12 * s + C[p, 7] * mp
+    affine_out[p, 8] = t22 * s + C[p, 8] * mp
+
+
+@kc.kernel(simd=True)
 def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
                                          mass: kc.array(dtype=float), volume: kc.array(dtype=float),
                                          material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
@@ -429,6 +495,28 @@ def _adj_out(a):
     return a.grad if a.grad is not None else _buffers.get("sink", a)
 
 
+def stress_neo_hookean_2d(model, state_in, actuation, act_axis, grid, dt, state_out):
+    """mpm_transfer.particle_to_grid's split P2G for a neo-Hookean 2-D step with gradients, its
+    stress kernel as SIMD lanes (stress_log_j_2d_kernel, then stress_neo_hookean_2d_kernel),
+    then the same scatter."""
+    from .mpm_transfer import p2g_scatter_2d_kernel
+
+    n, device = model.particle_count, model.device
+    affine = grid.particle_affine(n)
+    C_rows, F_rows = float_rows(state_in.particle_C), float_rows(state_in.particle_F)
+    log_J = _buffers.get("log_J", model.particle_mass)
+    kc.launch(stress_log_j_2d_kernel, dim=n, inputs=[C_rows, F_rows, float(dt), log_J], device=device)
+    kc.launch(stress_neo_hookean_2d_kernel, dim=n,
+              inputs=[C_rows, F_rows, state_in.particle_Jp, model.particle_mass, model.particle_volume,
+                      model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
+                      actuation, act_axis, grid.dx, float(dt), log_J],
+              outputs=[float_rows(state_out.particle_F), state_out.particle_Jp, float_rows(affine)], device=device)
+    kc.launch(p2g_scatter_2d_kernel, dim=n,
+              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
+                      *grid.shape],
+              outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=device)
+
+
 def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box):
     """One differentiated 2-D SolverMPM step (no bodies, shapes or SDF volumes; ``box``: the
     active nodes, mpm_transfer.active_box): the forward launches run off the tape, and every
@@ -452,7 +540,11 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     rt.tape_stack.clear()   # the forward's launches are not recorded one by one (see backward below)
     try:
         zero_grid(grid, device, box)
-        particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out, solver.model_code)
+        if neo_hookean:
+            stress_neo_hookean_2d(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out)
+        else:
+            particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out,
+                             solver.model_code)
         update_grid(model, grid, solver.min_node_mass, solver.gravity, solver.boundary, solver.friction, dt,
                     colliders, None, box)
         grid_to_particle(model, state_in, grid, dt, state_out)
