@@ -31,9 +31,12 @@ adjoint, from the grid's G_e = mv_e.grad, g_e = m_e.grad::
 """
 from __future__ import annotations
 
+import weakref
+
 import kernelcore as kc
 
 from .mpm_colliders import collide_node_velocity
+from .mpm_constitutive import lame_lambda, lame_mu
 from .mpm_scatter import bspline_weight_slopes, bspline_weights
 from .mpm_transfer import collide_walls
 
@@ -42,6 +45,20 @@ from .mpm_transfer import collide_walls
 def stencil_base_2d(xg: float, n: int):
     """Lowest node of a particle's stencil (as mpm_transfer.stencil_base)."""
     return kc.clamp(int(xg - 0.5), 0, n - 3)
+
+
+@kc.func
+def stencil_weights_slopes_2d(x: kc.vec3, grid_lower: kc.vec3, inv_dx: float, nx: int, ny: int):
+    """A particle at ``x`` [m] on an nx x ny grid: its stencil's lowest node (bx, by), its offset
+    fx (vec2, grid units) from that node, and per axis the B-spline weights of nodes
+    base + 0, 1, 2 (wx, wy) and their slopes d/dfx (sx, sy), as the transfers compute them."""
+    gx = (x[0] - grid_lower[0]) * inv_dx
+    gy = (x[1] - grid_lower[1]) * inv_dx
+    bx = stencil_base_2d(gx, nx)
+    by = stencil_base_2d(gy, ny)
+    fx = kc.vec2(gx - float(bx), gy - float(by))
+    return bx, by, fx, bspline_weights(fx[0]), bspline_weights(fx[1]), \
+        bspline_weight_slopes(fx[0]), bspline_weight_slopes(fx[1])
 
 
 @kc.kernel(simd=True)
@@ -54,16 +71,7 @@ def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.
     and clears the outputs' adjoints after reading them (the adjoint of a store)."""
     p = kc.tid()
     inv_dx = 1.0 / dx
-    x = q[p]
-    gx = (x[0] - grid_lower[0]) * inv_dx
-    gy = (x[1] - grid_lower[1]) * inv_dx
-    bx = stencil_base_2d(gx, nx)
-    by = stencil_base_2d(gy, ny)
-    fx = kc.vec2(gx - float(bx), gy - float(by))
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    sx = bspline_weight_slopes(fx[0])
-    sy = bspline_weight_slopes(fx[1])
+    bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
     aq = adj_q_out[p]
     av = adj_qd_out[p]
     aC = adj_C_out[p]
@@ -90,27 +98,19 @@ def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.
 
 @kc.kernel(simd=True)
 def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
-                              affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
+                              affine: kc.array(dtype=float, ndim=2), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
                               adj_grid_mv: kc.array(dtype=kc.vec2, ndim=2), adj_grid_m: kc.array(dtype=float, ndim=2),
                               adj_q: kc.array(dtype=kc.vec3), adj_qd: kc.array(dtype=kc.vec3),
-                              adj_mass: kc.array(dtype=float), adj_affine: kc.array(dtype=kc.mat33)):
+                              adj_mass: kc.array(dtype=float), adj_affine: kc.array(dtype=float, ndim=2)):
     """The adjoint of mpm_transfer.p2g_scatter_2d_kernel: a gather of the grid's adjoints into
-    the particles' (``adj_mass``: a scratch array when the masses take no gradient)."""
+    the particles' (``adj_mass``: a scratch array when the masses take no gradient).  The affine
+    matrices and their adjoints come as (n, 9) float rows (``float_rows``: GCC vectorises those
+    loads across particles, not mat33 ones)."""
     p = kc.tid()
     inv_dx = 1.0 / dx
     mp = mass[p]
-    a = affine[p]
-    A = kc.mat22(a[0, 0] * dx, a[0, 1] * dx, a[1, 0] * dx, a[1, 1] * dx)
-    x = q[p]
-    gx = (x[0] - grid_lower[0]) * inv_dx
-    gy = (x[1] - grid_lower[1]) * inv_dx
-    bx = stencil_base_2d(gx, nx)
-    by = stencil_base_2d(gy, ny)
-    fx = kc.vec2(gx - float(bx), gy - float(by))
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    sx = bspline_weight_slopes(fx[0])
-    sy = bspline_weight_slopes(fx[1])
+    A = kc.mat22(affine[p, 0] * dx, affine[p, 1] * dx, affine[p, 3] * dx, affine[p, 4] * dx)
+    bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
     vp = qd[p]
     mv = kc.vec2(vp[0], vp[1]) * mp
     a_mv = kc.vec2(0.0, 0.0)
@@ -132,8 +132,10 @@ def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.
     adj_q[p] = adj_q[p] + kc.vec3(a_fx[0] * inv_dx, a_fx[1] * inv_dx, 0.0)
     adj_qd[p] = adj_qd[p] + kc.vec3(a_mv[0] * mp, a_mv[1] * mp, 0.0)
     adj_mass[p] = adj_mass[p] + a_m + kc.dot(a_mv, kc.vec2(vp[0], vp[1]))
-    adj_affine[p] = adj_affine[p] + kc.mat33(a_A[0, 0] * dx, a_A[0, 1] * dx, 0.0, a_A[1, 0] * dx, a_A[1, 1] * dx, 0.0,
-                                             0.0, 0.0, 0.0)
+    adj_affine[p, 0] = adj_affine[p, 0] + a_A[0, 0] * dx
+    adj_affine[p, 1] = adj_affine[p, 1] + a_A[0, 1] * dx
+    adj_affine[p, 3] = adj_affine[p, 3] + a_A[1, 0] * dx
+    adj_affine[p, 4] = adj_affine[p, 4] + a_A[1, 1] * dx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -226,38 +228,145 @@ def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid
 # ------------------------------------------------------------------------------------------------
 # the P2G stress kernel of a neo-Hookean plane-strain solid (straight-line code: simd=True vectorises it)
 # ------------------------------------------------------------------------------------------------
+@kc.kernel
+def stress_log_j_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2), dt: float,
+                           log_J: kc.array(dtype=float)):
+    """log(max(J, 1e-4)) of the 2 x 2 block of (I + dt C) F per particle, exactly as
+    stress_neo_hookean_2d_adjoint_kernel forms J (C, F: (n, 9) float rows of mat33s)."""
+    p = kc.tid()
+    A00 = 1.0 + dt * C[p, 0]
+    A01 = dt * C[p, 1]
+    A10 = dt * C[p, 3]
+    A11 = 1.0 + dt * C[p, 4]
+    f00 = A00 * F[p, 0] + A01 * F[p, 3]
+    f01 = A00 * F[p, 1] + A01 * F[p, 4]
+    f10 = A10 * F[p, 0] + A11 * F[p, 3]
+    f11 = A10 * F[p, 1] + A11 * F[p, 4]
+    log_J[p] = kc.log(kc.max(f00 * f11 - f01 * f10, 1.0e-4))
+
+
+@kc.kernel
+def material_gradients_kernel(material: kc.array(dtype=kc.int32), adj_E_p: kc.array(dtype=float),
+                              adj_nu_p: kc.array(dtype=float), adj_E: kc.array(dtype=float),
+                              adj_nu: kc.array(dtype=float)):
+    """Adds each particle's share of the E and nu adjoints into its material's."""
+    p = kc.tid()
+    mi = material[p]
+    kc.atomic_add(adj_E, mi, adj_E_p[p])
+    kc.atomic_add(adj_nu, mi, adj_nu_p[p])
+
+
 @kc.kernel(simd=True)
-def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=kc.mat33), F: kc.array(dtype=kc.mat33),
+def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
+                                 Jp: kc.array(dtype=float), mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                                 material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
+                                 mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                                 dx: float, dt: float, log_J: kc.array(dtype=float),
+                                 F_out: kc.array(dtype=float, ndim=2), Jp_out: kc.array(dtype=float),
+                                 affine_out: kc.array(dtype=float, ndim=2)):
+    """mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane (the forward of
+    stress_neo_hookean_2d_adjoint_kernel), as SIMD lanes: the mat33 arrays as (n, 9) float rows
+    and log J from stress_log_j_2d_kernel; the same operations in the same order, so the same
+    F_out, Jp_out and affine_out [kg/s].  Only a taped step runs it (record_step_2d: its
+    forward launches are off the tape, the backward is this module's)."""
+    p = kc.tid()
+    mi = kc.max(material[p], 0)   # known >= 0: indexes without the negative-index wrap's branch
+    E = mat_E[mi]
+    nu = mat_nu[mi]
+    C00 = C[p, 0]
+    C01 = C[p, 1]
+    C10 = C[p, 3]
+    C11 = C[p, 4]
+    A00 = 1.0 + dt * C00
+    A01 = dt * C01
+    A10 = dt * C10
+    A11 = 1.0 + dt * C11
+    f00 = A00 * F[p, 0] + A01 * F[p, 3]
+    f01 = A00 * F[p, 1] + A01 * F[p, 4]
+    f10 = A10 * F[p, 0] + A11 * F[p, 3]
+    f11 = A10 * F[p, 1] + A11 * F[p, 4]
+    mu = lame_mu(E, nu)
+    lj = lame_lambda(E, nu) * log_J[p]
+    act = actuation[p]
+    a0 = f00 * act_axis[0] + f01 * act_axis[1]
+    a1 = f10 * act_axis[0] + f11 * act_axis[1]
+    a2 = act_axis[2]
+    t00 = mu * (f00 * f00 + f01 * f01 - 1.0) + lj + act * a0 * a0
+    t01 = mu * (f00 * f10 + f01 * f11) + act * a0 * a1
+    t11 = mu * (f10 * f10 + f11 * f11 - 1.0) + lj + act * a1 * a1
+    t02 = act * a0 * a2
+    t12 = act * a1 * a2
+    t22 = lj + act * a2 * a2
+    F_out[p, 0] = f00
+    F_out[p, 1] = f01
+    F_out[p, 2] = 0.0
+    F_out[p, 3] = f10
+    F_out[p, 4] = f11
+    F_out[p, 5] = 0.0
+    F_out[p, 6] = 0.0
+    F_out[p, 7] = 0.0
+    F_out[p, 8] = 1.0
+    Jp_out[p] = Jp[p]
+    inv_dx = 1.0 / dx
+    s = -dt * volume[p] * 4.0 * inv_dx * inv_dx
+    mp = mass[p]
+    affine_out[p, 0] = t00 * s + C00 * mp
+    affine_out[p, 1] = t01 * s + C01 * mp
+    affine_out[p, 2] = t02 * s + C[p, 2] * mp
+    affine_out[p, 3] = t01 * s + C10 * mp
+    affine_out[p, 4] = t11 * s + C11 * mp
+    affine_out[p, 5] = t12 * s + C[p, 5] * mp
+    affine_out[p, 6] = t02 * s + C[p, 6] * mp
+    affine_out[p, 7] = t12 * s + C[p, 7] * mp
+    affine_out[p, 8] = t22 * s + C[p, 8] * mp
+
+
+@kc.kernel(simd=True)
+def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
                                          mass: kc.array(dtype=float), volume: kc.array(dtype=float),
                                          material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
                                          mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float),
-                                         act_axis: kc.vec3, dx: float, dt: float,
-                                         adj_affine: kc.array(dtype=kc.mat33), adj_F_out: kc.array(dtype=kc.mat33),
-                                         adj_Jp_out: kc.array(dtype=float),
-                                         adj_C: kc.array(dtype=kc.mat33), adj_F: kc.array(dtype=kc.mat33),
+                                         act_axis: kc.vec3, dx: float, dt: float, log_J: kc.array(dtype=float),
+                                         adj_affine: kc.array(dtype=float, ndim=2),
+                                         adj_F_out: kc.array(dtype=float, ndim=2), adj_Jp_out: kc.array(dtype=float),
+                                         adj_C: kc.array(dtype=float, ndim=2), adj_F: kc.array(dtype=float, ndim=2),
                                          adj_Jp: kc.array(dtype=float), adj_mass: kc.array(dtype=float),
                                          adj_volume: kc.array(dtype=float), adj_actuation: kc.array(dtype=float),
-                                         adj_E: kc.array(dtype=float), adj_nu: kc.array(dtype=float)):
+                                         adj_E_p: kc.array(dtype=float), adj_nu_p: kc.array(dtype=float)):
     """The adjoint of mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane for the 2-D
     scatter (which reads the affine matrix's upper-left 2 x 2 block only): from the adjoints of
     ``A = -dt V (4 / dx^2) tau + m C`` (``adj_affine``), F_out and Jp_out (all three consumed,
-    as by a store's adjoint) to those of C, F, Jp, m, V, the actuation and E, nu."""
+    as by a store's adjoint) to those of C, F, Jp, m, V, the actuation, and each particle's
+    share of E's and nu's (``adj_E_p``, ``adj_nu_p``: overwritten).  ``log_J``: log(max(J, 1e-4))
+    of the updated F per particle (stress_log_j_2d_kernel; GCC has no vector log without
+    -ffast-math, so a log here would keep the loop scalar).
+
+    The mat33 arrays come as (n, 9) float views of their storage (row-major entries; see
+    ``float_rows``): GCC vectorises loads of float rows across particles, not of mat33 elements
+    ("no vectype"), so this runs as SIMD lanes.  Only the 2 x 2 blocks (entries 0, 1, 3, 4)
+    are read or written."""
     p = kc.tid()
     inv_dx = 1.0 / dx
-    mi = material[p]
+    mi = kc.max(material[p], 0)   # known >= 0: indexes without the negative-index wrap's branch
     E = mat_E[mi]
     nu = mat_nu[mi]
-    Fo = F[p]
-    Cp = C[p]
+    F00 = F[p, 0]
+    F01 = F[p, 1]
+    F10 = F[p, 3]
+    F11 = F[p, 4]
+    C00 = C[p, 0]
+    C01 = C[p, 1]
+    C10 = C[p, 3]
+    C11 = C[p, 4]
     act = actuation[p]
-    A00 = 1.0 + dt * Cp[0, 0]
-    A01 = dt * Cp[0, 1]
-    A10 = dt * Cp[1, 0]
-    A11 = 1.0 + dt * Cp[1, 1]
-    f00 = A00 * Fo[0, 0] + A01 * Fo[1, 0]
-    f01 = A00 * Fo[0, 1] + A01 * Fo[1, 1]
-    f10 = A10 * Fo[0, 0] + A11 * Fo[1, 0]
-    f11 = A10 * Fo[0, 1] + A11 * Fo[1, 1]
+    A00 = 1.0 + dt * C00
+    A01 = dt * C01
+    A10 = dt * C10
+    A11 = 1.0 + dt * C11
+    f00 = A00 * F00 + A01 * F10
+    f01 = A00 * F01 + A01 * F11
+    f10 = A10 * F00 + A11 * F10
+    f11 = A10 * F01 + A11 * F11
     op = 1.0 + nu
     om = 1.0 - 2.0 * nu
     k_mu = 1.0 / (2.0 * op)
@@ -266,7 +375,7 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=kc.mat33), F: kc.arra
     la = E * k_la
     J = f00 * f11 - f01 * f10
     Jc = kc.max(J, 1.0e-4)   # mpm_constitutive.MIN_STRETCH
-    logJ = kc.log(Jc)
+    logJ = log_J[p]   # log(Jc), from stress_log_j_2d_kernel (a log in this loop keeps GCC from vectorising it)
     a0 = f00 * act_axis[0] + f01 * act_axis[1]
     a1 = f10 * act_axis[0] + f11 * act_axis[1]
     s00 = f00 * f00 + f01 * f01 - 1.0
@@ -278,19 +387,31 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=kc.mat33), F: kc.arra
     mp = mass[p]
     ks = -dt * 4.0 * inv_dx * inv_dx
     s = ks * volume[p]
-    b = adj_affine[p]
-    aF = adj_F_out[p]
+    b00 = adj_affine[p, 0]
+    b01 = adj_affine[p, 1]
+    b10 = adj_affine[p, 3]
+    b11 = adj_affine[p, 4]
+    aF00 = adj_F_out[p, 0]
+    aF01 = adj_F_out[p, 1]
+    aF10 = adj_F_out[p, 3]
+    aF11 = adj_F_out[p, 4]
     aJp = adj_Jp_out[p]
-    zero = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    adj_affine[p] = zero
-    adj_F_out[p] = zero
+    # consumed, as by a store's adjoint (nothing else in the step writes the other entries' adjoints)
+    adj_affine[p, 0] = 0.0
+    adj_affine[p, 1] = 0.0
+    adj_affine[p, 3] = 0.0
+    adj_affine[p, 4] = 0.0
+    adj_F_out[p, 0] = 0.0
+    adj_F_out[p, 1] = 0.0
+    adj_F_out[p, 3] = 0.0
+    adj_F_out[p, 4] = 0.0
     adj_Jp_out[p] = 0.0
     # affine = s tau + m C (the 2 x 2 block; tau symmetric: t01 feeds both off-diagonal entries)
-    a_t00 = s * b[0, 0]
-    a_t01 = s * (b[0, 1] + b[1, 0])
-    a_t11 = s * b[1, 1]
-    a_vol = ks * (b[0, 0] * t00 + (b[0, 1] + b[1, 0]) * t01 + b[1, 1] * t11)
-    a_m = b[0, 0] * Cp[0, 0] + b[0, 1] * Cp[0, 1] + b[1, 0] * Cp[1, 0] + b[1, 1] * Cp[1, 1]
+    a_t00 = s * b00
+    a_t01 = s * (b01 + b10)
+    a_t11 = s * b11
+    a_vol = ks * (b00 * t00 + (b01 + b10) * t01 + b11 * t11)
+    a_m = b00 * C00 + b01 * C01 + b10 * C10 + b11 * C11
     # stress: mu, lambda log J and the actuation term
     a_mu = s00 * a_t00 + s01 * a_t01 + s11 * a_t11
     a_lj = a_t00 + a_t11
@@ -299,24 +420,28 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=kc.mat33), F: kc.arra
     a_a0 = act * (2.0 * a0 * a_t00 + a1 * a_t01)
     a_a1 = act * (a0 * a_t01 + 2.0 * a1 * a_t11)
     a_act = a0 * a0 * a_t00 + a0 * a1 * a_t01 + a1 * a1 * a_t11
-    a_f00 = aF[0, 0] + mu * (2.0 * f00 * a_t00 + f10 * a_t01) + a_J * f11 + act_axis[0] * a_a0
-    a_f01 = aF[0, 1] + mu * (2.0 * f01 * a_t00 + f11 * a_t01) - a_J * f10 + act_axis[1] * a_a0
-    a_f10 = aF[1, 0] + mu * (f00 * a_t01 + 2.0 * f10 * a_t11) - a_J * f01 + act_axis[0] * a_a1
-    a_f11 = aF[1, 1] + mu * (f01 * a_t01 + 2.0 * f11 * a_t11) + a_J * f00 + act_axis[1] * a_a1
+    a_f00 = aF00 + mu * (2.0 * f00 * a_t00 + f10 * a_t01) + a_J * f11 + act_axis[0] * a_a0
+    a_f01 = aF01 + mu * (2.0 * f01 * a_t00 + f11 * a_t01) - a_J * f10 + act_axis[1] * a_a0
+    a_f10 = aF10 + mu * (f00 * a_t01 + 2.0 * f10 * a_t11) - a_J * f01 + act_axis[0] * a_a1
+    a_f11 = aF11 + mu * (f01 * a_t01 + 2.0 * f11 * a_t11) + a_J * f00 + act_axis[1] * a_a1
     # f = (I + dt C) F_old on the 2 x 2 blocks
-    adj_C[p] = adj_C[p] + kc.mat33(mp * b[0, 0] + dt * (a_f00 * Fo[0, 0] + a_f01 * Fo[0, 1]),
-                                   mp * b[0, 1] + dt * (a_f00 * Fo[1, 0] + a_f01 * Fo[1, 1]), 0.0,
-                                   mp * b[1, 0] + dt * (a_f10 * Fo[0, 0] + a_f11 * Fo[0, 1]),
-                                   mp * b[1, 1] + dt * (a_f10 * Fo[1, 0] + a_f11 * Fo[1, 1]), 0.0, 0.0, 0.0, 0.0)
-    adj_F[p] = adj_F[p] + kc.mat33(A00 * a_f00 + A10 * a_f10, A00 * a_f01 + A10 * a_f11, 0.0,
-                                   A01 * a_f00 + A11 * a_f10, A01 * a_f01 + A11 * a_f11, 0.0, 0.0, 0.0, 0.0)
+    adj_C[p, 0] = adj_C[p, 0] + mp * b00 + dt * (a_f00 * F00 + a_f01 * F01)
+    adj_C[p, 1] = adj_C[p, 1] + mp * b01 + dt * (a_f00 * F10 + a_f01 * F11)
+    adj_C[p, 3] = adj_C[p, 3] + mp * b10 + dt * (a_f10 * F00 + a_f11 * F01)
+    adj_C[p, 4] = adj_C[p, 4] + mp * b11 + dt * (a_f10 * F10 + a_f11 * F11)
+    adj_F[p, 0] = adj_F[p, 0] + A00 * a_f00 + A10 * a_f10
+    adj_F[p, 1] = adj_F[p, 1] + A00 * a_f01 + A10 * a_f11
+    adj_F[p, 3] = adj_F[p, 3] + A01 * a_f00 + A11 * a_f10
+    adj_F[p, 4] = adj_F[p, 4] + A01 * a_f01 + A11 * a_f11
     adj_Jp[p] = adj_Jp[p] + aJp
     adj_mass[p] = adj_mass[p] + a_m
     adj_volume[p] = adj_volume[p] + a_vol
     adj_actuation[p] = adj_actuation[p] + a_act
     # Lame parameters from E and nu
-    kc.atomic_add(adj_E, mi, a_mu * k_mu + a_la * k_la)
-    kc.atomic_add(adj_nu, mi, -a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om))
+    # Lame parameters from E and nu: this particle's share, summed per material by
+    # material_gradients_kernel (atomics in this loop would keep GCC from vectorising it)
+    adj_E_p[p] = a_mu * k_mu + a_la * k_la
+    adj_nu_p[p] = -a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -339,6 +464,27 @@ class _Buffers:
 _buffers = _Buffers()
 
 
+class _FloatRows:
+    """Float32 views of vector / matrix CPU arrays, sharing their storage, made once per array
+    (weakly keyed: a view lives as long as its array): (n,) mat33 -> (n, 9) row-major entries,
+    (nx, ny) vec2 -> (nx, ny, 2)."""
+
+    def __init__(self):
+        self._views = weakref.WeakKeyDictionary()
+
+    def __call__(self, a):
+        view = self._views.get(a)
+        if view is None:
+            rows = a.numpy().reshape(tuple(a.shape) + (-1,))
+            view = kc.array(rows, dtype=kc.float32, device=a.device, copy=False)
+            assert view.numpy().ctypes.data == rows.ctypes.data, "float_rows must share the mat33 storage"
+            self._views[a] = view
+        return view
+
+
+float_rows = _FloatRows()
+
+
 def _adj_in(a):
     """``a.grad`` to read from (zeros when ``a`` has no gradient)."""
     return a.grad if a.grad is not None else _buffers.get("zeros", a)
@@ -347,6 +493,28 @@ def _adj_in(a):
 def _adj_out(a):
     """``a.grad`` to add into (a sink when ``a`` has no gradient)."""
     return a.grad if a.grad is not None else _buffers.get("sink", a)
+
+
+def stress_neo_hookean_2d(model, state_in, actuation, act_axis, grid, dt, state_out):
+    """mpm_transfer.particle_to_grid's split P2G for a neo-Hookean 2-D step with gradients, its
+    stress kernel as SIMD lanes (stress_log_j_2d_kernel, then stress_neo_hookean_2d_kernel),
+    then the same scatter."""
+    from .mpm_transfer import p2g_scatter_2d_kernel
+
+    n, device = model.particle_count, model.device
+    affine = grid.particle_affine(n)
+    C_rows, F_rows = float_rows(state_in.particle_C), float_rows(state_in.particle_F)
+    log_J = _buffers.get("log_J", model.particle_mass)
+    kc.launch(stress_log_j_2d_kernel, dim=n, inputs=[C_rows, F_rows, float(dt), log_J], device=device)
+    kc.launch(stress_neo_hookean_2d_kernel, dim=n,
+              inputs=[C_rows, F_rows, state_in.particle_Jp, model.particle_mass, model.particle_volume,
+                      model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
+                      actuation, act_axis, grid.dx, float(dt), log_J],
+              outputs=[float_rows(state_out.particle_F), state_out.particle_Jp, float_rows(affine)], device=device)
+    kc.launch(p2g_scatter_2d_kernel, dim=n,
+              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
+                      *grid.shape],
+              outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=device)
 
 
 def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box):
@@ -372,7 +540,11 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     rt.tape_stack.clear()   # the forward's launches are not recorded one by one (see backward below)
     try:
         zero_grid(grid, device, box)
-        particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out, solver.model_code)
+        if neo_hookean:
+            stress_neo_hookean_2d(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out)
+        else:
+            particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out,
+                             solver.model_code)
         update_grid(model, grid, solver.min_node_mass, solver.gravity, solver.boundary, solver.friction, dt,
                     colliders, None, box)
         grid_to_particle(model, state_in, grid, dt, state_out)
@@ -395,19 +567,30 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
                           grid.m.grad], device=device, record_tape=False)
         affine = grid.affine
         kc.launch(scatter_2d_adjoint_kernel, dim=n,
-                  inputs=[s_in.particle_q, s_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx, nx, ny,
-                          grid.mv.grad, grid.m.grad, _adj_out(s_in.particle_q), _adj_out(s_in.particle_qd),
-                          _adj_out(model.particle_mass), affine.grad], device=device, record_tape=False)
+                  inputs=[s_in.particle_q, s_in.particle_qd, model.particle_mass, float_rows(affine), grid.lower,
+                          grid.dx, nx, ny, grid.mv.grad, grid.m.grad, _adj_out(s_in.particle_q),
+                          _adj_out(s_in.particle_qd), _adj_out(model.particle_mass), float_rows(affine.grad)],
+                  device=device, record_tape=False)
         if neo_hookean:
+            C_rows, F_rows = float_rows(s_in.particle_C), float_rows(s_in.particle_F)
+            log_J = _buffers.get("log_J", model.particle_mass)
+            kc.launch(stress_log_j_2d_kernel, dim=n, inputs=[C_rows, F_rows, float(dt), log_J], device=device,
+                      record_tape=False)
+            E, nu = model.material_youngs_modulus, model.material_poisson_ratio
+            adj_E_p, adj_nu_p = _buffers.get("adj_E_p", model.particle_mass), _buffers.get("adj_nu_p", model.particle_mass)
             kc.launch(stress_neo_hookean_2d_adjoint_kernel, dim=n,
-                      inputs=[s_in.particle_C, s_in.particle_F, model.particle_mass, model.particle_volume,
-                              model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
-                              actuation, solver.actuation_axis, grid.dx, float(dt), affine.grad,
-                              _adj_in(s_out.particle_F), _adj_in(s_out.particle_Jp), _adj_out(s_in.particle_C),
-                              _adj_out(s_in.particle_F), _adj_out(s_in.particle_Jp), _adj_out(model.particle_mass),
-                              _adj_out(model.particle_volume), _adj_out(actuation),
-                              _adj_out(model.material_youngs_modulus), _adj_out(model.material_poisson_ratio)],
+                      inputs=[C_rows, F_rows, model.particle_mass, model.particle_volume,
+                              model.particle_material, E, nu, actuation, solver.actuation_axis, grid.dx, float(dt),
+                              log_J, float_rows(affine.grad), float_rows(_adj_in(s_out.particle_F)),
+                              _adj_in(s_out.particle_Jp), float_rows(_adj_out(s_in.particle_C)),
+                              float_rows(_adj_out(s_in.particle_F)), _adj_out(s_in.particle_Jp),
+                              _adj_out(model.particle_mass), _adj_out(model.particle_volume), _adj_out(actuation),
+                              adj_E_p, adj_nu_p],
                       device=device, record_tape=False)
+            if E.grad is not None or nu.grad is not None:
+                kc.launch(material_gradients_kernel, dim=n,
+                          inputs=[model.particle_material, adj_E_p, adj_nu_p, _adj_out(E), _adj_out(nu)],
+                          device=device, record_tape=False)
             return
         kc.launch(p2g_stress_kernel(solver.model_code, 2), dim=n,
                   inputs=[s_in.particle_C, s_in.particle_F, s_in.particle_Jp, model.particle_mass,
