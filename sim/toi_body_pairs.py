@@ -67,6 +67,7 @@ from kernelcore.device import get_runtime
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from .collide_hull_pairs import hull_pair_normal, shape_convex_flags
 from .toi_mesh_body import mesh_body_reach
 from .toi_mesh_pairs import mesh_pair_time_of_impact
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
@@ -277,7 +278,7 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                                 shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                                 shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-                                xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                                shape_convex: kc.array(dtype=int), xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
                                 xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
     """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths: the
     earliest over their shape pairs (pairs with a mesh: sim/toi_mesh_pairs.py; ``shape_info``:
@@ -304,6 +305,13 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                                                         shape_mesh[sa], shape_info[sa], xa, qa, va, wa,
                                                         shape_type[sb], shape_scale[sb], off_b, shape_rot[sb],
                                                         shape_mesh[sb], shape_info[sb], xb, qb, vb, wb, dt)
+                if s <= 1.0 and shape_convex[sa] + shape_convex[sb] == 2:
+                    # two hulls: the normal of the pair's axis of least overlap, not of the closest feature
+                    # (on coplanar faces a corner's closest face may be a side face; sim/collide_hull_pairs.py)
+                    x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, shape_rot[sa])
+                    x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, shape_rot[sb])
+                    nn = hull_pair_normal(shape_mesh[sa], int(shape_info[sa][0]), int(shape_info[sa][1]), pa, ra,
+                                          shape_mesh[sb], int(shape_info[sb][0]), int(shape_info[sb][1]), pb, rb)
             else:
                 s, d, nn, pp = pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa], xa, qa, va,
                                                    wa, shape_type[sb], shape_scale[sb], off_b, shape_rot[sb], xb, qb,
@@ -339,7 +347,7 @@ def body_pair_toi_kernel(
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-        grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
+        shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
         body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     q_out = body_q0[i]
@@ -381,7 +389,8 @@ def body_pair_toi_kernel(
                     if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
                         s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                             lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
-                            shape_rot, shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                            shape_rot, shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb,
+                            wb, dt)
                     if s < best:
                         # impacts only: slower contacts (resting, sliding) are the penalty contacts
                         if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
@@ -397,7 +406,7 @@ def body_pair_toi_kernel(
                                            gravity, dt)
             s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                 lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
-                shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb, wb, dt)
             tau = s * dt
             no_offset = kc.vec3(0.0, 0.0, 0.0)
             xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
@@ -480,6 +489,8 @@ class BodyPairToiShapes:
                                    default=0.0))
         self.centers = kc.zeros(max(self.body_count, 1), dtype=kc.vec3, device=dev)
         self.speed_bound = kc.zeros(1, dtype=float, device=dev)
+        #: int (S,): 1 for convex mesh shapes on bodies (two of them touch along their pair's axis)
+        self.shape_convex = kc.array(shape_convex_flags(model), dtype=kc.int32, device=dev)
         if grid_dim is None:
             grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * self.body_count ** (1 / 3)))))))
         self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
@@ -569,7 +580,8 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                       body_shape.swept.shapes, body_shape.sphere_body, model.gravity, float(dt),
                       model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                       model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.grid.id,
+                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
+                      body_shape.grid.id,
                       body_shape.grid_bodies, body_shape.max_reach, body_shape.speed_bound],
               outputs=[q_start, qd_start], device=model.device)
     body_shape.record_rebuild(model, state_in.body_q)
