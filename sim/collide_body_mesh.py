@@ -325,9 +325,10 @@ def generate_mesh_body_pair_contacts_kernel(
                             nd = mesh_surface_distance(shape_mesh[sb], local, margin + 0.5 * kc.min(bound_a, bound_b))
                             nb = rot_b * kc.vec3(nd[0], nd[1], nd[2])
                             nd = kc.vec4(nb[0], nb[1], nb[2], nd[3])
-                            if shape_convex[sa] + shape_convex[sb] == 2 and nd[3] < margin:
-                                # two hulls: the pair's axis of least overlap, not the closest feature's
-                                # normal (coplanar faces; sim/collide_hull_pairs.py)
+                            if shape_convex[sa] + shape_convex[sb] == 2 and nd[3] <= 0.0:
+                                # a vertex inside the other hull: the pair's axis of least overlap, not the
+                                # closest feature's normal (coplanar faces; sim/collide_hull_pairs.py).  Outside,
+                                # the face axis's gap is only a lower bound of the distance: not a contact.
                                 nd = hull_vertex_contact(xa, mesh_a, shape_vertex_count[sa], shape_face_count[sa],
                                                          pos_a, rot_a, shape_mesh[sb], shape_vertex_count[sb],
                                                          shape_face_count[sb], pos_b, rot_b)

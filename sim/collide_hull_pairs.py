@@ -28,6 +28,11 @@ import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 
+#: an overlapping contact point of two swept bodies keeps its penalty force below this many times the
+#: resting speed (:func:`overlap_impact_gap`)
+OVERLAP_SPEED_FACTOR = kc.constant(10.0)
+
+
 @kc.func
 def hull_extent(mesh: kc.uint64, vertex_count: int, pos: kc.vec3, rot: kc.mat33, u: kc.vec3) -> kc.vec2:
     """(min, max) [m] of the world vertices ``pos + rot p`` of ``mesh`` projected on unit ``u`` (world)."""
@@ -103,6 +108,29 @@ def hull_pair_normal(mesh_a: kc.uint64, nva: int, nfa: int, pos_a: kc.vec3, rot_
 
 
 @kc.func
+def hull_pair_separation(mesh_a: kc.uint64, nva: int, nfa: int, pos_a: kc.vec3, rot_a: kc.mat33,
+                         mesh_b: kc.uint64, nvb: int, nfb: int, pos_b: kc.vec3, rot_b: kc.mat33) -> kc.vec4:
+    """(nx, ny, nz, separation): :func:`hull_pair_normal` and the hulls' separation [m] along it (< 0:
+    overlap).  It equals the hulls' distance when they touch face to face; touching vertex or edge first
+    (no face normal separates them as far as they are apart) it is smaller."""
+    n = hull_pair_normal(mesh_a, nva, nfa, pos_a, rot_a, mesh_b, nvb, nfb, pos_b, rot_b)
+    ea = hull_extent(mesh_a, nva, pos_a, rot_a, n)
+    eb = hull_extent(mesh_b, nvb, pos_b, rot_b, n)
+    return kc.vec4(n[0], n[1], n[2], ea[0] - eb[1])
+
+
+@kc.func
+def hull_separation_along(mesh_a: kc.uint64, nva: int, pos_a: kc.vec3, rot_a: kc.mat33, mesh_b: kc.uint64, nvb: int,
+                          pos_b: kc.vec3, rot_b: kc.mat33, n: kc.vec3) -> float:
+    """Separation [m] of hulls A and B along unit ``n`` (world, from B to A): A's lowest vertex less B's
+    highest (< 0: their shadows on ``n`` overlap).  It is at most their distance, equal for a separating
+    axis of the touching features."""
+    ea = hull_extent(mesh_a, nva, pos_a, rot_a, n)
+    eb = hull_extent(mesh_b, nvb, pos_b, rot_b, n)
+    return ea[0] - eb[1]
+
+
+@kc.func
 def hull_vertex_contact(x: kc.vec3, mesh_a: kc.uint64, nva: int, nfa: int, pos_a: kc.vec3, rot_a: kc.mat33,
                         mesh_b: kc.uint64, nvb: int, nfb: int, pos_b: kc.vec3, rot_b: kc.mat33) -> kc.vec4:
     """(nx, ny, nz, gap): the contact normal (world, unit, from B to A) of convex meshes A and B, and the
@@ -138,11 +166,16 @@ def overlap_impact_gap(gap: float, n: kc.vec3, v_rel: kc.vec3, impact_pair: int,
     does not take: it takes an impact at the pair's manifold point when that point approaches at the
     resting speed or more, while here each contact point is judged alone.  A hull rocking on another
     has corners that move faster than the resting speed while the manifold point does not; dropping
-    those corners' contacts left a one-sided torque that spun the upper hull off (toi=True)."""
+    those corners' contacts left a one-sided torque that spun the upper hull off (toi=True).  An overlap
+    faster than OVERLAP_SPEED_FACTOR times the resting speed is still left out: that is a corner the
+    sweep missed within its step (sim/README.md's known hole), not a sag, and a penalty force there
+    would add a contact onset to the impact's exact gradient."""
     out = gap
-    if gap >= 0.0:
-        if impact_pair == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
-            out = 1.0e30
+    limit = impact_speed
+    if gap < 0.0:
+        limit = OVERLAP_SPEED_FACTOR * impact_speed
+    if impact_pair == 2 and kc.abs(kc.dot(n, v_rel)) >= limit:
+        out = 1.0e30
     return out
 
 
