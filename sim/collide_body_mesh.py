@@ -58,7 +58,8 @@ import geometry  # noqa: F401  (adds the mesh_* and hash_grid_* builtins)
 from kernelcore.device import get_runtime
 
 from .collide_bodies import shape_point, static_distance
-from .collide_body_pairs import impact_gap, shape_bounding_radius
+from .collide_body_pairs import shape_bounding_radius
+from .collide_hull_pairs import hull_has_vertex_near, hull_vertex_contact, overlap_impact_gap, shape_convex_flags
 from .collide_mesh_edge_pairs import make_mesh_edge_pair_contacts
 from .collide_mesh_edges import MeshEdgeContacts
 from .collide_mesh import FAR, mesh_surface_distance
@@ -73,6 +74,8 @@ BOX = kc.constant(1)
 MESH = kc.constant(3)
 CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
+#: two hulls' vertices closer than this fraction of the mesh's bounding radius are one contact point
+COINCIDENT = kc.constant(0.01)
 
 #: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3), a box's corners
 COLLIDER_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3, SHAPE_BOX: 8}
@@ -263,7 +266,8 @@ def generate_mesh_body_pair_contacts_kernel(
         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
         shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
-        shape_vertex_count: kc.array(dtype=int),
+        shape_vertex_count: kc.array(dtype=int), shape_face_count: kc.array(dtype=int),
+        shape_convex: kc.array(dtype=int),
         cohesion_reach: float, dt: float, offset: int, slots_per_thread: int,
         shape_impact: kc.array(dtype=int), impact_speed: float,
         active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
@@ -321,6 +325,16 @@ def generate_mesh_body_pair_contacts_kernel(
                             nd = mesh_surface_distance(shape_mesh[sb], local, margin + 0.5 * kc.min(bound_a, bound_b))
                             nb = rot_b * kc.vec3(nd[0], nd[1], nd[2])
                             nd = kc.vec4(nb[0], nb[1], nb[2], nd[3])
+                            if shape_convex[sa] + shape_convex[sb] == 2 and nd[3] <= 0.0:
+                                # a vertex inside the other hull: the pair's axis of least overlap, not the
+                                # closest feature's normal (coplanar faces; sim/collide_hull_pairs.py).  Outside,
+                                # the face axis's gap is only a lower bound of the distance: not a contact.
+                                nd = hull_vertex_contact(xa, mesh_a, shape_vertex_count[sa], shape_face_count[sa],
+                                                         pos_a, rot_a, shape_mesh[sb], shape_vertex_count[sb],
+                                                         shape_face_count[sb], pos_b, rot_b)
+                                if sa > sb and hull_has_vertex_near(xa, shape_mesh[sb], shape_vertex_count[sb], pos_b,
+                                                                    rot_b, COINCIDENT * bound_a) != 0:
+                                    nd = kc.vec4(0.0, 1.0, 0.0, FAR)  # b's vertex here is the contact
                         else:
                             nd = static_distance(xa, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
                         n = kc.vec3(nd[0], nd[1], nd[2])
@@ -330,7 +344,7 @@ def generate_mesh_body_pair_contacts_kernel(
                 arm_b = xa - com_b
                 v_rel = (kc.spatial_top(qda) + kc.cross(kc.spatial_bottom(qda), arm_a)
                          - kc.spatial_top(qdb) - kc.cross(kc.spatial_bottom(qdb), arm_b))
-                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
+                gap = overlap_impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, xa, n, gap, sa, sb, active, point, normal,
                                               depth, shape_a, shape_b, count, overflow,
@@ -354,7 +368,7 @@ def generate_mesh_body_pair_contacts_kernel(
                 arm_b = contact - com_b
                 v_rel = (kc.spatial_top(qdb) + kc.cross(kc.spatial_bottom(qdb), arm_b)
                          - kc.spatial_top(qda) - kc.cross(kc.spatial_bottom(qda), arm_a))
-                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
+                gap = overlap_impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                     used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sb, sa, active, point,
                                               normal, depth, shape_a, shape_b, count, overflow,
@@ -467,6 +481,12 @@ class BodyMeshContacts:
                 bound[s] = shape_bounding_radius(shape_type[s], scale[s])
         dev = model.device
         self.shape_vertex_count = kc.array(counts, dtype=kc.int32, device=dev)
+        # triangles of each mesh shape, and 1 for convex ones (two hulls touch along their pair's axis)
+        faces = np.zeros(max(k, 1), np.int32)
+        for s, (_, tris) in model.shape_mesh_points.items():
+            faces[s] = len(np.asarray(tris).reshape(-1, 3))
+        self.shape_face_count = kc.array(faces, dtype=kc.int32, device=dev)
+        self.shape_convex = kc.array(shape_convex_flags(model), dtype=kc.int32, device=dev)
         self.shape_bound = kc.array(bound, dtype=float, device=dev)
         impact = np.zeros(max(k, 1), np.int32)
         impact[[int(s) for s in impact_shapes]] = 1
@@ -585,8 +605,9 @@ class BodyMeshContacts:
                   inputs=[self.grid.id, *self.pair_items, self.shape_ids, self.slot_bound, self.max_bound,
                           self.centers, state.body_q, state.body_qd, model.body_com, model.shape_type,
                           model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                          model.shape_material, model.shape_mesh, self.shape_vertex_count,
-                          model.material_max_cohesion_distance, float(dt), int(offset), self.pair_slots,
+                          model.shape_material, model.shape_mesh, self.shape_vertex_count, self.shape_face_count,
+                          self.shape_convex, model.material_max_cohesion_distance, float(dt), int(offset),
+                          self.pair_slots,
                           self.shape_impact, self.impact_speed(model, dt)],
                   outputs=_contact_outputs(contacts), device=model.device)
         if self.edge_pairs is not None:  # before the rebuild below: its adjoint needs the same grid

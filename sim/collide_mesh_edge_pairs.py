@@ -38,7 +38,8 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 
-from .collide_body_pairs import impact_gap, pair_relative_velocity
+from .collide_body_pairs import pair_relative_velocity
+from .collide_hull_pairs import overlap_impact_gap
 from .collide_mesh_edges import END_FRACTION, segment_box_contacts, segment_near_box, sharp_edges_with_normals
 from .contacts import OVERFLOW_MESH_EDGE, write_contact_slot
 from .shape_frames import shape_world_frame
@@ -47,6 +48,11 @@ BOX = kc.constant(1)
 MESH = kc.constant(3)
 #: how far [cos] an edge-edge normal may lie outside the triangles' normals at an edge (sin 20 degrees)
 EDGE_SLACK = kc.constant(0.34)
+#: edges closer to parallel than this [sin of the angle] make no edge-edge contact: the common normal of
+#: two nearly parallel edges turns with the last bit of their angle (two hull cubes stacked a little
+#: turned: a bottom edge and the lower cube's far top edge, 0.18 m apart sideways, counted as crossed
+#: 0.18 m deep and threw the upper cube off); their ends' vertex contacts hold them instead
+PARALLEL_SIN = kc.constant(0.05)
 
 
 @kc.func
@@ -62,7 +68,7 @@ def edge_edge_contact(a0: kc.vec3, da: kc.vec3, fa1: kc.vec3, fa2: kc.vec3, b0: 
     lc = kc.length(c)
     aa = kc.dot(da, da)
     ee = kc.dot(db, db)
-    if lc * lc > 1.0e-10 * aa * ee:  # not parallel
+    if lc * lc > PARALLEL_SIN * PARALLEL_SIN * aa * ee:  # not (nearly) parallel
         n = c / lc
         if kc.dot(n, fb1 + fb2) < 0.0:
             n = -n  # out of mesh B
@@ -153,7 +159,7 @@ def generate_mesh_edge_pair_contacts_kernel(
                         if te >= 0.0 and gap < margin:
                             x = a0 + da * te  # on the mesh's edge
                             v_rel = pair_relative_velocity(x, tfa, qda, body_com[ba], tfb, qdb, body_com[bb])
-                            gap = impact_gap(gap, n_out, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
+                            gap = overlap_impact_gap(gap, n_out, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                             if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                                 used = write_contact_slot(used, base, slots_per_thread, x, n_out, gap, sa, sb, active,
                                                           point, normal, depth, shape_a, shape_b, count, overflow,
@@ -179,7 +185,7 @@ def generate_mesh_edge_pair_contacts_kernel(
                                         found = 0
                             if found != 0 and gap < margin:
                                 v_rel = pair_relative_velocity(x, tfa, qda, body_com[ba], tfb, qdb, body_com[bb])
-                                gap = impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
+                                gap = overlap_impact_gap(gap, n, v_rel, shape_impact[sa] + shape_impact[sb], impact_speed)
                                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
                                     used = write_contact_slot(used, base, slots_per_thread, x, n, gap, sa, sb,
                                                               active, point, normal, depth, shape_a, shape_b, count,

@@ -67,8 +67,9 @@ from kernelcore.device import get_runtime
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
+from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
 from .toi_mesh_body import mesh_body_reach
-from .toi_mesh_pairs import mesh_pair_time_of_impact
+from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
                          feature_distance, pose_at, shape_reach)
 
@@ -83,6 +84,9 @@ EDGE_TIE = kc.constant(1.0e-5)
 #: the impact is taken this far [m] before touching, where the normals are those of the gap (two
 #: equal boxes meeting face to face touch corner to corner, and a corner on a corner has no normal)
 TOI_GAP = kc.constant(1.0e-5)
+#: two hulls take a face axis for their impact normal when it separates them by this much [m] more than
+#: the closest feature's normal does
+HULL_FACE_TOL = kc.constant(1.0e-3)
 
 
 @kc.func
@@ -190,24 +194,61 @@ def pair_manifold_point(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.ve
 
 
 @kc.func
-def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat33,
-                        xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
-                        kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33,
-                        xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
+def swept_pair_closest(is_mesh: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
+                       mesh_a: kc.uint64, info_a: kc.vec3, kb: int, pos_b: kc.vec3, rot_b: kc.mat33,
+                       scale_b: kc.vec3, mesh_b: kc.uint64, info_b: kc.vec3, lookahead: float):
+    """Closest feature of shapes A and B (world poses): (distance [m], unit normal from B to A, point on A);
+    ``is_mesh`` 1 when either is a mesh (sim/toi_mesh_pairs.py ``mesh_pair_closest``, its signed distances
+    searched ``lookahead`` [m] around), else :func:`pair_closest`."""
+    d = float(0.0)
+    n = kc.vec3(0.0, 1.0, 0.0)
+    p = pos_a
+    if is_mesh != 0:
+        d, n, p = mesh_pair_closest(ka, pos_a, rot_a, scale_a, mesh_a, info_a, kb, pos_b, rot_b, scale_b, mesh_b,
+                                    info_b, lookahead)
+    else:
+        d, n, p = pair_closest(ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b)
+    return d, n, p
+
+
+@kc.func
+def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat33, mesh_a: kc.uint64,
+                        info_a: kc.vec3, xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                        kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33, mesh_b: kc.uint64,
+                        info_b: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
     """First time of impact of shapes A and B on their paths, as a fraction s of the step
     (NO_HIT when none): (s, depth at s [m] (< 0: overlap), normal from B to A, point on A).
 
-    ``off``: the shape's position relative to its centre of mass, body frame; ``rl`` its
-    rotation in the body frame; (x, q, v, w) the body's path (see :func:`body_path`)."""
-    bound = (kc.length(va - vb) + kc.length(wa) * shape_reach(ka, scale_a, off_a)
-             + kc.length(wb) * shape_reach(kb, scale_b, off_b)) * dt
+    ``is_mesh``: 1 when either shape is a mesh (``mesh``, ``info``: sim/toi_mesh_body.py
+    ``mesh_shape_info``; the features of sim/toi_mesh_pairs.py, queried only once the shapes'
+    bounding balls are near: their distance is a lower bound and cheap), else 0 (the primitives'
+    features, :func:`pair_closest`).  ``off``: the shape's position relative to its centre of mass,
+    body frame; ``rl`` its rotation in the body frame; (x, q, v, w) the body's path (see
+    :func:`body_path`).  Conservative advancement on both paths, then two Newton steps on the active
+    feature."""
+    rad_a = shape_radius(ka, scale_a, info_a)
+    rad_b = shape_radius(kb, scale_b, info_b)
+    bound = (kc.length(va - vb) + kc.length(wa) * (kc.length(off_a) + rad_a)
+             + kc.length(wb) * (kc.length(off_b) + rad_b)) * dt
+    look = bound + LOOKAHEAD
+    # (meshes) while the bounding balls are farther apart than this, their distance is the step's lower bound
+    ball_gap = 0.1 * kc.min(rad_a, rad_b)
     s = float(0.0)
     done = int(0)  # converged: the remaining iterations evaluate nothing
     for _k in range(CA_ITERATIONS):
         if s <= 1.0 and done == 0:
             x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
             x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-            d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+            d = float(0.0)
+            near = int(1)
+            if is_mesh != 0:
+                d = kc.length(pa - pb) - rad_a - rad_b
+                if d >= ball_gap:
+                    near = 0
+            if near != 0:
+                dm, nm, pm = swept_pair_closest(is_mesh, ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b,
+                                                mesh_b, info_b, look)
+                d = dm
             if d > CONTACT_TOL:
                 if bound > 0.0:
                     s = s + (d - TOI_GAP) / bound  # never closer than TOI_GAP: outside normals
@@ -222,13 +263,15 @@ def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat3
     if s <= 1.0:
         x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
         x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-        d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+        d, n, p = swept_pair_closest(is_mesh, ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b,
+                                     info_b, look)
         if d <= CONTACT_TOL:
             # Newton on the active feature: lands on the gap TOI_GAP, smooth in the inputs
             for _newton in range(2):
                 x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
                 x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-                d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+                d, n, p = swept_pair_closest(is_mesh, ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b,
+                                             mesh_b, info_b, look)
                 h = s * dt * 0.5
                 wa_c = wa / (1.0 + kc.dot(wa, wa) * h * h)
                 wb_c = wb / (1.0 + kc.dot(wb, wb) * h * h)
@@ -237,11 +280,16 @@ def pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat3
                     s = kc.min(kc.max(s - (d - TOI_GAP) / rate, 0.0), 1.0)
             x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
             x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-            d, n, p = pair_closest(ka, pa, ra, scale_a, kb, pb, rb, scale_b)
+            d, n, p = swept_pair_closest(is_mesh, ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b,
+                                         info_b, look)
             hit_s = s
             depth = d
             n_out = n
-            p_out = pair_manifold_point(ka, pa, ra, scale_a, kb, pb, rb, scale_b, d)
+            if is_mesh != 0:
+                p_out = mesh_pair_manifold_point(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b,
+                                                 info_b, d, look)
+            else:
+                p_out = pair_manifold_point(ka, pa, ra, scale_a, kb, pb, rb, scale_b, d)
     return hit_s, depth, n_out, p_out
 
 
@@ -277,7 +325,7 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                                 shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                                 shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-                                xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
+                                shape_convex: kc.array(dtype=int), xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
                                 xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
     """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths: the
     earliest over their shape pairs (pairs with a mesh: sim/toi_mesh_pairs.py; ``shape_info``:
@@ -299,15 +347,26 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
             d = float(0.0)
             nn = kc.vec3(0.0, 1.0, 0.0)
             pp = xa
+            is_mesh = int(0)
             if shape_type[sa] == MESH or shape_type[sb] == MESH:
-                s, d, nn, pp = mesh_pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
-                                                        shape_mesh[sa], shape_info[sa], xa, qa, va, wa,
-                                                        shape_type[sb], shape_scale[sb], off_b, shape_rot[sb],
-                                                        shape_mesh[sb], shape_info[sb], xb, qb, vb, wb, dt)
-            else:
-                s, d, nn, pp = pair_time_of_impact(shape_type[sa], shape_scale[sa], off_a, shape_rot[sa], xa, qa, va,
-                                                   wa, shape_type[sb], shape_scale[sb], off_b, shape_rot[sb], xb, qb,
-                                                   vb, wb, dt)
+                is_mesh = 1
+            s, d, nn, pp = pair_time_of_impact(is_mesh, shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
+                                               shape_mesh[sa], shape_info[sa], xa, qa, va, wa, shape_type[sb],
+                                               shape_scale[sb], off_b, shape_rot[sb], shape_mesh[sb], shape_info[sb],
+                                               xb, qb, vb, wb, dt)
+            if s <= 1.0 and shape_convex[sa] + shape_convex[sb] == 2:
+                # two hulls: the closest feature's normal unless a face axis separates them better (on coplanar
+                # faces a corner's closest face may be a side face, along which the hulls overlap by a whole
+                # width; sim/collide_hull_pairs.py).  Edge or vertex first, the feature's normal separates them.
+                x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, shape_rot[sa])
+                x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, shape_rot[sb])
+                nva = int(shape_info[sa][0])
+                nvb = int(shape_info[sb][0])
+                sep = hull_pair_separation(shape_mesh[sa], nva, int(shape_info[sa][1]), pa, ra, shape_mesh[sb], nvb,
+                                           int(shape_info[sb][1]), pb, rb)
+                if hull_separation_along(shape_mesh[sa], nva, pa, ra, shape_mesh[sb], nvb, pb, rb, nn) < (
+                        sep[3] - HULL_FACE_TOL):
+                    nn = kc.vec3(sep[0], sep[1], sep[2])
             if s < best:
                 best = s
                 depth = d
@@ -339,7 +398,7 @@ def body_pair_toi_kernel(
         shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float,
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-        grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
+        shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
         body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector)):
     i = kc.tid()
     q_out = body_q0[i]
@@ -381,7 +440,8 @@ def body_pair_toi_kernel(
                     if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
                         s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                             lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
-                            shape_rot, shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                            shape_rot, shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb,
+                            wb, dt)
                     if s < best:
                         # impacts only: slower contacts (resting, sliding) are the penalty contacts
                         if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
@@ -397,7 +457,7 @@ def body_pair_toi_kernel(
                                            gravity, dt)
             s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
                 lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
-                shape_scale, shape_mesh, shape_info, xa, qa, va, wa, xb, qb, vb, wb, dt)
+                shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb, wb, dt)
             tau = s * dt
             no_offset = kc.vec3(0.0, 0.0, 0.0)
             xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
@@ -480,6 +540,8 @@ class BodyPairToiShapes:
                                    default=0.0))
         self.centers = kc.zeros(max(self.body_count, 1), dtype=kc.vec3, device=dev)
         self.speed_bound = kc.zeros(1, dtype=float, device=dev)
+        #: int (S,): 1 for convex mesh shapes on bodies (two of them touch along their pair's axis)
+        self.shape_convex = kc.array(shape_convex_flags(model), dtype=kc.int32, device=dev)
         if grid_dim is None:
             grid_dim = int(min(128, max(8, 2 ** math.ceil(math.log2(max(1.0, 1.5 * self.body_count ** (1 / 3)))))))
         self.grid = geometry.HashGrid(grid_dim, grid_dim, grid_dim, device=dev)
@@ -569,7 +631,8 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                       body_shape.swept.shapes, body_shape.sphere_body, model.gravity, float(dt),
                       model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
                       model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.grid.id,
+                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
+                      body_shape.grid.id,
                       body_shape.grid_bodies, body_shape.max_reach, body_shape.speed_bound],
               outputs=[q_start, qd_start], device=model.device)
     body_shape.record_rebuild(model, state_in.body_q)

@@ -15,11 +15,11 @@ sim/toi_mesh_body.py, there with a static B, here with B where its body is at th
   B's BVH: distances do not change under a rigid motion); B carries sim/toi_mesh.py's 0.1 mm
   skin, so the bodies stop that far apart, where the normal of two touching surfaces is defined.
 
-Apart, the smallest feature is the distance of the two shapes (convex or not).  Conservative
-advancement on both paths, then two Newton steps on the active feature as in
-sim/toi_body_pairs.py ``pair_time_of_impact``; while the shapes' bounding balls are far apart
-their distance stands in for the features' (a lower bound, and cheap: nothing is queried until
-the shapes are near).  The contact point is the centroid of the point features (vertices,
+Apart, the smallest feature is the distance of the two shapes (convex or not).  The time of impact
+is sim/toi_body_pairs.py ``pair_time_of_impact`` with ``is_mesh`` set (conservative advancement on
+both paths, then two Newton steps on the active feature; while the shapes' bounding balls are far
+apart their distance stands in for the features': a lower bound, and cheap: nothing is queried
+until the shapes are near).  The contact point is the centroid of the point features (vertices,
 corners, centres) within MANIFOLD_TOL of the closest one, else of the edge features (a hull
 landing flat on another touches on a face, not at one vertex).
 
@@ -37,16 +37,13 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_mesh import mesh_surface_distance
 from .toi_mesh import MESH_SKIN, segment_pair_feature, triangle_edge, triangle_vertex
 from .toi_mesh_body import mesh_edge, mesh_feature_count, mesh_feature_distance
-from .toi_shapes import CA_ITERATIONS, CONTACT_TOL, MANIFOLD_TOL, pose_at, shape_reach
+from .toi_shapes import MANIFOLD_TOL, shape_reach
 
 MESH = kc.constant(3)
 FAR = kc.constant(1.0e30)
-NO_HIT = kc.constant(2.0)
 #: an edge feature must be this much closer [m] than the point features to be the closest (as in
 #: sim/toi_body_pairs.py: a face on a face also touches edge to edge)
 EDGE_TIE = kc.constant(1.0e-5)
-#: the impact is taken this far [m] before touching (sim/toi_body_pairs.py's TOI_GAP)
-TOI_GAP = kc.constant(1.0e-5)
 #: the meshes' signed distances are searched this much [m] beyond the step's relative motion
 LOOKAHEAD = kc.constant(1.0e-3)
 
@@ -104,6 +101,48 @@ def mesh_vertex_against_mesh(x: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33, mesh_b
 
 
 @kc.func
+def closest_vertex_against_mesh(mesh_v: kc.uint64, nv: int, pos_v: kc.vec3, rot_v: kc.mat33, mesh_m: kc.uint64,
+                                pos_m: kc.vec3, rot_m: kc.mat33, lookahead: float, swapped: int, best: float,
+                                best_n: kc.vec3, best_p: kc.vec3):
+    """The closest of (``best``, ``best_n``, ``best_p``) and the vertices of mesh V against mesh M's signed
+    distance (:func:`mesh_vertex_against_mesh`): (distance [m], unit normal, point).  ``swapped`` 0: V is A
+    (normal out of M, the vertex is the point on A); 1: V is B (normal turned round, the point on A is M's
+    surface point)."""
+    out_d = best
+    out_n = best_n
+    out_p = best_p
+    for v in range(nv):
+        x = pos_v + rot_v * kc.mesh_get_point(mesh_v, v)
+        d, n, p = mesh_vertex_against_mesh(x, pos_m, rot_m, mesh_m, lookahead)
+        if d < out_d and kc.length(n) > 0.0:
+            out_d = d
+            if swapped != 0:
+                out_n = -n
+                out_p = p
+            else:
+                out_n = n
+                out_p = x
+    return out_d, out_n, out_p
+
+
+@kc.func
+def sum_vertices_near_mesh(mesh_v: kc.uint64, nv: int, pos_v: kc.vec3, rot_v: kc.mat33, mesh_m: kc.uint64,
+                           pos_m: kc.vec3, rot_m_t: kc.mat33, reach: float, d_min: float, points: kc.vec3,
+                           n_points: float):
+    """``points`` plus the world vertices of mesh V within MANIFOLD_TOL of ``d_min`` of mesh M (signed
+    distance less MESH_SKIN; ``rot_m_t``: M's rotation transposed), and ``n_points`` plus their count."""
+    total = points
+    count = n_points
+    for v in range(nv):
+        x = pos_v + rot_v * kc.mesh_get_point(mesh_v, v)
+        sd = mesh_surface_distance(mesh_m, rot_m_t * (x - pos_m), kc.max(reach, 0.0) + MESH_SKIN)
+        if sd[3] - MESH_SKIN < d_min + MANIFOLD_TOL:
+            total = total + x
+            count = count + 1.0
+    return total, count
+
+
+@kc.func
 def mesh_mesh_closest(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64, info_a: kc.vec3,
                       pos_b: kc.vec3, rot_b: kc.mat33, mesh_b: kc.uint64, info_b: kc.vec3, lookahead: float):
     """Closest feature of mesh A against mesh B (world poses): (distance [m], unit normal from B to A,
@@ -114,21 +153,10 @@ def mesh_mesh_closest(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64, info_a
     best = lookahead
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
-    nv_a = int(info_a[0])
-    for v in range(nv_a):
-        x = pos_a + rot_a * kc.mesh_get_point(mesh_a, v)
-        d, n, p = mesh_vertex_against_mesh(x, pos_b, rot_b, mesh_b, lookahead)
-        if d < best and kc.length(n) > 0.0:
-            best = d
-            best_n = n
-            best_p = x
-    for v in range(int(info_b[0])):
-        x = pos_b + rot_b * kc.mesh_get_point(mesh_b, v)
-        d, n, p = mesh_vertex_against_mesh(x, pos_a, rot_a, mesh_a, lookahead)
-        if d < best and kc.length(n) > 0.0:
-            best = d
-            best_n = -n
-            best_p = p
+    best, best_n, best_p = closest_vertex_against_mesh(mesh_a, int(info_a[0]), pos_a, rot_a, mesh_b, pos_b, rot_b,
+                                                       lookahead, 0, best, best_n, best_p)
+    best, best_n, best_p = closest_vertex_against_mesh(mesh_b, int(info_b[0]), pos_b, rot_b, mesh_a, pos_a, rot_a,
+                                                       lookahead, 1, best, best_n, best_p)
     # edges against edges, in B's frame (an edge feature must beat the vertices by EDGE_TIE): each edge of
     # A against the edges of B's triangles within the best distance so far of it (B's BVH), so that near
     # contact only the few triangles near each edge are visited
@@ -209,18 +237,10 @@ def mesh_mesh_manifold_point(pos_a: kc.vec3, rot_a: kc.mat33, mesh_a: kc.uint64,
     reach = d_min + MANIFOLD_TOL + MESH_SKIN
     rta = kc.transpose(rot_a)
     rtb = kc.transpose(rot_b)
-    for v in range(int(info_a[0])):
-        x = pos_a + rot_a * kc.mesh_get_point(mesh_a, v)
-        sd = mesh_surface_distance(mesh_b, rtb * (x - pos_b), kc.max(reach, 0.0) + MESH_SKIN)
-        if sd[3] - MESH_SKIN < d_min + MANIFOLD_TOL:
-            points = points + x
-            n_points = n_points + 1.0
-    for v in range(int(info_b[0])):
-        x = pos_b + rot_b * kc.mesh_get_point(mesh_b, v)
-        sd = mesh_surface_distance(mesh_a, rta * (x - pos_a), kc.max(reach, 0.0) + MESH_SKIN)
-        if sd[3] - MESH_SKIN < d_min + MANIFOLD_TOL:
-            points = points + x
-            n_points = n_points + 1.0
+    points, n_points = sum_vertices_near_mesh(mesh_a, int(info_a[0]), pos_a, rot_a, mesh_b, pos_b, rtb, reach, d_min,
+                                              points, n_points)
+    points, n_points = sum_vertices_near_mesh(mesh_b, int(info_b[0]), pos_b, rot_b, mesh_a, pos_a, rta, reach, d_min,
+                                              points, n_points)
     out = points / kc.max(n_points, 1.0)
     if n_points == 0.0:
         # edges against edges, in B's frame: each edge of A against B's triangles near it
@@ -297,71 +317,3 @@ def mesh_pair_manifold_point(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
         if n_points > 0.0:
             out = points / n_points
     return out
-
-
-@kc.func
-def mesh_pair_time_of_impact(ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat33, mesh_a: kc.uint64,
-                             info_a: kc.vec3, xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
-                             kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33, mesh_b: kc.uint64,
-                             info_b: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
-    """First time of impact of shapes A and B (at least one a mesh) on their bodies' paths, as a fraction
-    s of the step (NO_HIT when none): (s, distance at s [m], normal from B to A, contact point).
-
-    ``off``: the shape's position relative to its body's centre of mass, body frame; ``rl`` its
-    rotation in the body frame; (x, q, v, w) the body's path (sim/toi_body_pairs.py ``body_path``)."""
-    rad_a = shape_radius(ka, scale_a, info_a)
-    rad_b = shape_radius(kb, scale_b, info_b)
-    bound = (kc.length(va - vb) + kc.length(wa) * (kc.length(off_a) + rad_a)
-             + kc.length(wb) * (kc.length(off_b) + rad_b)) * dt
-    look = bound + LOOKAHEAD
-    # while the bounding balls are farther apart than this, their distance is the step's lower bound
-    ball_gap = 0.1 * kc.min(rad_a, rad_b)
-    s = float(0.0)
-    done = int(0)  # converged: the remaining iterations evaluate nothing
-    for _k in range(CA_ITERATIONS):
-        if s <= 1.0 and done == 0:
-            x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
-            x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-            d = kc.length(pa - pb) - rad_a - rad_b
-            if d < ball_gap:
-                dm, nm, pm = mesh_pair_closest(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b,
-                                               info_b, look)
-                d = dm
-            if d > CONTACT_TOL:
-                if bound > 0.0:
-                    s = s + (d - TOI_GAP) / bound  # never closer than TOI_GAP: outside normals
-                else:
-                    s = 2.0
-            else:
-                done = 1
-    hit_s = float(NO_HIT)
-    depth = float(0.0)
-    n_out = kc.vec3(0.0, 1.0, 0.0)
-    p_out = xa
-    if s <= 1.0:
-        x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
-        x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-        d, n, p = mesh_pair_closest(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b, info_b, look)
-        if d <= CONTACT_TOL:
-            # Newton on the active feature: lands on the gap TOI_GAP, smooth in the inputs
-            for _newton in range(2):
-                x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
-                x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-                d, n, p = mesh_pair_closest(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b, info_b,
-                                            look)
-                h = s * dt * 0.5
-                wa_c = wa / (1.0 + kc.dot(wa, wa) * h * h)
-                wb_c = wb / (1.0 + kc.dot(wb, wb) * h * h)
-                rate = kc.dot(n, va + kc.cross(wa_c, p - x_a) - vb - kc.cross(wb_c, p - x_b)) * dt
-                if rate < 0.0:
-                    s = kc.min(kc.max(s - (d - TOI_GAP) / rate, 0.0), 1.0)
-            x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
-            x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
-            d, n, p = mesh_pair_closest(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b, info_b,
-                                        look)
-            hit_s = s
-            depth = d
-            n_out = n
-            p_out = mesh_pair_manifold_point(ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b, info_b,
-                                             d, look)
-    return hit_s, depth, n_out, p_out
