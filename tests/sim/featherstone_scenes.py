@@ -82,10 +82,10 @@ def pendulum_model(add_bob, e, wall="box"):
     return b.finalize()
 
 
-def run_pendulum(model, toi, steps=15, dt=1e-3, solver=None):
+def run_pendulum(model, toi, steps=15, dt=1e-3):
     """The pendulum's angle [rad] and rate [rad/s] after each of ``steps`` steps (numpy (steps,) each)."""
     s0, s1 = model.state(), model.state()
-    solver = solver or sim.SolverFeatherstone(model, toi=toi)
+    solver = sim.SolverFeatherstone(model, toi=toi)
     angles, rates = [], []
     for _ in range(steps):
         solver.step(model, s0, s1, None, dt)
