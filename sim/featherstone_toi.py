@@ -29,7 +29,8 @@ d(height before) = -e for a ball dropped without gravity).
 
 Box, capsule and mesh shapes on links are swept rigidly with their link's twist by the rigid
 solver's queries (sim/featherstone_toi_shapes.py) and take the same impulse, at the centroid
-of their contact manifold.
+of their contact manifold.  When the model has a static triangle mesh, which ``first_hit`` does
+not see, the spheres take that solid path too (``spheres_solid``), against every static collider.
 
 Several impacts per step (``max_impacts``, 4 by default): after an impact at ``s`` the rest of
 the step is swept again over every swept shape of the articulation, from the links' places at
@@ -51,7 +52,7 @@ pass, exact).
 
 Limits: at most MAX_SIMULTANEOUS contacts per impact and ``max_impacts`` impacts per step;
 static capsules keep penalty contacts with the spheres
-too; the sweep is linear in the step (a link's rotation over one step is linearised; later
+too (unless the model has static meshes: then the spheres' every static pair is swept); the sweep is linear in the step (a link's rotation over one step is linearised; later
 sweeps start from the linearised pose at the impact).
 """
 from __future__ import annotations
@@ -244,11 +245,13 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
                shape_info: kc.array(dtype=kc.vec3), dof_count: int,
-               qd_path: kc.array(dtype=float), move: kc.array(dtype=float)):
+               qd_path: kc.array(dtype=float), move: kc.array(dtype=float), spheres_solid: int):
     """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
     place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
     velocities ``qd_path`` row ``m``): (time of impact as a fraction of the rest, NO_HIT when none;
-    the collider's normal, the contact point [m], the collider's material)."""
+    the collider's normal, the contact point [m], the collider's material).  ``spheres_solid`` 1: spheres
+    take the solid path too (the model has static triangle meshes, which sim/toi.py's first_hit does
+    not see)."""
     sh = toi_shape[i]
     b = shape_body[sh]
     off = m * dof_count
@@ -257,7 +260,7 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
     n_hit = kc.vec3(0.0, 1.0, 0.0)
     x_hit = kc.vec3(0.0, 0.0, 0.0)
     mat = ground_material
-    if shape_type[sh] == SPHERE:
+    if shape_type[sh] == SPHERE and spheres_solid == 0:
         r = shape_scale[sh][0]
         c0 = kc.transform_point(body_q[b], shape_pos[sh])
         c = c0 + link_point_velocity_at(b, c0, origin, joint_table, body_joint, joint_S, move, off) * dt
@@ -270,7 +273,7 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
             x_hit = c + d * u - n_hit * r  # the contact point at the time of impact
             mat = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
                                      shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
-    else:  # a box, a capsule or a mesh: swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
+    else:  # a box, a capsule, a mesh (or a sphere among static meshes): swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
         com_0 = kc.transform_point(body_q[b], body_com[b])
         q_0 = kc.transform_get_rotation(body_q[b])
         offset = shape_pos[sh] - body_com[b]
@@ -304,7 +307,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
                   material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
                   shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3), max_impacts: int,
-                  dof_count: int, toi_count: int, qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
+                  dof_count: int, toi_count: int, spheres_solid: int, qd_path: kc.array(dtype=float),
+                  move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
                   hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
                   tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
                   y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
@@ -331,7 +335,7 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                                                 dt, body_q, body_com, toi_shape, ground, ground_normal, ground_offset,
                                                 ground_material, shape_count, shape_type, shape_body, shape_pos,
                                                 shape_rot, shape_scale, shape_material, shape_mesh, shape_info,
-                                                dof_count, qd_path, move)
+                                                dof_count, qd_path, move, spheres_solid)
                 if u <= 1.0:
                     if m > 0:
                         # a contact an earlier impact of this step has already stopped is no new impact
@@ -464,7 +468,8 @@ def fs_step_toi_kernel(
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
-        shape_info: kc.array(dtype=kc.vec3), max_impacts: int, dof_count: int, toi_count: int, body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
+        shape_info: kc.array(dtype=kc.vec3), max_impacts: int, dof_count: int, toi_count: int, spheres_solid: int,
+        body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
         joint_S: kc.array(dtype=kc.spatial_vector), wrenches: kc.array(dtype=kc.spatial_vector),
@@ -508,7 +513,8 @@ def fs_step_toi_kernel(
     fs_toi_impact(a, art_table, joint_table, joint_X_p, body_joint, joint_qd, dt, body_q, joint_S, L, qdd,
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
-                  material_mu, resting_speed, body_com, shape_mesh, shape_info, max_impacts, dof_count, toi_count, qd_path, move, hit_u,
+                  material_mu, resting_speed, body_com, shape_mesh, shape_info, max_impacts, dof_count, toi_count,
+                  spheres_solid, qd_path, move, hit_u,
                   hit_n, hit_x, hit_material, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
@@ -540,18 +546,27 @@ class ToiBuffers:
         return [getattr(self, name) for name in self.names]
 
 
+def has_static_meshes(model) -> bool:
+    """Whether the model has a static triangle mesh (then link spheres are swept on the solid path:
+    sim/toi.py's first_hit does not see meshes)."""
+    if model.shape_count == 0:
+        return False
+    return bool(np.any((model.shape_body.numpy() < 0) & (model.shape_type.numpy() == SHAPE_MESH)))
+
+
 def swept_shapes_by_articulation(model, body_joint):
     """(sphere, box, capsule and mesh shape ids on links sorted by articulation, art_toi_start (A+1,)) as kc
     int arrays, the numpy sphere ids (body_static_pairs' swept_shapes: their pairs with the kinds of
-    sim/toi.py's sweep) and the numpy box, capsule and mesh ids (its swept_shapes_all: every static pair
-    is swept)."""
+    sim/toi.py's sweep) and the numpy box, capsule and mesh ids, spheres too when the model has static
+    meshes (its swept_shapes_all: every static pair is swept)."""
     shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
     shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
     on_link = shape_body >= 0
     swept_kinds = (SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH)
     shapes = np.nonzero(on_link & np.isin(shape_type, swept_kinds))[0].astype(np.int32)
-    spheres = shapes[shape_type[shapes] == SHAPE_SPHERE]
-    solids = shapes[shape_type[shapes] != SHAPE_SPHERE]
+    solid_kinds = (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH) + ((SHAPE_SPHERE,) if has_static_meshes(model) else ())
+    solids = shapes[np.isin(shape_type[shapes], solid_kinds)]
+    spheres = shapes[~np.isin(shape_type[shapes], solid_kinds)]
     art = model.joint_articulation.numpy()[body_joint[shape_body[shapes]]] if len(shapes) else shapes
     order = np.argsort(art, kind="stable")
     start = np.searchsorted(art[order], np.arange(model.articulation_count + 1)).astype(np.int32)
@@ -566,5 +581,5 @@ def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float, max_imp
     info = mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3), np.float32)
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
             float(resting_speed), model.shape_mesh, kc.array(info, dtype=kc.vec3, device=model.device), int(max_impacts), int(model.joint_dof_count),
-            int(toi_shape.shape[0])]
+            int(toi_shape.shape[0]), int(has_static_meshes(model))]
 

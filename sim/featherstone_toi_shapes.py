@@ -38,7 +38,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from .model import SHAPE_MESH, SHAPE_SPHERE
+from .model import SHAPE_MESH
 from .toi_mesh import mesh_closest_feature
 from .toi_mesh_body import mesh_feature_count, mesh_feature_distance, mesh_static_mesh_closest
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, MESH, MESH_LOOKAHEAD, closest_feature,
@@ -258,8 +258,7 @@ def warn_unhandled_link_contacts(model, toi: bool):
     """Warn (once, at SolverFeatherstone's construction with contacts) about link shapes that touch nothing:
     the penalty contacts (sim/featherstone_contacts.py) handle neither mesh links nor static triangle
     meshes, so without ``toi`` mesh links pass through every static collider and other links through
-    static meshes; with ``toi`` link spheres are swept by sim/toi.py, which does not see static meshes.
-    Returns the message (None when everything is handled)."""
+    static meshes (with ``toi`` every link shape meets them).  Returns the message (None when everything is handled)."""
     if model.shape_count == 0:
         return None
     shape_body = model.shape_body.numpy()
@@ -279,9 +278,6 @@ def warn_unhandled_link_contacts(model, toi: bool):
         if static_meshes:
             name("other link shapes", np.nonzero(on_link & (shape_type != SHAPE_MESH))[0],
                  "do not collide with the static triangle meshes without toi=True")
-    elif static_meshes:
-        name("sphere shapes on links", np.nonzero(on_link & (shape_type == SHAPE_SPHERE))[0],
-             "do not collide with the static triangle meshes")
     if not parts:
         return None
     message = f"SolverFeatherstone(toi={bool(toi)}): " + "; ".join(parts) + " (sim/featherstone_toi_shapes.py)"

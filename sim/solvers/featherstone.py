@@ -96,7 +96,8 @@ class SolverFeatherstone:
             each other, nor with other robots.
         toi: time-of-impact contacts for the sphere shapes of the links against the ground and
             static planes, spheres and boxes, and for their box, capsule and mesh shapes against
-            those, static capsules and meshes (sim/featherstone_toi.py): an impulse through the
+            those, static capsules and meshes (spheres too when the model has static triangle
+            meshes; sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
             Mesh links have no penalty contacts: without ``toi`` they collide with nothing (a

@@ -52,13 +52,29 @@ def run(model, solver, steps, dt):
     return np.array(heights), np.array(qds), s0
 
 
-def pendulum_model(add_bob, e):
+def box_mesh(centre, half):
+    """(vertices (8, 3), triangle indices (36,)) of a closed box mesh, outward-wound."""
+    c, h = np.asarray(centre, float), np.asarray(half, float)
+    verts = np.array([c + h * (x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    tris = []
+    for a, b, c2, d in quads:
+        tris += [a, b, c2, a, c2, d]
+    return verts, np.array(tris)
+
+
+def pendulum_model(add_bob, e, wall="box"):
     """A bob (mass 1 kg, inertia 1e-3 kg m^2, centre ``ROD`` below a pivot at y = 1 turning about z) at
     ``PENDULUM_RATE`` towards a 2 cm static wall whose face is at x = ``PENDULUM_WALL``; no gravity, no
-    friction.  ``add_bob(b, body)`` adds the bob's shape at (0, -ROD, 0) in the body frame."""
+    friction.  ``add_bob(b, body)`` adds the bob's shape at (0, -ROD, 0) in the body frame; ``wall``:
+    "box" (a static box) or "mesh" (the same box as a static triangle mesh)."""
     b = sim.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     b.set_material(0, ke=1e4, mu=0.0, restitution=e)
-    b.add_shape_box(pos=(0.31, 0.8, 0.0), half_extents=(0.01, 0.5, 0.5))  # face at PENDULUM_WALL
+    if wall == "mesh":
+        verts, tris = box_mesh((0.31, 0.8, 0.0), (0.01, 0.5, 0.5))
+        b.add_shape_mesh(verts, tris)
+    else:
+        b.add_shape_box(pos=(0.31, 0.8, 0.0), half_extents=(0.01, 0.5, 0.5))  # face at PENDULUM_WALL
     bob = b.add_body(mass=1.0, inertia=np.eye(3) * 1e-3, com=(0.0, -ROD, 0.0))
     add_bob(b, bob)
     b.add_joint_revolute(-1, bob, parent_xform=(0.0, 1.0, 0.0, 0, 0, 0, 1), axis=(0, 0, 1), q0=0.0,
