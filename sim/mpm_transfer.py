@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernelcore as kc
+from kernelcore.device import get_runtime
 
 from .mpm_colliders import collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, MODEL_UPDATES_PLANE, update_particle_material
@@ -471,10 +472,15 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
         # the scatter's gradient arrays are never read in a run without gradients: empty ones will do (not
         # the grid's own arrays again, which would make the launch see one array updated two ways and keep
         # it on one thread, kernelcore/launch.py)
+        # a Tape must not record this launch: its adjoint would read those empty stand-ins (a crash).  That
+        # loses nothing when no input wants a gradient; when one does, the grid needed gradients too.
+        taped = bool(get_runtime().tape_stack)
+        if taped:
+            _refuse_gradients_without_grid(inputs, state_in)
         kc.launch(p2g_kernel(dim, model_code), dim=model.particle_count, inputs=inputs,
                   outputs=[state_out.particle_F, state_out.particle_Jp, grid.mv, grid.m,
                            *no_scatter_gradients(dim, model.device)],
-                  device=model.device)
+                  device=model.device, record_tape=not taped)
         return
     affine = grid.particle_affine(model.particle_count)
     kc.launch(p2g_stress_kernel(model_code, dim), dim=model.particle_count,
@@ -486,6 +492,19 @@ def particle_to_grid(model, state_in, actuation, act_axis, grid, dt, state_out, 
               inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
                       *grid.shape],
               outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=model.device)
+
+
+def _refuse_gradients_without_grid(inputs, state_in):
+    """A clear error instead of gradients that would silently miss P2G: an input of a taped step wants a
+    gradient but the step's grid has none (its output state was made without ``requires_grad``)."""
+    names = {id(state_in.particle_q): "state_in.particle_q", id(state_in.particle_qd): "state_in.particle_qd",
+             id(state_in.particle_C): "state_in.particle_C", id(state_in.particle_F): "state_in.particle_F"}
+    wanted = [names.get(id(a), "a model or control array") for a in inputs
+              if isinstance(a, kc.array) and a.requires_grad]
+    if wanted:
+        raise ValueError(f"SolverMPM.step: {wanted[0]} requires gradients but state_out does not, so the step's "
+                         f"grid has none: make the output states with requires_grad too (model.state(requires_grad="
+                         f"True) or finalize(requires_grad=True))")
 
 
 _grid_update_kernels = {}

@@ -345,21 +345,7 @@ class SolverGridFluid:
         u_in, v_in, w_in = vel_in
 
         def advect(q, offset, name, dst, axis=None):
-            if self.advection == "semi_lagrangian":
-                if axis is None:
-                    K.advect(q, u_in, v_in, w_in, offset, h, dst)
-                else:  # the vectorised kernel of this component (same numbers)
-                    A.advect_face(axis, u_in, v_in, w_in, h, dst)
-                return dst
-            fwd = out.scratch(name + "_fwd", q.shape)
-            bwd = out.scratch(name + "_bwd", q.shape)
-            if axis is None:
-                K.advect(q, u_in, v_in, w_in, offset, h, fwd)
-            else:
-                A.advect_face(axis, u_in, v_in, w_in, h, fwd)
-            K.advect(fwd, u_in, v_in, w_in, offset, -h, bwd)
-            K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
-            return dst
+            return self._advect(q, offset, vel_in, h, out, name, dst, axis)
 
         # 1. advection
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a]), axis=a)
@@ -413,6 +399,28 @@ class SolverGridFluid:
             K.subtract_gradient(walled[a], a, solid, psi, dst_vel[a])
         K.scale(psi, self.rho * self.dx / dt, self._cell(out.pressure))
 
+    def _advect(self, q, offset, vel_in, h, out, name, dst, axis=None):
+        """``q`` (cells or faces at ``offset``) carried by the face velocities ``vel_in`` over ``h`` = dt/dx
+        cells into ``dst``, by the solver's advection scheme.  ``axis``: ``q`` is that face velocity
+        component, which has its own vectorised kernel (sim/grid_fluid_advect.py, the same numbers)."""
+        u_in, v_in, w_in = vel_in
+
+        def back_trace(src, sign, into):
+            if axis is None or sign < 0:
+                K.advect(src, u_in, v_in, w_in, offset, sign * h, into)
+            else:
+                A.advect_face(axis, u_in, v_in, w_in, h, into)
+
+        if self.advection == "semi_lagrangian":
+            back_trace(q, 1.0, dst)
+            return dst
+        fwd = out.scratch(name + "_fwd", q.shape)
+        bwd = out.scratch(name + "_bwd", q.shape)
+        back_trace(q, 1.0, fwd)
+        back_trace(fwd, -1.0, bwd)
+        K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
+        return dst
+
     def _step_liquid(self, state_in, out, dt):
         """One free-surface liquid step (see ``liquid`` in the class docstring)."""
         from kernelcore.device import get_runtime
@@ -427,21 +435,7 @@ class SolverGridFluid:
         offsets = [(0.0, 0.5, 0.5), (0.5, 0.0, 0.5), (0.5, 0.5, 0.0)]
 
         def advect(q, offset, name, dst, axis=None):
-            if self.advection == "semi_lagrangian":
-                if axis is None:
-                    K.advect(q, u_in, v_in, w_in, offset, h, dst)
-                else:  # the vectorised kernel of this component (same numbers)
-                    A.advect_face(axis, u_in, v_in, w_in, h, dst)
-                return dst
-            fwd = out.scratch(name + "_fwd", q.shape)
-            bwd = out.scratch(name + "_bwd", q.shape)
-            if axis is None:
-                K.advect(q, u_in, v_in, w_in, offset, h, fwd)
-            else:
-                A.advect_face(axis, u_in, v_in, w_in, h, fwd)
-            K.advect(fwd, u_in, v_in, w_in, offset, -h, bwd)
-            K.maccormack(q, fwd, bwd, u_in, v_in, w_in, offset, h, dst)
-            return dst
+            return self._advect(q, offset, vel_in, h, out, name, dst, axis)
 
         # 1. advection of velocity and level set, then redistancing
         vel = [advect(vel_in[a], offsets[a], f"adv{a}", out.scratch(f"adv{a}", face_shapes[a]), axis=a)

@@ -80,3 +80,56 @@ def test_bad_solver_options():
         sim.ModelBuilder().add_particle_grid((0, 0, 0), (0, 0, 0), 1, 1, 1, 0.1)
     with pytest.raises(ValueError, match=r"add_particles: volume must be finite and >= 0, got -1"):
         sim.ModelBuilder().add_particles(np.zeros((2, 3)), volume=-1.0)
+
+
+TAPED_3D_STEP = """
+import kernelcore as kc, sim
+b = sim.ModelBuilder(gravity=(0, -9.81, 0))
+mat = b.add_material(model="neo_hookean", youngs_modulus=1e4, poisson_ratio=0.3)
+b.add_particle_grid((0.4, 0.4, 0.4), (0, 0, 0), 3, 3, 3, 0.05, density=1000.0, material=mat)
+m = b.finalize()
+s0, s1 = m.state(), m.state()
+solver = sim.SolverMPM(m, dx=0.05, bounds=((0, 0, 0), (1, 1, 1)), dim=3)
+
+@kc.kernel
+def sum_x(q: kc.array(dtype=kc.vec3), loss: kc.array(dtype=float)):
+    kc.atomic_add(loss, 0, q[kc.tid()][0])
+
+loss = kc.zeros(1, dtype=float, requires_grad=True)
+tape = kc.Tape()
+with tape:
+    solver.step(m, s0, s1, None, 1e-4)
+    kc.launch(sum_x, dim=m.particle_count, inputs=[s1.particle_q], outputs=[loss])
+tape.backward(loss)
+print("backward done", float(loss.numpy()[0]))
+"""
+
+
+def test_taped_step_of_a_model_without_gradients_runs_backward(tmp_path):
+    """A step taped with states that want no gradients: backward runs (it segfaulted, reading the P2G
+    launch's empty stand-in grid gradients) and gives the forward's loss.  A subprocess, so that a
+    crash fails this test rather than the worker."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "taped_3d_step.py"   # a file: kernels are read from their source
+    script.write_text(TAPED_3D_STEP)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert "backward done" in proc.stdout
+
+
+def test_taped_step_whose_input_wants_gradients_but_output_does_not():
+    import kernelcore as kc
+
+    b = sim.ModelBuilder()
+    mat = b.add_material(model="neo_hookean", youngs_modulus=1e4, poisson_ratio=0.3)
+    b.add_particle_grid((0.4, 0.4, 0.4), (0, 0, 0), 3, 3, 3, 0.05, density=1000.0, material=mat)
+    m = b.finalize()
+    s0, s1 = m.state(requires_grad=True), m.state(requires_grad=False)
+    solver = sim.SolverMPM(m, dx=0.05, bounds=((0, 0, 0), (1, 1, 1)), dim=3)
+    with kc.Tape():
+        with pytest.raises(ValueError, match=r"state_in.particle_q requires gradients but state_out does not"):
+            solver.step(m, s0, s1, None, 1e-4)
