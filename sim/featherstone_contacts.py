@@ -29,6 +29,7 @@ from .collide_bodies import (BOX, CAPSULE, GROUND, PLANE, SLOTS, body_contact_wr
 from .articulation import fk_articulation
 from .contact import material_inputs
 from .featherstone_kernels import fs_assemble, fs_kinematics, fs_solve_integrate
+from .featherstone_mesh_contacts import mesh_pair_contact_wrench
 from .featherstone_self_contacts import add_link_pair_contacts
 
 ALL_SLOTS = kc.constant(SLOTS)
@@ -166,6 +167,9 @@ def fs_step_contacts_kernel(
         material_mu: kc.array(dtype=float), material_cohesion: kc.array(dtype=float),
         material_cohesion_distance: kc.array(dtype=float),
         art_self_start: kc.array(dtype=int), self_shape_a: kc.array(dtype=int), self_shape_b: kc.array(dtype=int),
+        art_mesh_start: kc.array(dtype=int), mesh_pair_shape: kc.array(dtype=int),
+        mesh_pair_static: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
+        shape_info: kc.array(dtype=kc.vec3),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
@@ -178,7 +182,8 @@ def fs_step_contacts_kernel(
         body_qd_out: kc.array(dtype=kc.spatial_vector)):
     """A whole step with contacts in one launch: kinematics, the contacts of this articulation's
     pairs (``art_pair_start``: pairs sorted by articulation, the thread owns their bodies, so no
-    atomics), dynamics, integration and the bodies of the new state."""
+    atomics; ``art_mesh_start``: the same for the pairs of sim/featherstone_mesh_contacts.py),
+    dynamics, integration and the bodies of the new state."""
     a = kc.tid()
     fs_kinematics(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q, joint_qd, body_com, body_mass,
                   body_inertia, body_q, body_qd, body_v, body_a, body_m, body_h, body_io, joint_S)
@@ -197,6 +202,14 @@ def fs_step_contacts_kernel(
                                body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                                shape_material, cohesion_reach, material_ke, material_damping_ratio, material_mu,
                                material_cohesion, material_cohesion_distance, dt, wrenches)
+    for p in range(art_mesh_start[a], art_mesh_start[a + 1]):
+        w = mesh_pair_contact_wrench(p, mesh_pair_shape, mesh_pair_static, body_q, body_qd, body_com, body_inv_mass,
+                                     body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                     shape_material, shape_mesh, shape_info, ground_normal, ground_offset,
+                                     ground_material, cohesion_reach, material_ke, material_damping_ratio,
+                                     material_mu, material_cohesion, material_cohesion_distance, dt)
+        b = shape_body[mesh_pair_shape[p]]
+        wrenches[b] = wrenches[b] + w
     fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature, joint_damping,
                 joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper, joint_limit_ke, joint_limit_kd,
                 joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v, body_a,

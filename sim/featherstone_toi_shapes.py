@@ -32,13 +32,8 @@ functions without the suffix are those variants for primitive shapes (box, capsu
 """
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
-
 import kernelcore as kc
 
-from .model import SHAPE_MESH
 from .toi_mesh import mesh_closest_feature
 from .toi_mesh_body import mesh_feature_count, mesh_feature_distance, mesh_static_mesh_closest
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, MESH, MESH_LOOKAHEAD, closest_feature,
@@ -252,34 +247,3 @@ def link_shape_contact(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w:
                                              shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
                                              kc.vec3(0.0, 0.0, 0.0))
     return n, p, material
-
-
-def warn_unhandled_link_contacts(model, toi: bool):
-    """Warn (once, at SolverFeatherstone's construction with contacts) about link shapes that touch nothing:
-    the penalty contacts (sim/featherstone_contacts.py) handle neither mesh links nor static triangle
-    meshes, so without ``toi`` mesh links pass through every static collider and other links through
-    static meshes (with ``toi`` every link shape meets them).  Returns the message (None when everything is handled)."""
-    if model.shape_count == 0:
-        return None
-    shape_body = model.shape_body.numpy()
-    shape_type = model.shape_type.numpy()
-    on_link = shape_body >= 0
-    static_meshes = bool(np.any(~on_link & (shape_type == SHAPE_MESH)))
-    parts = []
-
-    def name(what, ids, fate):
-        if len(ids):
-            shown = ", ".join(str(int(s)) for s in ids[:5]) + (", ..." if len(ids) > 5 else "")
-            parts.append(f"{len(ids)} {what} (shapes {shown}) {fate}")
-
-    if not toi:
-        name("mesh shapes on links", np.nonzero(on_link & (shape_type == SHAPE_MESH))[0],
-             "collide with nothing without toi=True (no penalty contacts)")
-        if static_meshes:
-            name("other link shapes", np.nonzero(on_link & (shape_type != SHAPE_MESH))[0],
-                 "do not collide with the static triangle meshes without toi=True")
-    if not parts:
-        return None
-    message = f"SolverFeatherstone(toi={bool(toi)}): " + "; ".join(parts) + " (sim/featherstone_toi_shapes.py)"
-    warnings.warn(message, stacklevel=3)
-    return message

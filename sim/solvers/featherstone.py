@@ -27,10 +27,11 @@ from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
+from ..featherstone_mesh_contacts import fs_mesh_contact_inputs, mesh_link_pairs
 from ..featherstone_self_contacts import self_contact_pairs
 from ..featherstone_toi import (MAX_IMPACTS, ToiBuffers, fs_step_toi_kernel, fs_toi_inputs,
                                swept_shapes_by_articulation)
-from ..featherstone_toi_shapes import warn_unhandled_link_contacts
+from ..toi_mesh_body import mesh_shape_info
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_step_arguments, reports_non_finite
 
@@ -51,7 +52,7 @@ _MODEL_INPUTS = ("joint_X_p", "joint_X_c", "joint_axis", "joint_armature", "join
                  "body_inertia", "gravity", "articulation_start", "joint_q_start", "joint_qd_start", "joint_type",
                  "joint_parent", "joint_child", "joint_dof_dim")
 _CONTACT_INPUTS = ("body_inv_mass", "body_inv_inertia", "shape_type", "shape_body", "shape_pos", "shape_rot",
-                   "shape_scale", "shape_material", "ground_normal", "ground_offset", "ground_material",
+                   "shape_scale", "shape_material", "shape_mesh", "ground_normal", "ground_offset", "ground_material",
                    "material_max_cohesion_distance", "material_ke", "material_damping_ratio", "material_mu",
                    "material_cohesion", "material_cohesion_distance")
 
@@ -92,7 +93,8 @@ class SolverFeatherstone:
         model: a :class:`sim.Model` whose every body is the child of a joint (a floating
             robot gets ``add_joint_free`` at its base).
         contacts: collide the bodies' shapes with the ground and static shapes (penalty
-            contacts with the shapes' materials).  Bodies of one robot do not collide with
+            contacts with the shapes' materials; static triangle meshes and mesh links:
+            sim/featherstone_mesh_contacts.py).  Bodies of one robot do not collide with
             each other, nor with other robots.
         toi: time-of-impact contacts for the sphere shapes of the links against the ground and
             static planes, spheres and boxes, and for their box, capsule and mesh shapes against
@@ -100,8 +102,6 @@ class SolverFeatherstone:
             meshes; sim/featherstone_toi.py): an impulse through the
             articulated inertia at the time of impact, with the materials' restitution and
             friction, so a fast link does not pass through a thin static box.  Needs ``contacts``.
-            Mesh links have no penalty contacts: without ``toi`` they collide with nothing (a
-            warning names them).
         max_impacts: with ``toi``, impacts per articulation per step (>= 1): after each the rest of
             the step is swept again with the new velocities (a link between two close walls meets
             both), and the contacts hit at the same time (feet landing or standing together) are
@@ -149,8 +149,6 @@ class SolverFeatherstone:
         self.max_dofs = int(sizes.max()) if len(sizes) else 0
         self.contacts = bool(contacts)
         self.toi = bool(toi)
-        if self.contacts:
-            warn_unhandled_link_contacts(model, self.toi)
         self._toi_shape = self._art_toi_start = None
         swept = swept_all = ()
         if self.toi:
@@ -161,8 +159,18 @@ class SolverFeatherstone:
             self.pairs = tuple(kc.zeros(0, dtype=kc.int32, device=dev) for _ in range(2))
         self.self_collision = bool(self_collision)
         self.self_pairs = self_contact_pairs(model, body_joint, self.self_collision)
+        # without toi, the link shapes against static meshes and the mesh links against every static collider
+        # (with toi the sweep meets them)
+        self.mesh_pairs = mesh_link_pairs(model, body_joint) if self.contacts and not self.toi else None
+        info = mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3), np.float32)
+        self._shape_info = kc.array(info, dtype=kc.vec3, device=dev)
+        if self.mesh_pairs is None:
+            self.mesh_pairs = tuple(kc.zeros(n, dtype=kc.int32, device=dev) for n in (0, 0, model.articulation_count + 1))
+        if self.pairs is None and self.mesh_pairs[0].shape[0]:
+            self.pairs = tuple(kc.zeros(0, dtype=kc.int32, device=dev) for _ in range(2))
         self._art_pair_start = None
-        if self.pairs is not None and (self.pairs[0].shape[0] or self.toi or self.self_pairs[0].shape[0]):
+        if self.pairs is not None and (self.pairs[0].shape[0] or self.toi or self.self_pairs[0].shape[0]
+                                       or self.mesh_pairs[0].shape[0]):
             # one launch per step: each articulation's thread handles its own shapes' contacts
             self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
@@ -245,7 +253,8 @@ class SolverFeatherstone:
             kernel = fs_step_kernel
         else:
             kernel = fs_step_contacts_kernel
-            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs)
+            inputs = inputs + fs_contact_inputs(model, self.pairs, self._art_pair_start, self.self_pairs) + \
+                fs_mesh_contact_inputs(model, self.mesh_pairs, self._shape_info)
         if len(self._step_args) >= 8:  # a rollout through many distinct states: keep the newest few
             self._step_args.pop(next(iter(self._step_args)))
         # the key holds ids: keep the objects alive with the entry so that no id is reused while cached
