@@ -109,14 +109,14 @@ def weighted_sum_kernel(x: kc.array(dtype=float), w: kc.array(dtype=float), loss
     kc.atomic_add(loss, 0, x[i] * w[i])
 
 
-def rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None):
-    """``steps`` toi=True steps from joint_q ``q0`` / joint_qd ``qd0`` (numpy) through distinct states:
+def rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None, toi=True):
+    """``steps`` steps (``toi``: SolverFeatherstone's) from joint_q ``q0`` / joint_qd ``qd0`` (numpy) through distinct states:
     (the states, loss = wq . joint_q_T + wqd . joint_qd_T (kc (1,))), recorded on ``tape`` when given."""
     states = [model.state() for _ in range(steps + 1)]
     states[0].joint_q.assign(q0.astype(np.float32))
     states[0].joint_qd.assign(qd0.astype(np.float32))
     loss = kc.zeros(1, dtype=float, requires_grad=True)
-    solver = sim.SolverFeatherstone(model, toi=True)
+    solver = sim.SolverFeatherstone(model, toi=toi)
     with (tape if tape is not None else contextlib.nullcontext()):
         for k in range(steps):
             solver.step(model, states[k], states[k + 1], None, dt)
@@ -141,21 +141,21 @@ def assert_bounce_gradient_is_minus_e(model, e, steps, dt, expected_height):
     assert float(states[0].joint_qd.grad.numpy()[1]) == pytest.approx(-e * steps * dt, rel=1e-3)
 
 
-def assert_gradients_match_fd(model, q0, qd0, steps, dt, seed=3, eps=1e-3):
+def assert_gradients_match_fd(model, q0, qd0, steps, dt, seed=3, eps=1e-3, toi=True):
     """The Tape's directional derivatives of a random weighting of a free link's final state (not its
     quaternion: its sign and norm are gauge) along random directions of q0 and qd0, against float64
-    central differences of the same simulation.  Returns the taped run's states."""
+    central differences of the same simulation (SolverFeatherstone(toi=toi)).  Returns the taped run's states."""
     rng = np.random.default_rng(seed)
     wq, wqd = rng.normal(size=model.joint_coord_count), rng.normal(size=model.joint_dof_count) * 0.1
     wq[3:] = 0.0
     tape = kc.Tape()
-    states, loss = rollout(model, q0, qd0, steps, dt, wq, wqd, tape)
+    states, loss = rollout(model, q0, qd0, steps, dt, wq, wqd, tape, toi)
     tape.backward(loss)
     gq = states[0].joint_q.grad.numpy().astype(np.float64)
     gqd = states[0].joint_qd.grad.numpy().astype(np.float64)
 
     def host_loss(q, qd):
-        s = rollout(model, q, qd, steps, dt, wq, wqd)[0][-1]
+        s = rollout(model, q, qd, steps, dt, wq, wqd, toi=toi)[0][-1]
         return float(s.joint_q.numpy().astype(np.float64) @ wq + s.joint_qd.numpy().astype(np.float64) @ wqd)
 
     for grad, make in ((gq, lambda d, h: (q0 + h * d, qd0)), (gqd, lambda d, h: (q0, qd0 + h * d))):
