@@ -3,6 +3,8 @@
 The candidate pairs are fixed at the solver's construction (:func:`self_contact_pairs`):
 every two sphere, box or capsule shapes on different links of one articulation, except
 links joined by a joint (parent and child: their shapes overlap at the joint by design).
+Mesh shapes on links are left out, with a warning naming them (they meet static colliders:
+sim/featherstone_mesh_contacts.py, and with ``toi`` sim/featherstone_toi_shapes.py).
 Sorted by articulation, they are handled by the articulation's own thread in the step
 launch, so the wrench on each link and its reaction on the other need no atomics.
 
@@ -17,6 +19,8 @@ link b, and reaches the dofs through the step's ``J^T w`` like any other wrench.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import kernelcore as kc
@@ -25,7 +29,7 @@ from .collide_bodies import (BOX, CAPSULE, MAX_POINTS, SPHERE, box_edge_contact,
                              spatial_wrench, static_distance)
 from .collide_body_pairs import core_half_axis, pair_relative_velocity
 from .contact import mixed_contact_force
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 
 POINTS = kc.constant(MAX_POINTS)
 
@@ -167,11 +171,18 @@ def add_link_pair_contacts(
 
 def self_contact_pairs(model, body_joint, enabled: bool):
     """(self_shape_a, self_shape_b, art_self_start (A+1,)) kc int arrays: the link-link shape pairs of
-    each articulation (module docstring), sorted by articulation; empty when not ``enabled``."""
+    each articulation (module docstring), sorted by articulation; empty when not ``enabled``.  Mesh
+    shapes on links are not in these pairs: a warning names them."""
     pairs = []
     if enabled and model.shape_count:
         shape_body = model.shape_body.numpy()
         shape_type = model.shape_type.numpy()
+        meshes = np.nonzero((shape_body >= 0) & (shape_type == SHAPE_MESH))[0]
+        if len(meshes):
+            shown = ", ".join(str(int(s)) for s in meshes[:5]) + (", ..." if len(meshes) > 5 else "")
+            warnings.warn(f"SolverFeatherstone(self_collision=True): {len(meshes)} mesh shapes on links (shapes "
+                          f"{shown}) do not collide with the other links of their robot (only sphere, box and "
+                          f"capsule shapes do; sim/featherstone_self_contacts.py)", stacklevel=3)
         parent = model.joint_parent.numpy()
         art_of_joint = model.joint_articulation.numpy()
         by_art = {}

@@ -181,3 +181,18 @@ def test_toi_box_link_rests_on_a_mesh_floor():
     model, rest = mixed_scene([("box", "mesh")])
     state = final_state(model, True, 500)
     assert float(state.joint_q.numpy()[1]) == pytest.approx(rest[0], abs=2e-3)
+
+
+def test_self_collision_names_the_mesh_links_it_leaves_out():
+    # a chain of a box link and a mesh link: self_collision handles primitives only and says so
+    b = sim.ModelBuilder()
+    base = b.add_body()
+    add_link_shape(b, base, "box")
+    tip = b.add_body()
+    add_link_shape(b, tip, "hull", pos=(0.3, 0.0, 0.0))
+    b.add_joint_revolute(-1, base, axis=(0, 0, 1))
+    b.add_joint_revolute(base, tip, axis=(0, 0, 1))
+    model = b.finalize()
+    with pytest.warns(UserWarning, match=r"self_collision=True\): 1 mesh shapes on links \(shapes 1\) do not collide"):
+        sim.SolverFeatherstone(model, self_collision=True)
+    solver(model)  # no warning without self_collision
