@@ -16,13 +16,14 @@ Here:
 - ``p2g_scatter_3d_slab_kernel``: one thread per slab scatters that slab's particles, the even slabs
   in one launch and the odd in a second.  Two slabs of one colour never write the same node, so the
   adds are plain loads and stores on any number of threads (no atomics), and a slab's nodes (2 x 71 x
-  71 x 16 bytes) stay in cache.  It writes flat float views of the grid's memory (``flat_view``: a
-  node's momentum at ``3 n + c``) with the stencil base written ``max(min(int(x - 0.5), n - 3), 0)``
+  71 x 16 bytes) stay in cache.  It writes flat views of the grid's memory (``flat_view``: node n's
+  momentum at vec3 element n, mass at n) with the stencil base written ``max(min(int(x - 0.5), n - 3), 0)``
   (mpm_transfer.stencil_base's node for n >= 3) and the strides ``max(., 0)`` of the grid sizes, so
   that the frontend knows every index is >= 0 and emits a plain address.  One thread: the scatter
-  with its sort ran 13.1 ms against 17.3 for the unsorted flat scatter with (serial) accumulating
-  adds (particles in lattice order, as add_particle_grid makes them; in a random order the sorted
-  scatter gathers the particles' data at random and ran 35 against 30 ms);
+  with its sort ran 13.1 ms (float views; vec3 views: ~11% less) against 17.3 for the unsorted
+  scatter into float views with (serial) accumulating adds (particles in lattice order, as
+  add_particle_grid makes them; in a random order the sorted scatter gathers the particles' data
+  at random and ran 35 against 30 ms, float views);
 - ``g2p_3d_axis_kernel``: the G2P with the >= 0 base and the affine sum regrouped axis by axis
   (a third of the flops): 11.5 -> 9.9 ms.
 
@@ -32,8 +33,9 @@ its sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fa
 does not depend on the thread count (each slab is one thread's, in the particles' order).  Tried and
 dropped (same benchmark): G2P on flat views (17 ms; with ``simd=True`` 41 ms, also with
 ``-mtune-ctrl=^use_gather``), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
-wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), a scatter
-into flat vec3 views (12.8 ms) and one fused P2G kernel on flat views (18-21 ms).
+wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), an unsorted
+scatter with atomic adds into flat vec3 views (12.8 vs 12.0 ms into float views) and one fused P2G
+kernel on flat views (18-21 ms).
 
 Forward only (``enable_backward=False``): SolverMPM takes this path only for a 3-D step on the CPU
 whose grid has no gradients and with no Tape recording; everything else uses sim/mpm_transfer.py.
@@ -53,12 +55,14 @@ def stencil_base_nonneg(xg: float, n: int):
     return kc.max(kc.min(int(xg - 0.5), n - 3), 0)
 
 
-def flat_view(a):
-    """A 1-D float32 array aliasing the memory of a contiguous CPU array ``a`` (vec3 arrays: 3 floats
-    per element), for kernels that address the grid by one flat index."""
+def flat_view(a, dtype=float):
+    """A 1-D array of ``dtype`` (float: 3 floats per vec3 element; kc.vec3: one per element of a vec3
+    array) aliasing the memory of a contiguous CPU array ``a``, for kernels that address the grid by
+    one flat index."""
     if not a.is_contiguous:
         raise ValueError("sim.mpm_fast_3d.flat_view: the grid array must be contiguous")
-    return kc.array(a.numpy().reshape(-1), dtype=float, device=a.device, copy=False)
+    flat = a.numpy().reshape(-1, 3) if dtype is kc.vec3 else a.numpy().reshape(-1)
+    return kc.array(flat, dtype=dtype, device=a.device, copy=False)
 
 
 def make_p2g_stress_3d_lanes_kernel(update, name, simd):
@@ -132,10 +136,15 @@ def slab_fill_kernel(key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int
 def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(dtype=kc.int32), colour: int,
                                slabs: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
                                mass: kc.array(dtype=float), affine_in: kc.array(dtype=kc.mat33), grid_lower: kc.vec3,
-                               dx: float, nx: int, ny: int, nz: int, grid_mv: kc.array(dtype=float),
+                               dx: float, nx: int, ny: int, nz: int, grid_mv: kc.array(dtype=kc.vec3),
                                grid_m: kc.array(dtype=float)):
     """The scatter of the particles of slab ``2 tid + colour`` (one thread per slab, in ``order``), with
-    plain adds: no other slab of this colour writes those nodes (see SLAB)."""
+    plain adds: no other slab of this colour writes those nodes (see SLAB).  ``grid_mv``, ``grid_m``:
+    flat views (nodes,) of the grid's momentum [kg m/s] and mass [kg].
+
+    The momentum as one vec3 load and store per node: against three float ones, 9.8 vs 11.0 ms
+    with the sort (one thread), and NVRTC compiles it in 9 s of CPU instead of 42 (each of the
+    108 float stores may alias the loads after it)."""
     s = 2 * kc.tid() + colour
     if s < slabs:
         inv_dx = 1.0 / dx
@@ -162,9 +171,7 @@ def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(
                         w = wx[i] * wy[j] * wz[k]
                         node = base + i * sx + j * sy + k
                         val = (mv + affine * dpos) * w
-                        grid_mv[3 * node] = grid_mv[3 * node] + val[0]
-                        grid_mv[3 * node + 1] = grid_mv[3 * node + 1] + val[1]
-                        grid_mv[3 * node + 2] = grid_mv[3 * node + 2] + val[2]
+                        grid_mv[node] = grid_mv[node] + val
                         grid_m[node] = grid_m[node] + w * mp
 
 
@@ -244,7 +251,7 @@ class FlatGrid:
     arrays of its scatter (made once per grid)."""
 
     def __init__(self, grid):
-        self.mv, self.m, self.v = flat_view(grid.mv), flat_view(grid.m), flat_view(grid.v)
+        self.mv, self.m = flat_view(grid.mv, kc.vec3), flat_view(grid.m)
         #: slabs of stencil bases along x (bases 0 .. nx - 3, see SLAB)
         self.slabs = (grid.shape[0] - 3) // SLAB + 1
         device = grid.m.device
