@@ -44,6 +44,7 @@ The affine matrices go to ``MPMGrid.particle_affine`` (36 bytes per particle per
 from __future__ import annotations
 
 import kernelcore as kc
+from kernelcore import config
 
 from .mpm_constitutive import MPM_NEO_HOOKEAN, update_particle_material
 from .mpm_scatter import bspline_weights
@@ -102,8 +103,9 @@ SLAB = 2
 @kc.kernel(enable_backward=False)
 def slab_keys_kernel(q: kc.array(dtype=kc.vec3), grid_lower: kc.vec3, dx: float, nx: int,
                      key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int32)):
-    """The x-slab of each particle's stencil base (the scatter's own float32 arithmetic, so that the
-    bucket and the nodes written agree) and the particle count per slab (``count`` zeroed before)."""
+    """The x-slab of each particle's stencil base and the particle count per slab (``count`` zeroed
+    before).  The scatter's own float32 operations (the C++ is built with -ffp-contract=off: no FMA
+    in one kernel and not the other), so that the bucket and the nodes written agree exactly."""
     p = kc.tid()
     bx = stencil_base_nonneg((q[p][0] - grid_lower[0]) * (1.0 / dx), nx)
     s = bx // SLAB
@@ -133,23 +135,26 @@ def slab_fill_kernel(key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int
 
 
 @kc.kernel(enable_backward=False)
-def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(dtype=kc.int32), colour: int,
-                               slabs: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
+def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(dtype=kc.int32), first: int,
+                               step: int, per: int, slabs: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
                                mass: kc.array(dtype=float), affine_in: kc.array(dtype=kc.mat33), grid_lower: kc.vec3,
                                dx: float, nx: int, ny: int, nz: int, grid_mv: kc.array(dtype=kc.vec3),
                                grid_m: kc.array(dtype=float)):
-    """The scatter of the particles of slab ``2 tid + colour`` (one thread per slab, in ``order``), with
-    plain adds: no other slab of this colour writes those nodes (see SLAB).  ``grid_mv``, ``grid_m``:
+    """The scatter of the particles of slabs ``first + step u``, u in [per tid, per tid + per), slab by
+    slab in ``order``, with plain adds: with ``step`` = 2 no other thread writes those nodes (see
+    SLAB); ``per`` = all the slabs and one thread (step 1) is the serial scatter of a small problem.  ``grid_mv``, ``grid_m``:
     flat views (nodes,) of the grid's momentum [kg m/s] and mass [kg].
 
     The momentum as one vec3 load and store per node: against three float ones, 9.8 vs 11.0 ms
     with the sort (one thread), and NVRTC compiles it in 9 s of CPU instead of 42 (each of the
     108 float stores may alias the loads after it)."""
-    s = 2 * kc.tid() + colour
-    if s < slabs:
-        inv_dx = 1.0 / dx
-        sy = kc.max(nz, 0)            # node strides, known >= 0 (plain addresses, see the module docstring)
-        sx = kc.max(ny * nz, 0)
+    inv_dx = 1.0 / dx
+    sy = kc.max(nz, 0)            # node strides, known >= 0 (plain addresses, see the module docstring)
+    sx = kc.max(ny * nz, 0)
+    for u in range(per * kc.tid(), per * kc.tid() + per):
+        s = first + step * u
+        if s >= slabs:
+            break
         for t in range(int(start[s]), int(start[s + 1])):
             p = int(order[t])
             mp = mass[p]
@@ -175,7 +180,12 @@ def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(
                         grid_m[node] = grid_m[node] + w * mp
 
 
+#: fewer particles than this scatter on one thread, all slabs in order (as the other particle kernels:
+#: waking a team of threads costs more than such a scatter)
+PARALLEL_PARTICLES = config.parallel_grain
+
 # one thread per slab: a launch of a few dozen threads that each scatter thousands of particles
+# (a launch of one thread, the serial scatter, stays on one)
 p2g_scatter_3d_slab_kernel.parallel_grain = 2
 
 
@@ -295,10 +305,14 @@ def particle_to_grid_fast(model, state_in, actuation, act_axis, grid, dt, state_
                       model.material_friction_angle, model.material_viscosity, actuation, act_axis, grid.dx, float(dt)],
               outputs=[state_out.particle_F, state_out.particle_Jp, affine], device=model.device)
     flat.bucket(state_in.particle_q, grid)
+    data = [state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx, *grid.shape]
+    if model.particle_count < PARALLEL_PARTICLES:
+        kc.launch(p2g_scatter_3d_slab_kernel, dim=1, inputs=[flat.order, flat.start, 0, 1, flat.slabs, flat.slabs,
+                                                             *data], outputs=[flat.mv, flat.m], device=model.device)
+        return
     for colour in (0, 1):
         kc.launch(p2g_scatter_3d_slab_kernel, dim=(flat.slabs + 1) // 2,
-                  inputs=[flat.order, flat.start, colour, flat.slabs, state_in.particle_q, state_in.particle_qd,
-                          model.particle_mass, affine, grid.lower, grid.dx, *grid.shape],
+                  inputs=[flat.order, flat.start, colour, 2, 1, flat.slabs, *data],
                   outputs=[flat.mv, flat.m], device=model.device)
 
 
