@@ -4,26 +4,38 @@ Why: in the 3-D benchmark step (104K particles, 64^3 cells, one thread) P2G took
 37 ms, and much of P2G was index arithmetic, not arithmetic on values: each of the 27 stencil nodes
 is addressed as ``grid[bx + i, by + j, bz + k]``, which the generated C++ passes through the
 negative-index wrap of each of the three indices (``kc::wrap_array_index``: a compare and select
-per index per access).  Here:
+per index per access).  And the scatter's atomic adds kept it on one thread: a shared grid that
+threads add into needs compare-and-swap loops, slower on two cores than one thread (launch.py).
+Here:
 
 - ``p2g_stress_3d_lanes_kernel``: the constitutive update (new F, Jp) and the APIC affine matrix per
   particle, as mpm_transfer's split stress kernel, with ``simd=True`` for the straight-line models
   (neo-Hookean; docs/cpu_codegen.md, "SIMD lanes"): 4.7 -> 3.8 ms;
-- ``p2g_scatter_3d_flat_kernel``: the scatter into flat float views of the grid's memory
-  (``flat_view``: a node's momentum at ``3 n + c``), with the stencil base written
-  ``max(min(int(x - 0.5), n - 3), 0)`` (mpm_transfer.stencil_base's node for n >= 3) and the strides
-  ``max(., 0)`` of the grid sizes, so that the frontend knows every index is >= 0 and emits a plain
-  address: 12 ms for the scatter part of the fused kernel's 24;
+- ``slab_keys_kernel`` + ``slab_fill_kernel``: a counting sort of the particles by the x-slab of their
+  stencil base (``SLAB`` = 2 node layers; an index array, the State's particle order is untouched);
+- ``p2g_scatter_3d_slab_kernel``: one thread per slab scatters that slab's particles, the even slabs
+  in one launch and the odd in a second.  Two slabs of one colour never write the same node, so the
+  adds are plain loads and stores on any number of threads (no atomics), and a slab's nodes (2 x 71 x
+  71 x 16 bytes) stay in cache.  It writes flat views of the grid's memory (``flat_view``: node n's
+  momentum at vec3 element n, mass at n) with the stencil base written ``max(min(int(x - 0.5), n - 3), 0)``
+  (mpm_transfer.stencil_base's node for n >= 3) and the strides ``max(., 0)`` of the grid sizes, so
+  that the frontend knows every index is >= 0 and emits a plain address.  One thread: the scatter
+  with its sort ran 13.1 ms (float views; vec3 views: ~11% less) against 17.3 for the unsorted
+  scatter into float views with (serial) accumulating adds (particles in lattice order, as
+  add_particle_grid makes them; in a random order the sorted scatter gathers the particles' data
+  at random and ran 35 against 30 ms, float views);
 - ``g2p_3d_axis_kernel``: the G2P with the >= 0 base and the affine sum regrouped axis by axis
   (a third of the flops): 11.5 -> 9.9 ms.
 
-P2G 24.3 -> 15.7 ms, the step 37 -> 27 ms (one thread, CPU time).  P2G computes every value by the
-same operations in the same order as mpm_transfer's (bit-identical on one thread); G2P regroups its
-sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fast_3d.py).  Tried and
+The step 37 -> 27 ms (one thread, CPU time; bench_mpm_fast3d.py).  The stress kernel computes the
+same values as mpm_transfer's; the scatter adds them to each node in the slab order and G2P regroups
+its sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fast_3d.py).  The result
+does not depend on the thread count (each slab is one thread's, in the particles' order).  Tried and
 dropped (same benchmark): G2P on flat views (17 ms; with ``simd=True`` 41 ms, also with
 ``-mtune-ctrl=^use_gather``), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
-wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), a scatter
-into flat vec3 views (12.8 ms) and one fused P2G kernel on flat views (18-21 ms).
+wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), an unsorted
+scatter with atomic adds into flat vec3 views (12.8 vs 12.0 ms into float views) and one fused P2G
+kernel on flat views (18-21 ms).
 
 Forward only (``enable_backward=False``): SolverMPM takes this path only for a 3-D step on the CPU
 whose grid has no gradients and with no Tape recording; everything else uses sim/mpm_transfer.py.
@@ -32,6 +44,7 @@ The affine matrices go to ``MPMGrid.particle_affine`` (36 bytes per particle per
 from __future__ import annotations
 
 import kernelcore as kc
+from kernelcore import config
 
 from .mpm_constitutive import MPM_NEO_HOOKEAN, update_particle_material
 from .mpm_scatter import bspline_weights
@@ -43,12 +56,14 @@ def stencil_base_nonneg(xg: float, n: int):
     return kc.max(kc.min(int(xg - 0.5), n - 3), 0)
 
 
-def flat_view(a):
-    """A 1-D float32 array aliasing the memory of a contiguous CPU array ``a`` (vec3 arrays: 3 floats
-    per element), for kernels that address the grid by one flat index."""
+def flat_view(a, dtype=float):
+    """A 1-D array of ``dtype`` (float: 3 floats per vec3 element; kc.vec3: one per element of a vec3
+    array) aliasing the memory of a contiguous CPU array ``a``, for kernels that address the grid by
+    one flat index."""
     if not a.is_contiguous:
         raise ValueError("sim.mpm_fast_3d.flat_view: the grid array must be contiguous")
-    return kc.array(a.numpy().reshape(-1), dtype=float, device=a.device, copy=False)
+    flat = a.numpy().reshape(-1, 3) if dtype is kc.vec3 else a.numpy().reshape(-1)
+    return kc.array(flat, dtype=dtype, device=a.device, copy=False)
 
 
 def make_p2g_stress_3d_lanes_kernel(update, name, simd):
@@ -78,44 +93,100 @@ def make_p2g_stress_3d_lanes_kernel(update, name, simd):
     return kc.kernel(p2g_stress_3d_lanes_kernel, simd=True if simd else None, enable_backward=False)
 
 
-@kc.kernel(enable_backward=False)
-def p2g_scatter_3d_flat_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
-                               affine_in: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
-                               nz: int, grid_mv: kc.array(dtype=float), grid_m: kc.array(dtype=float)):
-    """mpm_transfer.p2g_scatter_3d_kernel (mpm_scatter.scatter_apic_3d) into flat grid views: the same
-    operations in the same order, one plain index per node.
+#: particles are bucketed by the x-slab of their stencil base: slab s holds the bases bx in
+#: [SLAB s, SLAB s + SLAB).  A particle writes nodes bx .. bx + 2, so two slabs of one colour
+#: (s and s + 2) never write the same node when SLAB >= 2: the slabs of one colour run on any
+#: number of threads with plain (non-atomic) adds.
+SLAB = 2
 
-    The adds are written out here, not in a kc.func: inside one the index would not be known >= 0.
-    (Building the node's momentum axis by axis, ``u + i a_x + j a_y + k a_z``, has a third of the
-    multiplies but ran slower: 16.7 vs 12.0 ms.)
-    """
+
+@kc.kernel(enable_backward=False)
+def slab_keys_kernel(q: kc.array(dtype=kc.vec3), grid_lower: kc.vec3, dx: float, nx: int,
+                     key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int32)):
+    """The x-slab of each particle's stencil base and the particle count per slab (``count`` zeroed
+    before).  The scatter's own float32 operations (the C++ is built with -ffp-contract=off: no FMA
+    in one kernel and not the other), so that the bucket and the nodes written agree exactly."""
     p = kc.tid()
+    bx = stencil_base_nonneg((q[p][0] - grid_lower[0]) * (1.0 / dx), nx)
+    s = bx // SLAB
+    key[p] = kc.int32(s)
+    kc.atomic_add(count, s, kc.int32(1))
+
+
+@kc.kernel(enable_backward=False)
+def slab_fill_kernel(key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int32), n: int, slabs: int,
+                     start: kc.array(dtype=kc.int32), order: kc.array(dtype=kc.int32)):
+    """A stable counting sort by slab (one thread): ``start`` (slabs + 1,) the first position of each
+    slab in ``order`` (n,), the particle indices slab by slab, each slab in the particles' order."""
+    total = int(0)
+    for s in range(slabs):
+        start[s] = kc.int32(total)
+        total = total + int(count[s])
+    start[slabs] = kc.int32(total)
+    for p in range(n):
+        s = int(key[p])
+        t = int(start[s])
+        order[t] = kc.int32(p)
+        start[s] = kc.int32(t + 1)
+    # the fill advanced each start to the next slab's: shift back
+    for s in range(slabs):
+        start[slabs - s] = start[slabs - s - 1]
+    start[0] = kc.int32(0)
+
+
+@kc.kernel(enable_backward=False)
+def p2g_scatter_3d_slab_kernel(order: kc.array(dtype=kc.int32), start: kc.array(dtype=kc.int32), first: int,
+                               step: int, per: int, slabs: int, q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
+                               mass: kc.array(dtype=float), affine_in: kc.array(dtype=kc.mat33), grid_lower: kc.vec3,
+                               dx: float, nx: int, ny: int, nz: int, grid_mv: kc.array(dtype=kc.vec3),
+                               grid_m: kc.array(dtype=float)):
+    """The scatter of the particles of slabs ``first + step u``, u in [per tid, per tid + per), slab by
+    slab in ``order``, with plain adds: with ``step`` = 2 no other thread writes those nodes (see
+    SLAB); ``per`` = all the slabs and one thread (step 1) is the serial scatter of a small problem.  ``grid_mv``, ``grid_m``:
+    flat views (nodes,) of the grid's momentum [kg m/s] and mass [kg].
+
+    The momentum as one vec3 load and store per node: against three float ones, 9.8 vs 11.0 ms
+    with the sort (one thread), and NVRTC compiles it in 9 s of CPU instead of 42 (each of the
+    108 float stores may alias the loads after it)."""
     inv_dx = 1.0 / dx
-    mp = mass[p]
-    affine = affine_in[p]
-    g = (q[p] - grid_lower) * inv_dx
-    bx = stencil_base_nonneg(g[0], nx)
-    by = stencil_base_nonneg(g[1], ny)
-    bz = stencil_base_nonneg(g[2], nz)
-    fx = g - kc.vec3(float(bx), float(by), float(bz))
-    mv = qd[p] * mp
     sy = kc.max(nz, 0)            # node strides, known >= 0 (plain addresses, see the module docstring)
     sx = kc.max(ny * nz, 0)
-    base = bx * sx + by * sy + bz
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    wz = bspline_weights(fx[2])
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                dpos = (kc.vec3(float(i), float(j), float(k)) - fx) * dx
-                w = wx[i] * wy[j] * wz[k]
-                node = base + i * sx + j * sy + k
-                val = (mv + affine * dpos) * w
-                grid_mv[3 * node] += val[0]
-                grid_mv[3 * node + 1] += val[1]
-                grid_mv[3 * node + 2] += val[2]
-                grid_m[node] += w * mp
+    for u in range(per * kc.tid(), per * kc.tid() + per):
+        s = first + step * u
+        if s >= slabs:
+            break
+        for t in range(int(start[s]), int(start[s + 1])):
+            p = int(order[t])
+            mp = mass[p]
+            affine = affine_in[p]
+            g = (q[p] - grid_lower) * inv_dx
+            bx = stencil_base_nonneg(g[0], nx)
+            by = stencil_base_nonneg(g[1], ny)
+            bz = stencil_base_nonneg(g[2], nz)
+            fx = g - kc.vec3(float(bx), float(by), float(bz))
+            mv = qd[p] * mp
+            base = bx * sx + by * sy + bz
+            wx = bspline_weights(fx[0])
+            wy = bspline_weights(fx[1])
+            wz = bspline_weights(fx[2])
+            for i in range(3):
+                for j in range(3):
+                    for k in range(3):
+                        dpos = (kc.vec3(float(i), float(j), float(k)) - fx) * dx
+                        w = wx[i] * wy[j] * wz[k]
+                        node = base + i * sx + j * sy + k
+                        val = (mv + affine * dpos) * w
+                        grid_mv[node] = grid_mv[node] + val
+                        grid_m[node] = grid_m[node] + w * mp
+
+
+#: fewer particles than this scatter on one thread, all slabs in order (as the other particle kernels:
+#: waking a team of threads costs more than such a scatter)
+PARALLEL_PARTICLES = config.parallel_grain
+
+# one thread per slab: a launch of a few dozen threads that each scatter thousands of particles
+# (a launch of one thread, the serial scatter, stays on one)
+p2g_scatter_3d_slab_kernel.parallel_grain = 2
 
 
 @kc.kernel(enable_backward=False)
@@ -186,10 +257,29 @@ def p2g_stress_3d_lanes_kernel(model_code=None):
 
 
 class FlatGrid:
-    """Flat float views of one MPMGrid's momentum, mass and velocity (made once per grid)."""
+    """Flat float views of one MPMGrid's momentum, mass and velocity, and the slab bucketing
+    arrays of its scatter (made once per grid)."""
 
     def __init__(self, grid):
-        self.mv, self.m, self.v = flat_view(grid.mv), flat_view(grid.m), flat_view(grid.v)
+        self.mv, self.m = flat_view(grid.mv, kc.vec3), flat_view(grid.m)
+        #: slabs of stencil bases along x (bases 0 .. nx - 3, see SLAB)
+        self.slabs = (grid.shape[0] - 3) // SLAB + 1
+        device = grid.m.device
+        self.count = kc.zeros(self.slabs, dtype=kc.int32, device=device)
+        self.start = kc.zeros(self.slabs + 1, dtype=kc.int32, device=device)
+        self.key = self.order = None
+
+    def bucket(self, q, grid):
+        """Sort the particles at ``q`` (n,) by slab: ``self.order`` (n,) and ``self.start`` (slabs + 1,)."""
+        n = q.shape[0]
+        if self.key is None or self.key.shape[0] != n:
+            self.key = kc.zeros(n, dtype=kc.int32, device=q.device)
+            self.order = kc.zeros(n, dtype=kc.int32, device=q.device)
+        self.count.zero_()
+        kc.launch(slab_keys_kernel, dim=n, inputs=[q, grid.lower, grid.dx, grid.shape[0]],
+                  outputs=[self.key, self.count], device=q.device)
+        kc.launch(slab_fill_kernel, dim=1, inputs=[self.key, self.count, n, self.slabs],
+                  outputs=[self.start, self.order], device=q.device)
 
 
 def flat_grid(grid):
@@ -202,8 +292,9 @@ def flat_grid(grid):
 
 def particle_to_grid_fast(model, state_in, actuation, act_axis, grid, dt, state_out, model_code=None):
     """mpm_transfer.particle_to_grid for a 3-D grid without gradients on the CPU (the same F and Jp,
-    the grid's mass and momentum to float32 rounding): the vectorised stress kernel, then the flat
-    scatter.  The affine matrices go to ``grid.particle_affine`` (36 bytes per particle)."""
+    the grid's mass and momentum to float32 rounding): the vectorised stress kernel, then the
+    particles bucketed by x-slab and the scatter slab by slab, in two colours (plain adds, any number
+    of threads).  The affine matrices go to ``grid.particle_affine`` (36 bytes per particle)."""
     flat = flat_grid(grid)
     affine = grid.particle_affine(model.particle_count)
     kc.launch(p2g_stress_3d_lanes_kernel(model_code), dim=model.particle_count,
@@ -213,10 +304,16 @@ def particle_to_grid_fast(model, state_in, actuation, act_axis, grid, dt, state_
                       model.material_critical_compression, model.material_critical_stretch,
                       model.material_friction_angle, model.material_viscosity, actuation, act_axis, grid.dx, float(dt)],
               outputs=[state_out.particle_F, state_out.particle_Jp, affine], device=model.device)
-    kc.launch(p2g_scatter_3d_flat_kernel, dim=model.particle_count,
-              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
-                      *grid.shape],
-              outputs=[flat.mv, flat.m], device=model.device)
+    flat.bucket(state_in.particle_q, grid)
+    data = [state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx, *grid.shape]
+    if model.particle_count < PARALLEL_PARTICLES:
+        kc.launch(p2g_scatter_3d_slab_kernel, dim=1, inputs=[flat.order, flat.start, 0, 1, flat.slabs, flat.slabs,
+                                                             *data], outputs=[flat.mv, flat.m], device=model.device)
+        return
+    for colour in (0, 1):
+        kc.launch(p2g_scatter_3d_slab_kernel, dim=(flat.slabs + 1) // 2,
+                  inputs=[flat.order, flat.start, colour, 2, 1, flat.slabs, *data],
+                  outputs=[flat.mv, flat.m], device=model.device)
 
 
 def grid_to_particle_fast(model, state_in, grid, dt, state_out):

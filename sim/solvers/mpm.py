@@ -20,7 +20,8 @@ place of the automatic adjoints of its launches (the same gradients; the backwar
 1.7x, 2-D diffmpm fwd+bwd 1.3x faster on one thread); other steps record their launches.
 
 An untaped 3-D step on the CPU whose grid has no gradients runs the forward-only P2G and G2P of
-sim/mpm_fast_3d.py (equal to float32 rounding; the 3-D benchmark step 1.37x faster, one thread).
+sim/mpm_fast_3d.py (equal to float32 rounding; the 3-D benchmark step 1.37x faster, one thread;
+its scatter sorted by x-slab and run slab by slab without atomics, on all threads).
 """
 from __future__ import annotations
 

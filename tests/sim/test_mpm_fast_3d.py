@@ -8,7 +8,7 @@ import sim
 from sim import mpm_fast_3d, mpm_transfer
 
 
-def two_material_model(requires_grad=False, models=("neo_hookean",)):
+def two_material_model(requires_grad=False, models=("neo_hookean",), perm=None):
     """Two touching blocks moving into each other, under gravity, walls close enough to be hit."""
     b = sim.ModelBuilder(gravity=(0.0, -9.8, 0.0))
     rng = np.random.default_rng(4)
@@ -18,6 +18,10 @@ def two_material_model(requires_grad=False, models=("neo_hookean",)):
     model = b.finalize(requires_grad=requires_grad)
     v = model.particle_qd.numpy() + rng.normal(0.0, 0.3, (model.particle_count, 3)).astype(np.float32)
     model.particle_qd.assign(v)
+    if perm is not None:   # the same particles in another order (every per-particle array permuted)
+        for name in ("particle_q", "particle_qd", "particle_mass", "particle_volume", "particle_material"):
+            a = getattr(model, name)
+            a.assign(a.numpy()[perm])
     return model
 
 
@@ -63,12 +67,79 @@ def test_fast_p2g_matches_old_kernels_over_50_steps(models):
     assert moved > 1.0 / 32   # the blocks moved (and met): a comparison of something
 
 
+def test_fast_step_keeps_the_users_particle_order():
+    # a shuffled order: particle i is particle perm[i] of the ordered model, and its slab bucket
+    # sort (an index array) must not reorder what the user sees
+    perm = np.random.default_rng(7).permutation(300)
+    ordered = run(two_material_model(), fast=True)
+    shuffled_model = two_material_model(perm=perm)
+    shuffled = run(shuffled_model, fast=True)
+    old = run(shuffled_model, fast=False)
+    for name in ("particle_q", "particle_qd", "particle_F"):
+        a = getattr(ordered, name).numpy()[perm].astype(np.float64)
+        b = getattr(shuffled, name).numpy().astype(np.float64)
+        c = getattr(old, name).numpy().astype(np.float64)
+        scale = max(np.abs(a).max(), 1e-6)
+        # the same particles: equal up to the float32 rounding of other orders of the adds
+        assert np.abs(a - b).max() <= 1e-5 * scale, name
+        assert np.abs(c - b).max() <= 1e-5 * scale, name
+
+
+def slab_keys_numpy(q, grid):
+    """The slab of each particle's stencil base in float64 (sim/mpm_fast_3d.SLAB layers of nodes)."""
+    g = (q[:, 0].astype(np.float64) - grid.lower[0]) / grid.dx
+    bx = np.clip(np.trunc(g - 0.5).astype(np.int64), 0, grid.shape[0] - 3)
+    return bx // mpm_fast_3d.SLAB, g
+
+
+def test_slab_bucket_sort_against_numpy():
+    model = two_material_model(perm=np.random.default_rng(1).permutation(300))
+    solver = sim.SolverMPM(model, dx=1.0 / 16, bounds=((0.0,) * 3, (1.0,) * 3), dim=3)
+    s0 = model.state()
+    q = s0.particle_q.numpy().copy()
+    q[:7, 0] = [-3.0, -0.3, 0.0, 0.999, 1.0, 1.4, 5.0]    # escaped particles: clamped to the first/last slab
+    s0.particle_q.assign(q)
+    grid = solver.grid_for(s0)
+    flat = mpm_fast_3d.flat_grid(grid)
+    flat.bucket(s0.particle_q, grid)
+    key = flat.key.numpy()
+    expect, g = slab_keys_numpy(q, grid)
+    exact = np.abs(g - 0.5 - np.round(g - 0.5)) > 1e-4        # off the float32 rounding of a node boundary
+    assert exact.sum() > 250 and np.array_equal(key[exact], expect[exact])
+    assert np.abs(key - expect).max() <= 1
+    assert key.min() == 0 and key.max() == flat.slabs - 1
+    # a stable counting sort: numpy's stable argsort of the keys, slab starts from the key counts
+    assert np.array_equal(flat.order.numpy(), np.argsort(key, kind="stable"))
+    start = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=flat.slabs))])
+    assert np.array_equal(flat.start.numpy(), start)
+
+
+def test_parallel_slab_scatter_does_not_depend_on_the_thread_count(monkeypatch):
+    # the two-colour slab launches (forced here for 300 particles): each slab is one thread's, in the
+    # particles' order, so the same adds in the same order on any number of threads (6 slabs of a
+    # colour on 2 cores here); and equal to the old kernels to float32 rounding
+    monkeypatch.setattr(mpm_fast_3d, "PARALLEL_PARTICLES", 0)
+    model = two_material_model(perm=np.random.default_rng(2).permutation(300))
+    monkeypatch.setenv("KERNELCORE_NUM_THREADS", "1")
+    one = run(model, fast=True, steps=20)
+    monkeypatch.setenv("KERNELCORE_NUM_THREADS", "2")
+    keys = launched_kernels(lambda: run(model, fast=True, steps=1))
+    assert keys.count("p2g_scatter_3d_slab_kernel") == 2, keys    # the two colours
+    two = run(model, fast=True, steps=20)
+    old = run(model, fast=False, steps=20)
+    for name in ("particle_q", "particle_qd", "particle_C", "particle_F"):
+        a, b, c = (getattr(s, name).numpy() for s in (one, two, old))
+        assert np.array_equal(a, b), name
+        assert np.abs(a - c).max() <= 1e-5 * max(np.abs(c).max(), 1e-6), name
+
+
 def test_untaped_3d_step_takes_the_fast_kernels():
     model = two_material_model()
     solver = sim.SolverMPM(model, dx=1.0 / 16, bounds=((0.0,) * 3, (1.0,) * 3), dim=3)
     s0, s1 = model.state(), model.state()
     keys = launched_kernels(lambda: solver.step(model, s0, s1, None, 2.0e-4))
-    assert any(k.startswith("p2g_scatter_3d_flat_kernel") for k in keys), keys
+    assert any(k.startswith("p2g_scatter_3d_slab_kernel") for k in keys), keys
+    assert any(k.startswith("slab_fill_kernel") for k in keys), keys
     assert any(k.startswith("p2g_stress_3d_lanes_kernel") for k in keys), keys
     assert any(k.startswith("g2p_3d_axis_kernel") for k in keys), keys
     assert not any(k.startswith("p2g_3d_kernel") or k.startswith("g2p_3d_kernel") for k in keys), keys
