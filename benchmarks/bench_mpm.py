@@ -530,6 +530,9 @@ def diffmpm2d(args, ti, use_wp, res):
            "kernelcore_forward_s": t["kc_fwd"]["median"], "kernelcore_forward_backward_s": t["kc_fwd_bwd"]["median"],
            "kernelcore_1thread_forward_s": t["kc_fwd_1t"]["median"],
            "kernelcore_1thread_forward_backward_s": t["kc_fwd_bwd_1t"]["median"]}
+    # process CPU time (all threads): steadier than wall time on a shared machine, and it shows what
+    # a second thread costs (fork/join, private scatter copies) next to what it saves
+    out["cpu_s"] = {name: t[name]["cpu_median"] for name in cases}
     if ti:
         out["taichi_forward_s"] = t["ti_fwd"]["median"]
         out["taichi_forward_backward_s"] = t["ti_fwd_bwd"]["median"]

@@ -171,12 +171,17 @@ class Tape:
 
     def zero(self):
         """Zero every gradient of arrays on the tape (keeps the recording)."""
+        # each gradient once: a rollout passes every state to two steps and the model's arrays
+        # to all of them (a 64-step 2-D MPM tape cleared ~2x the memory it holds, ~6% of its backward)
+        done = set()
         for e in self.launches:
             for p in (e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()):
-                if isinstance(p, array) and p.grad is not None:
+                if isinstance(p, array) and p.grad is not None and id(p.grad) not in done:
+                    done.add(id(p.grad))
                     p.grad.zero_()
         for g in self._gradients.values():
-            g.zero_()
+            if id(g) not in done:
+                g.zero_()
 
     def reset(self):
         """Forget the recording (and the read marks of verify_autograd_array_access); zero gradients."""

@@ -66,6 +66,8 @@ class MPMGrid:
         self.body_contact_mass = kc.zeros(body_count, dtype=float, device=device, requires_grad=requires_grad)
         #: per particle: the APIC affine matrix of a differentiated step (see particle_affine)
         self.affine = None
+        #: per particle: log J of a taped neo-Hookean 2-D step (sim/mpm_adjoint_2d.step_log_j)
+        self.log_J = None
 
     def particle_affine(self, count):
         """Per-particle APIC affine matrices [kg/s] (count,) of the split, differentiated P2G

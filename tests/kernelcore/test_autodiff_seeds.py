@@ -508,3 +508,26 @@ def test_tape_zero_and_reset():
     assert tape.gradients == {}
     with pytest.raises(RuntimeError, match="empty"):
         tape.backward(grads={y: np.ones(3, np.float32)})
+
+
+def test_tape_zero_clears_arrays_shared_by_launches_and_funcs():
+    """A rollout passes each array to several launches and record_funcs (Tape.zero clears each
+    gradient once): every one is cleared, and a second backward gives the first one's gradient."""
+    xs = [kc.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)]
+    xs += [kc.zeros(3, dtype=float, requires_grad=True) for _ in range(3)]
+    tape = kc.Tape()
+    with tape:
+        tape.record_func(lambda: None, xs[::-1])   # the input's gradient is met last
+        for k in range(3):
+            kc.launch(square_kernel2, dim=3, inputs=[xs[k]], outputs=[xs[k + 1]])
+            tape.record_func(lambda: None, [xs[0], xs[k], xs[k + 1]])
+    seed = {xs[-1]: np.ones(3, np.float32)}
+    tape.backward(grads=seed)
+    x0 = xs[0].numpy().astype(np.float64)
+    expect = 8.0 * x0 ** 7   # d(x^8)/dx
+    np.testing.assert_allclose(xs[0].grad.numpy(), expect, rtol=1e-5)
+    tape.zero()
+    for k, a in enumerate(xs):
+        assert not a.grad.numpy().any(), k
+    tape.backward(grads=seed)
+    np.testing.assert_allclose(xs[0].grad.numpy(), expect, rtol=1e-5)
