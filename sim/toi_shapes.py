@@ -30,16 +30,23 @@ are a point against a face or an edge against an edge).
 
 **Time of impact.**  Conservative advancement: ``s += D(s) / B`` with ``B = (|v| + |w|
 R) dt`` bounding how fast any point of the shape (R from the centre of mass) can move
-per unit of s, so the step never passes the contact; it stops when ``D < 2e-5 m``.
-Two Newton steps on the active feature, ``s -= D / D'`` with ``D' = n . (v + w_c x r) dt``
-(``w_c = w / (1 + |w s dt / 2|^2)`` is the Cayley path's angular velocity), then land on
-the root, so that s, and everything after it, is a smooth function of the initial
-conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
+per unit of s, so the step never passes the contact (against the ground and planes only the
+motion along the normal counts, ``B = (max(-n . v, 0) + |w| R) dt``: sliding brings nothing
+closer).  A feature within ``CONTACT_TOL = 2e-5 m`` is an impact only when it approaches (its
+point's normal velocity below ``-APPROACH_SPEED``); one that touches but rests or leaves lets the
+sweep advance by ``SKIN / B`` (no feature comes more than ``SKIN = 5e-5 m`` closer between two
+looks).  A sweep has a runtime budget of looks (``SWEEP_ITERATIONS``); when it runs out the next
+sweep goes on from there.  Two Newton steps on the impact feature, ``s -= D / D'`` with
+``D' = n . (v + w_c x r) dt`` (``w_c = w / (1 + |w s dt / 2|^2)`` is the Cayley path's angular
+velocity), then land on the root, so that s, and everything after it, is a smooth function of
+the initial conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
 dropped flat, as for spheres).
 
-**Impulse.**  All features within 1 mm of the closest one (up to 8: a box landing flat
-touches with four corners) form the contact manifold.  Projected Gauss-Seidel (16
-sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
+**Impulse.**  All features within 1 mm of the closest one form the contact manifold (a box
+landing flat touches with four corners).  With more than 8 of them (a face on a fine triangle
+mesh) a first pass scores them and the manifold keeps the deepest one and the extreme ones along
+seven directions across the normal, so that it spans the contact patch.  Projected Gauss-Seidel
+(16 sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
 inelastic (compression) impulses that stop every contact point; restitution then adds
 ``e`` times each normal impulse (Poisson's hypothesis, which never gains energy without
 friction, whatever the number of contacts).  The velocity at impact is ``v0 + s dt a``;
@@ -47,13 +54,14 @@ the rest of the step's acceleration ``(1 - s) dt a`` is added after the bounce a
 by a second inelastic solve if it would press into the surface (resting contact).
 Approach speeds below ``resting_speed`` (two steps of gravity) get no restitution.
 
-**Rest of the step.**  The sweep goes on from the impact with the new velocities, the
-manifold's features left out (they separate or slide), for up to four impacts per step;
-a rocking or tumbling box that lands on a second corner within the same step is caught.
+**Rest of the step.**  The sweep goes on from the impact with the new velocities, every
+feature included: one that the impact sent spinning back into the surface (a light body turned
+a few times within the step) is an impact again, up to four impacts per step.  When the impacts
+or the sweeps run out before the step's end, the body stays where the sweep got it (moving on
+unswept could pass a thin wall).
 
 Impacts between swept bodies (mesh bodies included, through sim/toi_mesh_pairs.py) are
-sim/toi_body_pairs.py's (it runs first and hands over a virtual start).  An impact with a static
-mesh leaves that triangle feature (not the whole mesh) out for the rest of the step.
+sim/toi_body_pairs.py's (it runs first and hands over a virtual start).
 """
 from __future__ import annotations
 
@@ -83,8 +91,17 @@ FEATURES = 160
 MAX_CONTACTS = 8
 #: impacts handled per step
 MAX_IMPACTS = 4
-#: conservative-advancement iterations per impact search
+#: conservative-advancement iterations per impact search (the link and body-pair sweeps)
 CA_ITERATIONS = 24
+#: looks of one sweep of this module (a runtime budget: when they run out the next sweep goes on)
+SWEEP_ITERATIONS = 48
+#: sweeps per step (each ends at an impact, at the step's end or when its looks run out)
+MAX_SWEEPS = 12
+#: a feature already touching may come this much [m] closer between two looks
+SKIN = 5.0e-5
+#: a touching feature is an impact when it approaches faster than this [m/s] (or a quarter of what the
+#: body's acceleration adds in a step, when that is less)
+APPROACH_SPEED = 1.0e-3
 #: Gauss-Seidel sweeps of one impulse solve
 PGS_ITERATIONS = 16
 #: conservative advancement stops this close [m]
@@ -229,6 +246,56 @@ def shape_reach(kind: int, scale: kc.vec3, offset: kc.vec3) -> float:
 
 
 @kc.func
+def collider_closest(c: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, ground: int,
+                     ground_normal: kc.vec3, ground_offset: float, shape_count: int,
+                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                     shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
+                     shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, mesh_a: kc.uint64, info_a: kc.vec3,
+                     span: int):
+    """The closest feature of shape A against static collider ``c`` (-1: the ground), leaving out the
+    skipped ids (see :func:`closest_feature`): (distance [m], normal, contact point, collider kind);
+    distance FAR when ``c`` is not a static collider."""
+    best = float(FAR)
+    best_n = kc.vec3(0.0, 1.0, 0.0)
+    best_p = pos_a
+    kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale, ground)
+    if kb != -2 and ka == MESH:
+        nv = int(info_a[0])
+        for f in range(mesh_feature_count(kb, nv, int(info_a[1]))):
+            d, n, p = mesh_feature_distance(f, mesh_a, nv, pos_a, rot_a, kb, pos_b, rot_b, scale_b, ground_normal,
+                                            ground_offset, lookahead)
+            if d < best:
+                if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
+                    best = d
+                    best_n = n
+                    best_p = p
+    elif kb != -2:
+        for f in range(FEATURES):
+            d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
+                                       ground_offset)
+            if d < best:
+                if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
+                    best = d
+                    best_n = n
+                    best_p = p
+    elif c >= 0:
+        if shape_body[c] < 0 and shape_type[c] == MESH:
+            kb = MESH
+            if ka == MESH:
+                best, best_n, best_p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), pos_a, rot_a,
+                                                                info_a[2], shape_mesh[c], lookahead,
+                                                                id_base // ((shape_count + 1) * span), skip_count,
+                                                                skip_ids)
+            else:
+                reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+                best, best_n, best_p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
+                                                            id_base // ((shape_count + 1) * span), skip_count,
+                                                            skip_ids)
+    return best, best_n, best_p, kb
+
+
+@kc.func
 def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, ground: int,
                     ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                     shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
@@ -247,44 +314,13 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
     for c in range(-1, shape_count):
-        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                  ground)
-        if kb != -2 and ka == MESH:
-            nv = int(info_a[0])
-            for f in range(mesh_feature_count(kb, nv, int(info_a[1]))):
-                d, n, p = mesh_feature_distance(f, mesh_a, nv, pos_a, rot_a, kb, pos_b, rot_b, scale_b, ground_normal,
-                                                ground_offset, lookahead)
-                if d < best:
-                    if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
-                        best = d
-                        best_n = n
-                        best_p = p
-        elif kb != -2:
-            for f in range(FEATURES):
-                d, n, p = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b, ground_normal,
-                                           ground_offset)
-                if d < best:
-                    if excluded(id_base + (c + 1) * span + f, skip_count, skip_ids) == 0:
-                        best = d
-                        best_n = n
-                        best_p = p
-        elif c >= 0:
-            if shape_body[c] < 0 and shape_type[c] == MESH:
-                d = float(FAR)
-                n = kc.vec3(0.0, 1.0, 0.0)
-                p = pos_a
-                if ka == MESH:
-                    d, n, p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), pos_a, rot_a,
-                                                       info_a[2], shape_mesh[c], lookahead,
-                                                       id_base // ((shape_count + 1) * span), skip_count, skip_ids)
-                else:
-                    reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
-                    d, n, p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
-                                                   id_base // ((shape_count + 1) * span), skip_count, skip_ids)
-                if d < best:
-                    best = d
-                    best_n = n
-                    best_p = p
+        d, n, p, kb = collider_closest(c, ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset, shape_count,
+                                       shape_type, shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
+                                       id_base, shape_mesh, lookahead, mesh_a, info_a, span)
+        if d < best:
+            best = d
+            best_n = n
+            best_p = p
     return best, best_n, best_p
 
 
@@ -361,33 +397,196 @@ def body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_ty
 
 
 @kc.func
-def body_closest_feature(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3,
-                         qs: kc.quat, ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
-                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
-                         shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                         shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8,
-                         shape_mesh: kc.array(dtype=kc.uint64), lookahead: float,
-                         shape_info: kc.array(dtype=kc.vec3), span: int):
-    """The closest feature of any of the body's shapes (``shape_list[first:first + count]``; the body's
-    centre of mass at ``xs`` with rotation ``qs``) against every static collider, leaving out the
-    skipped feature ids (shape k's ids start at ``k * (shape_count + 1) * span``): (distance [m],
-    normal, contact point): a compound's time of impact is the earliest of its shapes'."""
-    best = float(FAR)
-    best_n = kc.vec3(0.0, 1.0, 0.0)
-    best_p = xs
+def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3, qs: kc.quat,
+               v: kc.vec3, w_c: kc.vec3, bound: float, w_reach: float, approach_tol: float, dt: float, ground: int,
+               ground_normal: kc.vec3, ground_offset: float, shape_count: int, shape_type: kc.array(dtype=int),
+               shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+               shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+               shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, shape_info: kc.array(dtype=kc.vec3),
+               span: int):
+    """One look of the sweep at step fraction ``s``: the body's centre of mass at ``xs`` with rotation
+    ``qs``, moving with ``v`` [m/s] and turning with ``w_c`` [rad/s] (the Cayley path's rate there).
+
+    Returns (impact distance [m], normal, contact point, advance, closest distance [m]).  An impact is
+    the closest feature (of any shape against any static collider) within CONTACT_TOL that approaches
+    faster than ``approach_tol`` [m/s] (a touching feature that rests or leaves is no impact, however
+    often it touched before); impact distance FAR when there is none.  ``advance`` is how far in s the sweep may go with no feature coming closer than
+    its distance (or than SKIN, for a feature already touching): ``bound`` [m per unit s] bounds how
+    fast any point moves; against the ground and planes only the motion along the normal counts
+    (``w_reach``: |w| times the body's reach, times dt), so that sliding and resting stay cheap."""
+    hit_d = float(FAR)
+    hit_n = kc.vec3(0.0, 1.0, 0.0)
+    hit_p = xs
+    advance = float(FAR)
+    d_min = float(FAR)
     rot = kc.quat_to_matrix(qs)
     stride = (shape_count + 1) * span
+    skip = vec8()
     for k in range(count):
         sh = shape_list[first + k]
-        d, n, p = closest_feature(shape_type[sh], xs + rot * (shape_pos[sh] - com), rot * shape_rot[sh],
-                                  shape_scale[sh], ground, ground_normal, ground_offset, shape_count, shape_type,
-                                  shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids, k * stride,
-                                  shape_mesh, lookahead, shape_mesh[sh], shape_info[sh], span)
-        if d < best:
-            best = d
-            best_n = n
-            best_p = p
-    return best, best_n, best_p
+        pos_a = xs + rot * (shape_pos[sh] - com)
+        rot_a = rot * shape_rot[sh]
+        for c in range(-1, shape_count):
+            d, n, p, kb = collider_closest(c, shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal,
+                                           ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                           shape_scale, 0, skip, k * stride, shape_mesh, lookahead, shape_mesh[sh],
+                                           shape_info[sh], span)
+            if d < FAR:
+                d_min = kc.min(d_min, d)
+                if d <= CONTACT_TOL and kc.dot(n, v + kc.cross(w_c, p - xs)) < -approach_tol:
+                    if d < hit_d:
+                        hit_d = d
+                        hit_n = n
+                        hit_p = p
+                else:
+                    b = bound
+                    if kb == GROUND or kb == PLANE:  # a flat collider: sliding along it brings nothing closer
+                        b = kc.max(-kc.dot(n, v) * dt, 0.0) + w_reach
+                    if b > 0.0:
+                        advance = kc.min(advance, kc.max(d, SKIN) / b)
+    return hit_d, hit_n, hit_p, advance, d_min
+
+
+@kc.func
+def manifold_slot(mode: int, many: int, dd: float, pp: kc.vec3, n0: kc.vec3, best: vec8):
+    """Whether a manifold candidate (distance ``dd`` [m], point ``pp``) is kept, and the slots' scores.
+
+    With more than MAX_CONTACTS candidates (``many`` = 1) the manifold keeps the deepest one (slot 0)
+    and the extreme ones along seven directions across the normal ``n0`` (slots 1..7), so that it
+    spans the contact patch.  ``mode`` 0 (first pass): ``best`` collects every slot's best score;
+    ``mode`` 1: a candidate that reaches a slot's best score takes it (its score becomes FAR, so a
+    tie is taken once).  Runtime loops: unrolled, this body would be copied per slot and call site."""
+    take = int(0)
+    if mode == 1 and many == 0:
+        take = 1
+    else:
+        t1 = tangent_basis(n0)
+        t2 = kc.cross(n0, t1)
+        slots = int(MAX_CONTACTS)
+        for j in range(slots):
+            score = -dd
+            if j > 0:
+                angle = 6.283185307179586 * float(j - 1) / 7.0
+                score = kc.dot(t1 * kc.cos(angle) + t2 * kc.sin(angle), pp)
+            if mode == 0:
+                best[j] = kc.max(best[j], score)
+            elif score >= best[j]:
+                best[j] = float(FAR)
+                take = 1
+    return take, best
+
+
+@kc.func
+def manifold_point(mode: int, many: int, dd: float, nn: kc.vec3, pp: kc.vec3, n0: kc.vec3, xs: kc.vec3, mu_c: float,
+                   e_c: float, count: int, candidates: int, best: vec8, nx: vec8, ny: vec8, nz: vec8, rx: vec8,
+                   ry: vec8, rz: vec8, mu: vec8, e: vec8):
+    """A manifold candidate (distance ``dd`` [m], normal ``nn``, point ``pp``; friction ``mu_c``,
+    restitution ``e_c``) counted, scored and, when :func:`manifold_slot` keeps it, appended to the
+    contact arrays (lever arm from the centre of mass ``xs``)."""
+    take, best = manifold_slot(mode, many, dd, pp, n0, best)
+    if take != 0 and count < MAX_CONTACTS:
+        r = pp - xs
+        nx[count] = nn[0]
+        ny[count] = nn[1]
+        nz[count] = nn[2]
+        rx[count] = r[0]
+        ry[count] = r[1]
+        rz[count] = r[2]
+        mu[count] = mu_c
+        e[count] = e_c
+        count = count + 1
+    return count, candidates + 1, best, nx, ny, nz, rx, ry, rz, mu, e
+
+
+@kc.func
+def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3, first: int, nsh: int,
+                    shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3, rot: kc.mat33, ground: int,
+                    ground_normal: kc.vec3, ground_offset: float, ground_material: int, shape_count: int,
+                    shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                    shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                    shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
+                    shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
+                    material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3)):
+    """One pass over the contact manifold's candidates: every feature (of every shape against every
+    static collider) within MANIFOLD_TOL of the closest one, ``d_min`` [m].  ``mode`` 0 counts them and
+    scores the slots (:func:`manifold_slot`); ``mode`` 1 gathers the kept ones: (count, normals
+    nx, ny, nz, lever arms from the centre of mass rx, ry, rz [m], friction, restitution, slot
+    scores, candidates)."""
+    count = int(0)
+    candidates = int(0)
+    nx = vec8()
+    ny = vec8()
+    nz = vec8()
+    rx = vec8()
+    ry = vec8()
+    rz = vec8()
+    mu = vec8()
+    e = vec8()
+    for k in range(nsh):
+        sh = shape_list[first + k]
+        ka = shape_type[sh]
+        scale_a = shape_scale[sh]
+        pos_k = xs + rot * (shape_pos[sh] - com)
+        rot_k = rot * shape_rot[sh]
+        ma = shape_material[sh]
+        for c in range(-1, shape_count):
+            kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                      ground)
+            mb = ground_material
+            if c >= 0:
+                mb = shape_material[c]
+            mesh_c = int(0)
+            if kb == -2 and c >= 0:
+                if shape_body[c] < 0 and shape_type[c] == MESH:
+                    mesh_c = 1
+            mu_c = 0.5 * (material_mu[ma] + material_mu[mb])
+            e_c = 0.5 * (material_restitution[ma] + material_restitution[mb])
+            if mesh_c != 0:
+                # a static mesh: the features of the triangles near the shape
+                hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                nft = int(TRIANGLE_FEATURES)
+                if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
+                    hm = shape_info[sh][2] + MANIFOLD_TOL + kc.max(d_min, 0.0)
+                    nft = mesh_triangle_feature_count(int(shape_info[sh][0]), int(shape_info[sh][1]))
+                query = kc.mesh_query_aabb(shape_mesh[c], pos_k - kc.vec3(hm, hm, hm), pos_k + kc.vec3(hm, hm, hm))
+                face = int(0)
+                while kc.mesh_query_aabb_next(query, face):
+                    t0 = triangle_vertex(shape_mesh[c], face, 0)
+                    t1 = triangle_vertex(shape_mesh[c], face, 1)
+                    t2 = triangle_vertex(shape_mesh[c], face, 2)
+                    for ft in range(nft):
+                        dd = float(FAR)
+                        nn = kc.vec3(0.0, 1.0, 0.0)
+                        pp = pos_k
+                        if ka == MESH:
+                            dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]), pos_k, rot_k,
+                                                               t0, t1, t2, look)
+                        else:
+                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                        if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
+                            count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
+                                mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx,
+                                ry, rz, mu, e)
+            elif kb != -2:
+                nff = int(FEATURES)
+                if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
+                    nff = mesh_feature_count(kb, int(shape_info[sh][0]), int(shape_info[sh][1]))
+                for ff in range(nff):
+                    dd = float(FAR)
+                    nn = kc.vec3(0.0, 1.0, 0.0)
+                    pp = pos_k
+                    if ka == MESH:
+                        dd, nn, pp = mesh_feature_distance(ff, shape_mesh[sh], int(shape_info[sh][0]), pos_k, rot_k,
+                                                           kb, pos_b, rot_b, scale_b, ground_normal, ground_offset,
+                                                           look)
+                    else:
+                        dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b, scale_b,
+                                                      ground_normal, ground_offset)
+                    if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
+                        count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
+                            mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx, ry,
+                            rz, mu, e)
+    return count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates
 
 
 @kc.kernel
@@ -404,7 +603,7 @@ def integrate_shape_bodies_toi_kernel(
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
-        shape_info: kc.array(dtype=kc.vec3), span: int,
+        shape_info: kc.array(dtype=kc.vec3), span: int, max_sweeps: int, sweep_iterations: int,
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
     i = body_ids[tid]
@@ -429,7 +628,6 @@ def integrate_shape_bodies_toi_kernel(
     unrotated = kc.identity(3, dtype=float)
     reach = kc.max(body_reach(first, nsh, shape_list, shape_type, shape_pos, shape_scale, com),
                    mesh_body_reach(first, nsh, shape_list, shape_pos, shape_info, com))  # [m]
-    stride = (shape_count + 1) * span
     # the motion so far: at fraction s_c, centre x_c, rotation q_c, velocity v_c; it moves
     # on with v_path = v_c + (1 - s_c) dt a (semi-implicit) and angular velocity w
     x_c = kc.transform_point(tf, com)
@@ -437,64 +635,60 @@ def integrate_shape_bodies_toi_kernel(
     v_c = kc.spatial_top(qd)
     s_c = float(0.0)
     hits = int(0)
-    skip_count = int(0)
-    skip_ids = vec8()
-    for _impact in range(max_impacts):
-        if s_c < 1.0:
+    # approach speed [m/s] of an impact: above the impulse solve's residual, below what the step's
+    # acceleration adds (a resting body pressed down each step is caught at the step's start)
+    approach_tol = kc.max(kc.min(APPROACH_SPEED, 0.25 * kc.length(a) * dt), 1.0e-2 * APPROACH_SPEED)
+    for _sweep in range(max_sweeps):  # a sweep ends at an impact, at the step's end or when its looks run out
+        if s_c < 1.0 and hits < max_impacts:
             v_path = v_c + a * ((1.0 - s_c) * dt)
-            bound = (kc.length(v_path) + kc.length(w) * reach) * dt
+            w_reach = kc.length(w) * reach * dt
+            bound = kc.length(v_path) * dt + w_reach  # [m per unit s]
             look = bound + MESH_LOOKAHEAD  # static meshes are searched this far [m] (sim/toi_mesh.py)
             # conservative advancement from s_c
             s = s_c
-            for _k in range(CA_ITERATIONS):
-                if s <= 1.0:
-                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                    d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
-                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                   shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
-                                                   shape_info, span)
-                    if d > CONTACT_TOL:
-                        if bound > 0.0:
-                            s = s + d / bound
-                        else:
-                            s = 2.0
             hit = int(0)
-            if s <= 1.0:
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
-                                               ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                               shape_rot, shape_scale, skip_count, skip_ids, shape_mesh, look,
-                                                   shape_info, span)
-                if d <= CONTACT_TOL:
-                    hit = 1
-                    # Newton on the active feature: lands on the root, smooth in the inputs
-                    for _newton in range(2):
-                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                        d, n, p = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
-                                                       ground_offset, shape_count, shape_type, shape_body,
-                                                       shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
-                                                       shape_mesh, look, shape_info, span)
-                        h = (s - s_c) * dt * 0.5
-                        w_c = w / (1.0 + kc.dot(w, w) * h * h)
-                        rate = kc.dot(n, v_path + kc.cross(w_c, p - xs)) * dt
+            for _k in range(sweep_iterations):
+                if hit == 0 and s <= 1.0:
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                    h = (s - s_c) * dt * 0.5
+                    hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
+                                                            w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach, approach_tol, dt,
+                                                            ground, ground_normal, ground_offset, shape_count,
+                                                            shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                                                            shape_mesh, look, shape_info, span)
+                    if hd < FAR:
+                        hit = 1
+                    else:
+                        s = s + advance
+            if hit != 0:
+                # Newton on the impact feature: lands on the root, smooth in the inputs
+                for _newton in range(2):
+                    xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                    h = (s - s_c) * dt * 0.5
+                    w_c = w / (1.0 + kc.dot(w, w) * h * h)
+                    hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path, w_c, bound,
+                                                            w_reach, approach_tol, dt, ground, ground_normal, ground_offset,
+                                                            shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                            shape_scale, shape_mesh, look, shape_info, span)
+                    if hd < FAR:
+                        rate = kc.dot(hn, v_path + kc.cross(w_c, hp - xs)) * dt
                         if rate < 0.0:
-                            s = kc.min(kc.max(s - d / rate, s_c), 1.0)
-            if hit == 0:
-                # nothing (more) is hit: move to the end of the step (or as far as the search got)
-                s_end = kc.min(s, 1.0)
-                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, zero, unrotated)
-                v_c = v_c + a * ((s_end - s_c) * dt)
-                s_c = s_end
-            else:
+                            s = kc.min(kc.max(s - hd / rate, s_c), 1.0)
                 xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                 v_hit = v_c + a * ((s - s_c) * dt)
-                # the contact manifold: every feature (of every shape) within MANIFOLD_TOL of the closest
-                d_min, n0, p0 = body_closest_feature(first, nsh, shape_list, com, xs, qs, ground, ground_normal,
-                                                     ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                     shape_rot, shape_scale, 0, skip_ids, shape_mesh, look,
-                                                     shape_info, span)
+                h = (s - s_c) * dt * 0.5
+                hd, n0, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
+                                                        w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach, approach_tol, dt,
+                                                        ground, ground_normal, ground_offset, shape_count, shape_type,
+                                                        shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
+                                                        look, shape_info, span)
                 rot = kc.quat_to_matrix(qs)
+                # the contact manifold, in two passes when it has more candidates than slots
                 count = int(0)
+                many = int(0)
+                best = vec8()
+                for j in range(MAX_CONTACTS):
+                    best[j] = -FAR
                 nx = vec8()
                 ny = vec8()
                 nz = vec8()
@@ -503,89 +697,14 @@ def integrate_shape_bodies_toi_kernel(
                 rz = vec8()
                 mu = vec8()
                 e = vec8()
-                ids = vec8()
-                for k in range(nsh):
-                    sh = shape_list[first + k]
-                    ka = shape_type[sh]
-                    scale_a = shape_scale[sh]
-                    pos_k = xs + rot * (shape_pos[sh] - com)
-                    rot_k = rot * shape_rot[sh]
-                    ma = shape_material[sh]
-                    for c in range(-1, shape_count):
-                        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot,
-                                                                  shape_scale, ground)
-                        mb = ground_material
-                        if c >= 0:
-                            mb = shape_material[c]
-                        mesh_c = int(0)
-                        if kb == -2 and c >= 0:
-                            if shape_body[c] < 0 and shape_type[c] == MESH:
-                                mesh_c = 1
-                        if mesh_c != 0:
-                            # a static mesh: the features of the triangles near the shape, one id for all
-                            hm = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0)) + MANIFOLD_TOL + kc.max(d_min, 0.0)
-                            nft = int(TRIANGLE_FEATURES)
-                            if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
-                                hm = shape_info[sh][2] + MANIFOLD_TOL + kc.max(d_min, 0.0)
-                                nft = mesh_triangle_feature_count(int(shape_info[sh][0]), int(shape_info[sh][1]))
-                            query = kc.mesh_query_aabb(shape_mesh[c], pos_k - kc.vec3(hm, hm, hm),
-                                                       pos_k + kc.vec3(hm, hm, hm))
-                            face = int(0)
-                            while kc.mesh_query_aabb_next(query, face):
-                                t0 = triangle_vertex(shape_mesh[c], face, 0)
-                                t1 = triangle_vertex(shape_mesh[c], face, 1)
-                                t2 = triangle_vertex(shape_mesh[c], face, 2)
-                                for ft in range(nft):
-                                    dd = float(FAR)
-                                    nn = kc.vec3(0.0, 1.0, 0.0)
-                                    pp = pos_k
-                                    fid = float(0.0)
-                                    if ka == MESH:
-                                        dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]),
-                                                                           pos_k, rot_k, t0, t1, t2, look)
-                                        fid = mesh_body_feature_id(face, ft, nft, k)
-                                    else:
-                                        dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
-                                        fid = mesh_feature_id(face, ft, k)
-                                    if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
-                                        r = pp - xs
-                                        nx[count] = nn[0]
-                                        ny[count] = nn[1]
-                                        nz[count] = nn[2]
-                                        rx[count] = r[0]
-                                        ry[count] = r[1]
-                                        rz[count] = r[2]
-                                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
-                                        e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                        ids[count] = fid
-                                        count = count + 1
-                        if kb != -2:
-                            nff = int(FEATURES)
-                            if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
-                                nff = mesh_feature_count(kb, int(shape_info[sh][0]), int(shape_info[sh][1]))
-                            for ff in range(nff):
-                                dd = float(FAR)
-                                nn = kc.vec3(0.0, 1.0, 0.0)
-                                pp = pos_k
-                                if ka == MESH:
-                                    dd, nn, pp = mesh_feature_distance(ff, shape_mesh[sh], int(shape_info[sh][0]), pos_k,
-                                                                       rot_k, kb, pos_b, rot_b, scale_b, ground_normal,
-                                                                       ground_offset, look)
-                                else:
-                                    dd, nn, pp = feature_distance(ff, ka, pos_k, rot_k, scale_a, kb, pos_b, rot_b,
-                                                                  scale_b, ground_normal, ground_offset)
-                                if dd < d_min + MANIFOLD_TOL and count < MAX_CONTACTS and kc.length(nn) > 0.0:
-                                    r = pp - xs
-                                    nx[count] = nn[0]
-                                    ny[count] = nn[1]
-                                    nz[count] = nn[2]
-                                    rx[count] = r[0]
-                                    ry[count] = r[1]
-                                    rz[count] = r[2]
-                                    mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
-                                    e[count] = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                                    ids[count] = float(k * stride + (c + 1) * span + ff)
-                                    count = count + 1
+                passes = int(2)
+                for mode in range(passes):
+                    count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
+                        mode, many, best, d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal,
+                        ground_offset, ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                        shape_scale, shape_material, shape_mesh, material_restitution, material_mu, look, shape_info)
+                    if mode == 0 and candidates > MAX_CONTACTS:
+                        many = 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
@@ -612,15 +731,20 @@ def integrate_shape_bodies_toi_kernel(
                 v_c = v_end - a * rest
                 w = w_end
                 s_c = s
-                skip_count = count
-                skip_ids = ids
                 hits = hits + 1
-    # the rest of the step when the impact search ran out
-    x1, q1, pos_end, rot_end = pose_at(x_c, q_c, v_c + a * ((1.0 - s_c) * dt), w, (1.0 - s_c) * dt, zero,
-                                       unrotated)
+            else:
+                # nothing is hit: move to the end of the step, or as far as this sweep's looks got
+                s_end = kc.min(s, 1.0)
+                x_c, q_c, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s_end - s_c) * dt, zero, unrotated)
+                v_c = v_c + a * ((s_end - s_c) * dt)
+                s_c = s_end
+    # when the impacts or sweeps ran out before the step's end, the body stays where the sweep got it
+    # (moving on unswept could pass a wall)
+    x1 = x_c
+    q1 = q_c
     v_out = v_c + a * ((1.0 - s_c) * dt)
     w_out = w
-    if hits == 0:  # exactly the free step
+    if hits == 0 and s_c >= 1.0:  # exactly the free step
         x1 = kc.transform_point(tf, com) + v1 * dt
         q1 = q_free
         v_out = v1
@@ -711,5 +835,5 @@ def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, 
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.shape_mesh, model.material_restitution,
                       model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS, body_shapes.info,
-                      body_shapes.span],
+                      body_shapes.span, MAX_SWEEPS, SWEEP_ITERATIONS],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)
