@@ -75,13 +75,14 @@ def test_fast_ball_between_two_free_plates_never_passes_either():
 
 
 def _two_impact_case(max_impacts, steps=3, dt=0.02):
-    # A hits B, B hits C, both in the second step; off-centre, so the impulses turn the line of motion
+    # A hits B, B hits C, both in the first step (s = 0.66, 0.84); off-centre and with friction, so the
+    # impulses turn the line of motion and spin the spheres
     b = impact_builder(e=0.8, mu=0.2)
     a = add_free_body(b, (-0.15, 0.0, 0.0), vel=(4.0, 0.0, 0.0))
     b.add_shape_sphere(radius=RADIUS, body=a)
     c1 = add_free_body(b, (0.0, 0.02, 0.01))
-    b.add_shape_box(half_extents=(0.04, 0.05, 0.05), body=c1)
-    c2 = add_free_body(b, (0.1, 0.03, -0.01))
+    b.add_shape_sphere(radius=RADIUS, body=c1)
+    c2 = add_free_body(b, (0.11, 0.03, -0.01))
     b.add_shape_sphere(radius=RADIUS, body=c2)
     m = b.finalize(requires_grad=True)
     solver = sim.SolverSemiImplicit(m, toi=True, max_impacts=max_impacts)
@@ -108,10 +109,10 @@ def test_tape_through_two_impacts_in_one_step_matches_finite_differences():
         run(v0)
     tape.backward(grads={states[-1].body_q: w})
     grad = states[0].body_qd.grad.numpy()[a, :3].astype(np.float64)
-    assert np.linalg.norm(states[-1].body_qd.numpy()[last, :3]) > 0.5  # the second impact happened
+    assert np.linalg.norm(states[1].body_qd.numpy()[last, :3]) > 0.5  # the second impact, in the first step
     eps = 1e-3
     fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
-    assert np.abs(fd).max() > 0.05
+    assert np.abs(fd).min() > 0.01
     np.testing.assert_allclose(grad, fd, rtol=0.02, atol=2e-2 * np.abs(fd).max())
 
 
