@@ -1,10 +1,10 @@
-"""Time-of-impact contacts between two swept bodies other than two spheres (sphere-box, box-box,
+"""Time-of-impact contacts between two swept bodies (sphere-box, box-box,
 sphere-capsule, capsule-capsule, capsule-box, compounds, and mesh shapes against all of these and
 against each other: sim/toi_mesh_pairs.py).
 
 With ``SolverSemiImplicit(model, toi=True)`` every body made of spheres, boxes, capsules and
-meshes is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
-bodies meets here, in a pass that runs before the bodies' own integration (sim/toi.py,
+meshes is *swept*.  Pairs of swept bodies meet here (two single spheres only with
+``max_impacts > 1``, else in sim/toi.py), in a pass that runs before the bodies' own integration (sim/toi.py,
 sim/toi_shapes.py, which handle the ground and the static shapes).
 
 **Paths.**  Each body moves through the step as its integrator moves it: the centre of
@@ -41,18 +41,34 @@ a step within half a step's closing distance; that push keeps momentum.
 **Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
 swept bodies in a hash grid of their centres of mass (:class:`BodyPairToiShapes`; query radius
 grown by twice the largest body speed times dt), always evaluating a pair with the lower body index as A,
-so both threads of a pair compute bit-identical impulses and momentum is conserved
-exactly.  One body-body impact per body and step: when three bodies meet in one step a
-body keeps only its earliest impact (its partner may have an earlier one elsewhere, and
-then momentum is not exactly conserved in that step).
+so both threads of a pair compute bit-identical impulses.  A pair's impact is applied only when it is
+the earliest of *both* bodies (ties go to the lower partner index), so each impulse acts on both
+bodies and momentum is conserved exactly.
+
+**Several impacts per step (``max_impacts``).**  Pair by pair, in time order, not island-wise:
+up to ``max_impacts`` passes, each a find launch (every body's earliest partner on the rest of the
+step) and an apply launch (the pairs that are both bodies' earliest).  Each pass resolves at least
+the step's earliest remaining impact (its two bodies name each other), and all disjoint pairs at once.
+A body struck in a pass continues from its virtual start (below), and its later pairs are swept
+from the time of its last impact (``s_last``): before it, its virtual path is not the real one.  A
+contact an earlier pass stopped no longer approaches and so is not an impact again.  Why sequential
+and not a simultaneous solve of an island's contacts: the order of the impacts is the physics of a
+chain (Newton's cradle hands the whole velocity down the row only when the impacts are taken one
+after the other; a simultaneous solve spreads it over the row), and pairwise passes keep each
+kernel thread to one pair, so that the launches stay small for the NVRTC build.  Each pass writes its
+own arrays on ``state_out`` (``body_pair_toi_passes``), so a Tape replays every pass; a pass that
+finds no impact ends the loop.  Bodies still struck after the last pass keep their earlier impacts
+only (they can pass through a thin body: raise ``max_impacts``).  Two single spheres meet here too
+when ``max_impacts > 1`` (sim/toi.py takes one body-body impact per sphere and step); with
+``max_impacts = 1`` they meet in sim/toi.py as before.
 
 **Hand-over.**  The impact is turned into a *virtual start*: the pose and velocity at
 s = 0 from which the integrator's free step reproduces "move to the impact, apply the
 impulse, move on for the rest of the step" (``v0' = v' - s dt a``,
 ``x0' = x_hit - s dt (v' + (1 - s) dt a)``, ``q0' = q_hit`` turned back by ``w'`` over
 ``s dt``, and the angular velocity at ``q0'`` that has the angular momentum after the
-impact less the torque of ``[0, s dt]``).  These go to per-state arrays (``state_out.body_q_toi_start``,
-``state_out.body_qd_toi_start``) that the integrators then read instead of ``state_in``'s,
+impact less the torque of ``[0, s dt]``).  These go to per-state arrays (the last pass's of
+``state_out.body_pair_toi_passes``) that the integrators then read instead of ``state_in``'s,
 so a Tape replays every step on its own.  The ground and static shapes are still swept by
 the integrator from the virtual start.
 """
