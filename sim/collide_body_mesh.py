@@ -76,6 +76,10 @@ CAPSULE = kc.constant(4)
 GROUND = kc.constant(-1)
 #: two hulls' vertices closer than this fraction of the mesh's bounding radius are one contact point
 COINCIDENT = kc.constant(0.01)
+#: (fraction of the shape's bound) a hull's vertex this far outside another hull still takes the pair's axis:
+#: on two hulls lined up (coplanar side faces) a corner lies on the other's side face, inside or outside
+#: by rounding; its support then flickered on and off, corner by corner, and rocked the stack
+HULL_SKIN = kc.constant(1.0e-4)
 
 #: points per pair beyond a mesh's vertices: a static sphere's centre (1), a capsule's (3), a box's corners
 COLLIDER_POINTS = {SHAPE_SPHERE: 1, SHAPE_CAPSULE: 3, SHAPE_BOX: 8}
@@ -325,7 +329,7 @@ def generate_mesh_body_pair_contacts_kernel(
                             nd = mesh_surface_distance(shape_mesh[sb], local, margin + 0.5 * kc.min(bound_a, bound_b))
                             nb = rot_b * kc.vec3(nd[0], nd[1], nd[2])
                             nd = kc.vec4(nb[0], nb[1], nb[2], nd[3])
-                            if shape_convex[sa] + shape_convex[sb] == 2 and nd[3] <= 0.0:
+                            if shape_convex[sa] + shape_convex[sb] == 2 and nd[3] <= HULL_SKIN * bound_a:
                                 # a vertex inside the other hull: the pair's axis of least overlap, not the
                                 # closest feature's normal (coplanar faces; sim/collide_hull_pairs.py).  Outside,
                                 # the face axis's gap is only a lower bound of the distance: not a contact.

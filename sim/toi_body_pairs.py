@@ -1,10 +1,10 @@
-"""Time-of-impact contacts between two swept bodies other than two spheres (sphere-box, box-box,
+"""Time-of-impact contacts between two swept bodies (sphere-box, box-box,
 sphere-capsule, capsule-capsule, capsule-box, compounds, and mesh shapes against all of these and
 against each other: sim/toi_mesh_pairs.py).
 
 With ``SolverSemiImplicit(model, toi=True)`` every body made of spheres, boxes, capsules and
-meshes is *swept*.  Two swept spheres meet in sim/toi.py; every other pair of swept
-bodies meets here, in a pass that runs before the bodies' own integration (sim/toi.py,
+meshes is *swept*.  Pairs of swept bodies meet here (two single spheres only with
+``max_impacts > 1``, else in sim/toi.py), in a pass that runs before the bodies' own integration (sim/toi.py,
 sim/toi_shapes.py, which handle the ground and the static shapes).
 
 **Paths.**  Each body moves through the step as its integrator moves it: the centre of
@@ -41,18 +41,34 @@ a step within half a step's closing distance; that push keeps momentum.
 **Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
 swept bodies in a hash grid of their centres of mass (:class:`BodyPairToiShapes`; query radius
 grown by twice the largest body speed times dt), always evaluating a pair with the lower body index as A,
-so both threads of a pair compute bit-identical impulses and momentum is conserved
-exactly.  One body-body impact per body and step: when three bodies meet in one step a
-body keeps only its earliest impact (its partner may have an earlier one elsewhere, and
-then momentum is not exactly conserved in that step).
+so both threads of a pair compute bit-identical impulses.  A pair's impact is applied only when it is
+the earliest of *both* bodies (ties go to the lower partner index), so each impulse acts on both
+bodies and momentum is conserved exactly.
+
+**Several impacts per step (``max_impacts``).**  Pair by pair, in time order, not island-wise:
+up to ``max_impacts`` passes, each a find launch (every body's earliest partner on the rest of the
+step) and an apply launch (the pairs that are both bodies' earliest).  Each pass resolves at least
+the step's earliest remaining impact (its two bodies name each other), and all disjoint pairs at once.
+A body struck in a pass continues from its virtual start (below), and its later pairs are swept
+from the time of its last impact (``s_last``): before it, its virtual path is not the real one.  A
+contact an earlier pass stopped no longer approaches and so is not an impact again.  Why sequential
+and not a simultaneous solve of an island's contacts: the order of the impacts is the physics of a
+chain (Newton's cradle hands the whole velocity down the row only when the impacts are taken one
+after the other; a simultaneous solve spreads it over the row), and pairwise passes keep each
+kernel thread to one pair, so that the launches stay small for the NVRTC build.  Each pass writes its
+own arrays on ``state_out`` (``body_pair_toi_passes``), so a Tape replays every pass; a pass that
+finds no impact ends the loop.  Bodies still struck after the last pass keep their earlier impacts
+only (they can pass through a thin body: raise ``max_impacts``).  Two single spheres meet here too
+when ``max_impacts > 1`` (sim/toi.py takes one body-body impact per sphere and step); with
+``max_impacts = 1`` they meet in sim/toi.py as before.
 
 **Hand-over.**  The impact is turned into a *virtual start*: the pose and velocity at
 s = 0 from which the integrator's free step reproduces "move to the impact, apply the
 impulse, move on for the rest of the step" (``v0' = v' - s dt a``,
 ``x0' = x_hit - s dt (v' + (1 - s) dt a)``, ``q0' = q_hit`` turned back by ``w'`` over
 ``s dt``, and the angular velocity at ``q0'`` that has the angular momentum after the
-impact less the torque of ``[0, s dt]``).  These go to per-state arrays (``state_out.body_q_toi_start``,
-``state_out.body_qd_toi_start``) that the integrators then read instead of ``state_in``'s,
+impact less the torque of ``[0, s dt]``).  These go to per-state arrays (the last pass's of
+``state_out.body_pair_toi_passes``) that the integrators then read instead of ``state_in``'s,
 so a Tape replays every step on its own.  The ground and static shapes are still swept by
 the integrator from the virtual start.
 """
@@ -63,7 +79,6 @@ import numpy as np
 import kernelcore as kc
 
 import geometry  # noqa: F401  (adds the hash_grid_* builtins)
-from kernelcore.device import get_runtime
 
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
@@ -215,8 +230,9 @@ def swept_pair_closest(is_mesh: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, s
 def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3, rl_a: kc.mat33, mesh_a: kc.uint64,
                         info_a: kc.vec3, xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
                         kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33, mesh_b: kc.uint64,
-                        info_b: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
-    """First time of impact of shapes A and B on their paths, as a fraction s of the step
+                        info_b: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float,
+                        s0: float):
+    """First time of impact of shapes A and B on their paths at or after ``s0``, as a fraction s of the step
     (NO_HIT when none): (s, depth at s [m] (< 0: overlap), normal from B to A, point on A).
 
     ``is_mesh``: 1 when either shape is a mesh (``mesh``, ``info``: sim/toi_mesh_body.py
@@ -233,7 +249,7 @@ def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3,
     look = bound + LOOKAHEAD
     # (meshes) while the bounding balls are farther apart than this, their distance is the step's lower bound
     ball_gap = 0.1 * kc.min(rad_a, rad_b)
-    s = float(0.0)
+    s = s0
     done = int(0)  # converged: the remaining iterations evaluate nothing
     for _k in range(CA_ITERATIONS):
         if s <= 1.0 and done == 0:
@@ -277,7 +293,7 @@ def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3,
                 wb_c = wb / (1.0 + kc.dot(wb, wb) * h * h)
                 rate = kc.dot(n, va + kc.cross(wa_c, p - x_a) - vb - kc.cross(wb_c, p - x_b)) * dt
                 if rate < 0.0:
-                    s = kc.min(kc.max(s - (d - TOI_GAP) / rate, 0.0), 1.0)
+                    s = kc.min(kc.max(s - (d - TOI_GAP) / rate, s0), 1.0)
             x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, rl_a)
             x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, rl_b)
             d, n, p = swept_pair_closest(is_mesh, ka, pa, ra, scale_a, mesh_a, info_a, kb, pb, rb, scale_b, mesh_b,
@@ -326,8 +342,9 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                                 shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                                 shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
                                 shape_convex: kc.array(dtype=int), xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
-                                xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float):
-    """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths: the
+                                xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float, s0: float):
+    """First time of impact of bodies ``lo`` and ``hi`` (each one or several shapes) on their paths at or after
+    ``s0`` (the later of their last impacts in this step: before it one of them is on a virtual path): the
     earliest over their shape pairs (pairs with a mesh: sim/toi_mesh_pairs.py; ``shape_info``:
     sim/toi_mesh_body.py ``mesh_shape_info``).  (s (NO_HIT when none), depth, normal from hi to lo,
     point on lo, lo's shape, hi's shape)."""
@@ -353,7 +370,7 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
             s, d, nn, pp = pair_time_of_impact(is_mesh, shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
                                                shape_mesh[sa], shape_info[sa], xa, qa, va, wa, shape_type[sb],
                                                shape_scale[sb], off_b, shape_rot[sb], shape_mesh[sb], shape_info[sb],
-                                               xb, qb, vb, wb, dt)
+                                               xb, qb, vb, wb, dt, s0)
             if s <= 1.0 and shape_convex[sa] + shape_convex[sb] == 2:
                 # two hulls: the closest feature's normal unless a face axis separates them better (on coplanar
                 # faces a corner's closest face may be a side face, along which the hulls overlap by a whole
@@ -386,133 +403,185 @@ def swept_body_reach(first: int, count: int, shape_list: kc.array(dtype=int), sh
                   mesh_body_reach(first, count, shape_list, shape_pos, shape_info, com))
 
 
+@kc.func
+def pair_start(lo: int, hi: int, s_last: kc.array(dtype=float)) -> float:
+    """Fraction of the step from which bodies ``lo`` and ``hi`` are both on their real paths: the later of
+    their last impacts of this step (before it, one of them follows its virtual start's path)."""
+    return kc.max(s_last[lo], s_last[hi])
+
+
 @kc.kernel
-def body_pair_toi_kernel(
+def body_pair_toi_find_kernel(
         body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
         body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
         inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
         body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int), shape_list: kc.array(dtype=int),
-        sphere_body: kc.array(dtype=int), gravity: kc.vec3, dt: float,
-        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
-        material_mu: kc.array(dtype=float), resting_speed: float,
+        sphere_body: kc.array(dtype=int), sphere_pairs: int, gravity: kc.vec3, dt: float,
+        shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3), resting_speed: float,
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-        shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int), max_reach: float, speed_bound: kc.array(dtype=float),
-        body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector)):
+        shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int),
+        body_q_grid: kc.array(dtype=kc.transform), max_reach: float, speed_bound: kc.array(dtype=float),
+        s_last: kc.array(dtype=float),
+        partner: kc.array(dtype=int), found: kc.array(dtype=int)):
+    """Each swept body's earliest impact partner on the rest of the step (-1: none), ties to the lower index.
+
+    ``body_q0``/``body_qd0``: the start of this pass (``state_in`` or the previous pass's virtual start);
+    ``body_q_grid``: the poses the grid was built from (``state_in``'s).  ``found[0]`` counts the bodies with
+    a partner."""
     i = kc.tid()
-    q_out = body_q0[i]
-    qd_out = body_qd0[i]
+    other = int(-1)
     if body_shape_count[i] > 0:
-        com_i = kc.transform_point(body_q0[i], body_com[i])
+        com_i = kc.transform_point(body_q_grid[i], body_com[i])
         reach_i = swept_body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
                                    shape_info, body_com[i])
-        # the grid holds the swept bodies' centres of mass (BodyPairToiShapes)
+        # the grid holds the swept bodies' centres of mass at the step's start (BodyPairToiShapes)
         radius = reach_i + max_reach + 2.0 * speed_bound[0] * dt
         best = float(NO_HIT)
-        other = int(-1)
         query = kc.hash_grid_query(grid, com_i, radius)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
             bj = grid_bodies[j]
-            if bj != i:
-                # two single spheres: sim/toi.py
-                if body_shape_count[bj] > 0 and (sphere_body[i] == 0 or sphere_body[bj] == 0):
-                    # the lower body index is A in both threads: bit-identical answers
-                    lo = kc.min(i, bj)
-                    hi = kc.max(i, bj)
-                    xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                                   inv_inertia, gravity, dt)
-                    xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                                   inv_inertia, gravity, dt)
-                    reach_lo = swept_body_reach(body_first[lo], body_shape_count[lo], shape_list, shape_type,
-                                                shape_pos, shape_scale, shape_info, body_com[lo])
-                    reach_hi = swept_body_reach(body_first[hi], body_shape_count[hi], shape_list, shape_type,
-                                                shape_pos, shape_scale, shape_info, body_com[hi])
-                    # bounding balls about the centres of mass that cannot meet in this step: no sweep
-                    closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt
-                    s = float(NO_HIT)
-                    depth = float(0.0)
-                    n = kc.vec3(0.0, 1.0, 0.0)
-                    p = xa
-                    s_lo = int(0)
-                    s_hi = int(0)
-                    if kc.length(xa - xb) - reach_lo - reach_hi <= closing:
-                        s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
-                            lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
-                            shape_rot, shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb,
-                            wb, dt)
-                    if s < best:
-                        # impacts only: slower contacts (resting, sliding) are the penalty contacts
-                        if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
-                                        inv_inertia, gravity, dt) >= resting_speed:
-                            best = s
-                            other = bj
-        if other >= 0:
-            lo = kc.min(i, other)
-            hi = kc.max(i, other)
-            xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
-                                           gravity, dt)
-            xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
-                                           gravity, dt)
-            s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
-                lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
-                shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb, wb, dt)
-            tau = s * dt
-            no_offset = kc.vec3(0.0, 0.0, 0.0)
-            xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
-            xb_hit, qb_hit, pb, rb_rot = pose_at(xb, qb, vb, wb, tau, no_offset, shape_rot[s_hi])
-            va_hit = kc.spatial_top(body_qd0[lo]) + aa * tau
-            vb_hit = kc.spatial_top(body_qd0[hi]) + ab * tau
-            arm_a = p - xa_hit
-            arm_b = p - xb_hit
-            rot_a = kc.quat_to_matrix(qa_hit)
-            rot_b = kc.quat_to_matrix(qb_hit)
-            ia_inv = rot_a * inv_inertia[lo] * kc.transpose(rot_a)
-            ib_inv = rot_b * inv_inertia[hi] * kc.transpose(rot_b)
-            wa_hit = spin_at(lo, body_q0, body_qd0, body_f, inertia, inv_inertia, qa_hit, tau)
-            wb_hit = spin_at(hi, body_q0, body_qd0, body_f, inertia, inv_inertia, qb_hit, tau)
-            u = va_hit + kc.cross(wa_hit, arm_a) - vb_hit - kc.cross(wb_hit, arm_b)
-            ma = shape_material[s_lo]
-            mb = shape_material[s_hi]
-            e = 0.5 * (material_restitution[ma] + material_restitution[mb])
-            mu = 0.5 * (material_mu[ma] + material_mu[mb])
-            jimp = pair_impulse(n, u, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv, e, mu)
-            # this body's share
-            x_hit = xa_hit
-            q_hit = qa_hit
-            v_hit = va_hit
-            w_hit = wa_hit
-            arm = arm_a
-            inv_i = ia_inv
-            a = aa
-            if i == hi:
-                jimp = -jimp
-                x_hit = xb_hit
-                q_hit = qb_hit
-                v_hit = vb_hit
-                w_hit = wb_hit
-                arm = arm_b
-                inv_i = ib_inv
-                a = ab
-            v_new = v_hit + jimp * inv_mass[i]
-            w_new = w_hit + inv_i * kc.cross(arm, jimp)
-            # the virtual start from which the free step reproduces the impact (module docstring)
-            v_rest = v_new + a * ((1.0 - s) * dt)
-            x_start = x_hit - v_rest * tau
-            q_start = rotate_by(q_hit, w_new, -tau)
-            # the angular velocity at the virtual start that carries the angular momentum after the
-            # impact, I_hit w_new (the free step keeps world angular momentum; w_new itself would not
-            # be right for an asymmetric body turned back to q_start)
-            rot_hit = kc.quat_to_matrix(q_hit)
-            rot_start = kc.quat_to_matrix(q_start)
-            # (less the torque of [0, s dt]: the free step applies the step's torque from the start)
-            momentum = rot_hit * inertia[i] * (kc.transpose(rot_hit) * w_new) - kc.spatial_bottom(body_f[i]) * tau
-            w_start = rot_start * inv_inertia[i] * (kc.transpose(rot_start) * momentum)
-            q_out = body_frame_from_com(x_start, q_start, body_com[i])
-            qd_out = kc.spatial_vector(v_new - a * tau, w_start)
+            both_spheres = int(0)
+            if sphere_body[i] != 0 and sphere_body[bj] != 0:
+                both_spheres = 1
+            # two single spheres: here with sphere_pairs (several impacts per step), else sim/toi.py
+            if bj != i and body_shape_count[bj] > 0 and (both_spheres == 0 or sphere_pairs != 0):
+                # the lower body index is A in both threads: bit-identical answers
+                lo = kc.min(i, bj)
+                hi = kc.max(i, bj)
+                s0 = pair_start(lo, hi, s_last)
+                xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                               inv_inertia, gravity, dt)
+                xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                               inv_inertia, gravity, dt)
+                reach_lo = swept_body_reach(body_first[lo], body_shape_count[lo], shape_list, shape_type,
+                                            shape_pos, shape_scale, shape_info, body_com[lo])
+                reach_hi = swept_body_reach(body_first[hi], body_shape_count[hi], shape_list, shape_type,
+                                            shape_pos, shape_scale, shape_info, body_com[hi])
+                # bounding balls about the centres of mass that cannot meet in the rest of the step: no sweep
+                closing = (kc.length(va - vb) + kc.length(wa) * reach_lo + kc.length(wb) * reach_hi) * dt * (1.0 - s0)
+                gap0 = kc.length((xa + va * (s0 * dt)) - (xb + vb * (s0 * dt))) - reach_lo - reach_hi
+                s = float(NO_HIT)
+                depth = float(0.0)
+                n = kc.vec3(0.0, 1.0, 0.0)
+                p = xa
+                s_lo = int(0)
+                s_hi = int(0)
+                if gap0 <= closing:
+                    s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
+                        lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos,
+                        shape_rot, shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb,
+                        wb, dt, s0)
+                if s < best or (s == best and s <= 1.0 and bj < other):
+                    # impacts only: slower contacts (resting, sliding) are the penalty contacts; two spheres have
+                    # none, so every approach of theirs is an impact (as in sim/toi.py)
+                    threshold = resting_speed
+                    if both_spheres != 0:
+                        threshold = 1.0e-3 * resting_speed
+                    if hit_approach(lo, hi, s, n, p, body_q0, body_qd0, body_f, body_com, inv_mass, inertia,
+                                    inv_inertia, gravity, dt) >= threshold:
+                        best = s
+                        other = bj
+    partner[i] = other
+    if other >= 0:
+        kc.atomic_add(found, 0, 1)
+
+
+@kc.kernel
+def body_pair_toi_apply_kernel(
+        body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
+        body_f: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+        inv_mass: kc.array(dtype=float), inertia: kc.array(dtype=kc.mat33), inv_inertia: kc.array(dtype=kc.mat33),
+        body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int), shape_list: kc.array(dtype=int),
+        gravity: kc.vec3, dt: float,
+        shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
+        material_mu: kc.array(dtype=float),
+        shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
+        shape_convex: kc.array(dtype=int), partner: kc.array(dtype=int), s_last: kc.array(dtype=float),
+        body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector),
+        s_last_out: kc.array(dtype=float)):
+    """The impact of each body whose earliest partner (``partner``, from :func:`body_pair_toi_find_kernel`) has
+    it as its earliest too, as a new virtual start; every other body keeps its start of this pass."""
+    i = kc.tid()
+    q_out = body_q0[i]
+    qd_out = body_qd0[i]
+    s_out = s_last[i]
+    other = partner[i]
+    mutual = int(0)
+    if other >= 0:
+        if partner[other] == i:
+            mutual = 1
+    if mutual != 0:
+        lo = kc.min(i, other)
+        hi = kc.max(i, other)
+        xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                       gravity, dt)
+        xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
+                                       gravity, dt)
+        s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
+            lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
+            shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb, wb, dt,
+            pair_start(lo, hi, s_last))
+        s_out = s
+        tau = s * dt
+        no_offset = kc.vec3(0.0, 0.0, 0.0)
+        xa_hit, qa_hit, pa, ra_rot = pose_at(xa, qa, va, wa, tau, no_offset, shape_rot[s_lo])
+        xb_hit, qb_hit, pb, rb_rot = pose_at(xb, qb, vb, wb, tau, no_offset, shape_rot[s_hi])
+        va_hit = kc.spatial_top(body_qd0[lo]) + aa * tau
+        vb_hit = kc.spatial_top(body_qd0[hi]) + ab * tau
+        arm_a = p - xa_hit
+        arm_b = p - xb_hit
+        rot_a = kc.quat_to_matrix(qa_hit)
+        rot_b = kc.quat_to_matrix(qb_hit)
+        ia_inv = rot_a * inv_inertia[lo] * kc.transpose(rot_a)
+        ib_inv = rot_b * inv_inertia[hi] * kc.transpose(rot_b)
+        wa_hit = spin_at(lo, body_q0, body_qd0, body_f, inertia, inv_inertia, qa_hit, tau)
+        wb_hit = spin_at(hi, body_q0, body_qd0, body_f, inertia, inv_inertia, qb_hit, tau)
+        u = va_hit + kc.cross(wa_hit, arm_a) - vb_hit - kc.cross(wb_hit, arm_b)
+        ma = shape_material[s_lo]
+        mb = shape_material[s_hi]
+        e = 0.5 * (material_restitution[ma] + material_restitution[mb])
+        mu = 0.5 * (material_mu[ma] + material_mu[mb])
+        jimp = pair_impulse(n, u, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv, e, mu)
+        # this body's share
+        x_hit = xa_hit
+        q_hit = qa_hit
+        v_hit = va_hit
+        arm = arm_a
+        inv_i = ia_inv
+        w_hit = wa_hit
+        a = aa
+        if i == hi:
+            jimp = -jimp
+            x_hit = xb_hit
+            q_hit = qb_hit
+            v_hit = vb_hit
+            w_hit = wb_hit
+            arm = arm_b
+            inv_i = ib_inv
+            a = ab
+        v_new = v_hit + jimp * inv_mass[i]
+        w_new = w_hit + inv_i * kc.cross(arm, jimp)
+        # the virtual start from which the free step reproduces the impact (module docstring)
+        v_rest = v_new + a * ((1.0 - s) * dt)
+        x_start = x_hit - v_rest * tau
+        q_start = rotate_by(q_hit, w_new, -tau)
+        # the angular velocity at the virtual start that carries the angular momentum after the
+        # impact, I_hit w_new (the free step keeps world angular momentum; w_new itself would not
+        # be right for an asymmetric body turned back to q_start)
+        rot_hit = kc.quat_to_matrix(q_hit)
+        rot_start = kc.quat_to_matrix(q_start)
+        # (less the torque of [0, s dt]: the free step applies the step's torque from the start)
+        momentum = rot_hit * inertia[i] * (kc.transpose(rot_hit) * w_new) - kc.spatial_bottom(body_f[i]) * tau
+        w_start = rot_start * inv_inertia[i] * (kc.transpose(rot_start) * momentum)
+        q_out = body_frame_from_com(x_start, q_start, body_com[i])
+        qd_out = kc.spatial_vector(v_new - a * tau, w_start)
     body_q_start[i] = q_out
     body_qd_start[i] = qd_out
+    s_last_out[i] = s_out
 
 
 class BodyPairToiShapes:
@@ -524,13 +593,17 @@ class BodyPairToiShapes:
     the body of each grid point), rebuilt from ``state_in`` every step; a body queries the bodies within
     its reach, the largest reach (``max_reach`` [m], mesh shapes included) and twice the largest body
     speed times dt (``speed_bound``, which only grows, so that the adjoint's search is never smaller
-    than the forward's)."""
+    than the forward's).  ``sphere_pairs``: two single spheres meet here too (the solver's
+    ``max_impacts > 1``: sim/toi.py takes one body-body impact per sphere and step), else in sim/toi.py."""
 
-    def __init__(self, model, swept, sphere_body, grid_dim: int | None = None):
+    def __init__(self, model, swept, sphere_body, grid_dim: int | None = None, sphere_pairs: bool = False):
         import math
 
         self.swept = swept
+        self.sphere_pairs = bool(sphere_pairs)
         dev = model.device
+        #: float (B,) zeros: no body has had an impact before the first pass
+        self.no_impact = kc.zeros(model.body_count, dtype=float, device=dev)
         self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=dev)
         first, count, shapes = body_shape_lists(model, meshes=True)
         bodies = np.nonzero(count > 0)[0].astype(np.int32)
@@ -552,13 +625,6 @@ class BodyPairToiShapes:
         kc.launch(body_centers_kernel, dim=self.body_count, inputs=[self.grid_bodies, body_q, model.body_com],
                   outputs=[self.centers], device=model.device, record_tape=False)
         self.grid.build(self.centers, 2.1 * self.max_reach + 1.0e-6)
-
-    def record_rebuild(self, model, body_q):
-        """On an active Tape, rebuild the grid from ``body_q`` before the adjoint of the last recorded launch
-        runs, so that it sees the pairs its forward saw."""
-        tapes = get_runtime().tape_stack
-        if tapes:
-            tapes[-1].record_func(lambda: self.rebuild(model, body_q), [])
 
 
 @kc.kernel
@@ -587,12 +653,13 @@ def _body_reach(model, shapes, b) -> float:
     return reach
 
 
-def needs_body_pair_toi(model, sphere_body) -> bool:
+def needs_body_pair_toi(model, sphere_body, sphere_pairs: bool = False) -> bool:
     """True when at least two bodies are swept and one of them is not a sphere body of sim/toi.py
-    (``sphere_body``: (B,) 1 for those)."""
+    (``sphere_body``: (B,) 1 for those), or, with ``sphere_pairs`` (two spheres meet here too), when
+    at least two bodies are swept."""
     first, count, shapes = body_shape_lists(model, meshes=True)
     swept = np.nonzero(count > 0)[0]
-    return len(swept) >= 2 and any(not sphere_body[b] for b in swept)
+    return len(swept) >= 2 and (sphere_pairs or any(not sphere_body[b] for b in swept))
 
 
 class _StartState:
@@ -603,40 +670,77 @@ class _StartState:
         self.body_qd = body_qd
 
 
-def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs=None):
-    """Time-of-impact impulses between swept bodies (other than two spheres), as a virtual start state.
+class _ImpactPass:
+    """One pass's arrays, kept on ``state_out`` so that a Tape replays each pass on its own: the partners found
+    (int (B,)), how many bodies found one (int (1,)), the virtual start after the pass (transform (B,),
+    spatial_vector (B,)) and each body's last impact so far as a fraction of the step (float (B,))."""
 
+    def __init__(self, model):
+        n, dev, grad = model.body_count, model.device, model.requires_grad
+        self.partner = kc.zeros(n, dtype=kc.int32, device=dev)
+        self.found = kc.zeros(1, dtype=kc.int32, device=dev)
+        self.body_q = kc.zeros(n, dtype=kc.transform, device=dev, requires_grad=grad)
+        self.body_qd = kc.zeros(n, dtype=kc.spatial_vector, device=dev, requires_grad=grad)
+        self.s_last = kc.zeros(n, dtype=float, device=dev)
+
+
+def _impact_passes(model, state_out, count: int):
+    """``count`` :class:`_ImpactPass` es of ``state_out`` (made on first use, then reused)."""
+    passes = getattr(state_out, "body_pair_toi_passes", None)
+    if passes is None or passes[0].body_q.shape[0] != model.body_count:
+        passes = []
+        state_out.body_pair_toi_passes = passes
+    while len(passes) < count:
+        passes.append(_ImpactPass(model))
+    return passes
+
+
+def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, pairs=None, max_impacts: int = 1):
+    """Time-of-impact impulses between swept bodies, as a virtual start state (module docstring).
+
+    Up to ``max_impacts`` passes (a runtime bound: one find and one apply launch each, stopped early when a
+    pass finds no impact); each pass resolves every pair that is both bodies' earliest impact in the rest of
+    the step, so every pass takes at least the step's earliest remaining impact.
     ``body_shape``: a :class:`BodyPairToiShapes` of the model (its grid is rebuilt here from
     ``state_in``); ``pairs``: unused (the penalty contacts' grid, which holds no mesh shapes).
-    Returns an object with ``body_q``, ``body_qd`` (per-state arrays kept on ``state_out``)
-    for the integrators to read in place of ``state_in``'s."""
+    Returns an object with ``body_q``, ``body_qd`` (per-state arrays kept on ``state_out``, or
+    ``state_in``'s own when nothing is hit) for the integrators to read in place of ``state_in``'s."""
     from .toi import body_speed_bound_kernel, resting_speed
 
-    q_start = getattr(state_out, "body_q_toi_start", None)
-    if q_start is None or q_start.shape[0] != model.body_count:
-        q_start = kc.zeros(model.body_count, dtype=kc.transform, device=model.device,
-                           requires_grad=model.requires_grad)
-        qd_start = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=model.device,
-                            requires_grad=model.requires_grad)
-        state_out.body_q_toi_start = q_start
-        state_out.body_qd_toi_start = qd_start
-    qd_start = state_out.body_qd_toi_start
-    kc.launch(body_speed_bound_kernel, dim=model.body_count,
-              inputs=[state_in.body_qd, wrenches, model.body_inv_mass, model.gravity, float(dt)],
-              outputs=[body_shape.speed_bound], device=model.device, record_tape=False)
+    passes = _impact_passes(model, state_out, max_impacts)
+    dev = model.device
     body_shape.rebuild(model, state_in.body_q)
-    kc.launch(body_pair_toi_kernel, dim=model.body_count,
-              inputs=[state_in.body_q, state_in.body_qd, wrenches, model.body_com, model.body_inv_mass,
-                      model.body_inertia, model.body_inv_inertia, body_shape.swept.first, body_shape.swept.count,
-                      body_shape.swept.shapes, body_shape.sphere_body, model.gravity, float(dt),
-                      model.shape_type, model.shape_body, model.shape_pos, model.shape_rot, model.shape_scale,
-                      model.shape_material, model.material_restitution, model.material_mu,
-                      resting_speed(model, dt), model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
-                      body_shape.grid.id,
-                      body_shape.grid_bodies, body_shape.max_reach, body_shape.speed_bound],
-              outputs=[q_start, qd_start], device=model.device)
-    body_shape.record_rebuild(model, state_in.body_q)
-    return _StartState(q_start, qd_start)
+    q, qd = state_in.body_q, state_in.body_qd
+    s_last = body_shape.no_impact
+    for k in range(max_impacts):
+        # after an impact a body may be faster than at the start: the search radius grows with it
+        kc.launch(body_speed_bound_kernel, dim=model.body_count,
+                  inputs=[qd, wrenches, model.body_inv_mass, model.gravity, float(dt)],
+                  outputs=[body_shape.speed_bound], device=dev, record_tape=False)
+        out = passes[k]
+        out.found.zero_()
+        # the partners are decisions, not differentiated: not recorded (the apply launch replays them)
+        kc.launch(body_pair_toi_find_kernel, dim=model.body_count,
+                  inputs=[q, qd, wrenches, model.body_com, model.body_inv_mass, model.body_inertia,
+                          model.body_inv_inertia, body_shape.swept.first, body_shape.swept.count,
+                          body_shape.swept.shapes, body_shape.sphere_body, int(body_shape.sphere_pairs),
+                          model.gravity, float(dt), model.shape_type, model.shape_pos, model.shape_rot,
+                          model.shape_scale, resting_speed(model, dt), model.shape_mesh, body_shape.swept.info,
+                          body_shape.shape_convex, body_shape.grid.id, body_shape.grid_bodies, state_in.body_q,
+                          body_shape.max_reach, body_shape.speed_bound, s_last],
+                  outputs=[out.partner, out.found], device=dev, record_tape=False)
+        if int(out.found.numpy()[0]) == 0:
+            break
+        kc.launch(body_pair_toi_apply_kernel, dim=model.body_count,
+                  inputs=[q, qd, wrenches, model.body_com, model.body_inv_mass, model.body_inertia,
+                          model.body_inv_inertia, body_shape.swept.first, body_shape.swept.count,
+                          body_shape.swept.shapes, model.gravity, float(dt), model.shape_type, model.shape_pos,
+                          model.shape_rot, model.shape_scale, model.shape_material, model.material_restitution,
+                          model.material_mu, model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
+                          out.partner, s_last],
+                  outputs=[out.body_q, out.body_qd, out.s_last], device=dev)
+        q, qd, s_last = out.body_q, out.body_qd, out.s_last
+    return _StartState(q, qd)
 
 
 def warn_unswept_bodies(model, solver_name: str = "SolverSemiImplicit"):

@@ -22,7 +22,7 @@ from ..integrate import eval_control_forces, integrate_particles, zero_forces
 from ..springs import eval_springs
 from ..cloth_forces import eval_cloth_forces
 from ..cloth_attachment import eval_cloth_attachments
-from ..toi import TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
+from ..toi import MAX_IMPACTS, TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import SweptBodyShapes, body_shape_toi_all_shapes, body_shape_toi_shapes, integrate_shape_bodies_toi
 from ..toi_body_pairs import BodyPairToiShapes, body_pair_toi, needs_body_pair_toi, warn_unswept_bodies
 from .checks import check_step_arguments, reports_non_finite
@@ -62,6 +62,11 @@ class SolverSemiImplicit:
             those of the real bounce.  Other contacts (slow contacts between swept bodies other
             than two spheres; particles against static meshes; particle pairs) stay penalty
             contacts.
+        max_impacts: with ``toi``, body-body impacts per body per step (an integer >= 1, default 4):
+            after the earliest impacts the rest of the step is swept again with the new velocities,
+            up to this many passes (sim/toi_body_pairs.py; a ball between two free plates, Newton's
+            cradle).  1: one body-body impact per body and step, two single spheres then meeting in
+            sim/toi.py.  Impacts with static colliders have their own bound (four per step).
 
     After a step, ``solver.contacts`` (the same object as ``state_out.contacts``, see
     sim/contacts.py) holds the body-static contacts the step found, and
@@ -100,8 +105,9 @@ class SolverSemiImplicit:
     def __init__(self, model, particle_contacts: bool = False, grid_dim: int | None = None,
                  brute_force_contacts: bool = False, toi: bool = False, self_contact=None,
                  body_pair_slots: int = 12, mesh_contact_slots: int = 16, joint_attach_ke: float = 1.0e4,
-                 joint_attach_kd: float = 1.0e2):
+                 joint_attach_kd: float = 1.0e2, max_impacts: int | None = None):
         self.model = model
+        self.max_impacts = _max_impacts(max_impacts, toi)
         self.joint_attach_ke = _non_negative(joint_attach_ke, "joint_attach_ke")
         self.joint_attach_kd = _non_negative(joint_attach_kd, "joint_attach_kd")
         self.self_contact = _cloth_self_contact(model, self_contact, toi)
@@ -134,8 +140,12 @@ class SolverSemiImplicit:
                 self.body_shape_toi_ids = kc.array(np.nonzero(boxes >= 0)[0].astype(np.int32), dtype=kc.int32,
                                                    device=model.device)
                 self._no_speed = kc.zeros(1, dtype=float, device=model.device)
-                if needs_body_pair_toi(model, shapes >= 0):
-                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0)
+                # with several impacts per step two spheres meet in sim/toi_body_pairs.py too (one pass there
+                # per impact); sim/toi.py takes one body-body impact per sphere and step
+                sphere_pairs = self.max_impacts > 1
+                if needs_body_pair_toi(model, shapes >= 0, sphere_pairs):
+                    self.body_pair_toi_shape = BodyPairToiShapes(model, self.body_shape_toi, shapes >= 0,
+                                                                 sphere_pairs=sphere_pairs)
             self.body_static_pairs = body_static_pairs(model, swept, TOI_STATIC_KINDS, swept_shapes_all=swept_all)
             if model.body_count > 1:
                 from ..collide_body_pairs import BodyPairContacts
@@ -220,11 +230,15 @@ class SolverSemiImplicit:
                 check_contact_overflow(overflow, self.body_pairs, mesh)  # the step's one read-back of them
             if self.toi:
                 start = state_in
+                sphere_pairs = self.body_pairs
                 if self.body_pair_toi_shape is not None:
-                    # body-body impacts other than sphere-sphere: a virtual start state (sim/toi_body_pairs.py)
+                    # body-body impacts (other than sphere-sphere with max_impacts=1): a virtual start state
+                    # (sim/toi_body_pairs.py)
                     start = body_pair_toi(model, state_in, wrenches, state_out, dt, self.body_pair_toi_shape,
-                                          self.body_pairs)
-                integrate_bodies_toi(model, start, wrenches, state_out, dt, self.body_toi_shapes, self.body_pairs,
+                                          self.body_pairs, self.max_impacts)
+                    if self.body_pair_toi_shape.sphere_pairs:
+                        sphere_pairs = None  # met there already
+                integrate_bodies_toi(model, start, wrenches, state_out, dt, self.body_toi_shapes, sphere_pairs,
                                      self._no_speed)
                 integrate_shape_bodies_toi(model, start, wrenches, state_out, dt, self.body_shape_toi_ids,
                                            self.body_shape_toi)
@@ -247,6 +261,19 @@ def _warn_if_joints(model, solver_name):
         import warnings
 
         warnings.warn(message, stacklevel=3)
+
+
+def _max_impacts(value, toi):
+    """The solver's ``max_impacts`` (default 4), checked; warned about without ``toi`` (it is not used)."""
+    if value is None:
+        return MAX_IMPACTS
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"SolverSemiImplicit: max_impacts must be an integer >= 1, got {value!r}")
+    if not toi:
+        import warnings
+
+        warnings.warn(f"SolverSemiImplicit: max_impacts={value} is not used without toi=True", stacklevel=3)
+    return int(value)
 
 
 def _non_negative(value, name):
