@@ -172,7 +172,7 @@ class Tape:
     def zero(self):
         """Zero every gradient of arrays on the tape (keeps the recording)."""
         # each gradient once: a rollout passes every state to two steps and the model's arrays
-        # to all of them (a 64-step 2-D MPM tape cleared ~2x the memory it holds, ~6% of its backward)
+        # to all of them (a 64-step 2-D MPM tape: 12.6 -> 11.0 ms, its states were cleared twice)
         done = set()
         for e in self.launches:
             for p in (e.params if isinstance(e, _Launch) else e.arrays if isinstance(e, _Func) else ()):
