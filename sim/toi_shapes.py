@@ -404,14 +404,14 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, shape_info: kc.array(dtype=kc.vec3),
                span: int):
-    """One look of the sweep at step fraction ``s``: the body's centre of mass at ``xs`` with rotation
-    ``qs``, moving with ``v`` [m/s] and turning with ``w_c`` [rad/s] (the Cayley path's rate there).
+    """One look of the sweep: the body's centre of mass at ``xs`` with rotation ``qs``, moving with ``v`` [m/s] and turning with ``w_c`` [rad/s] (the Cayley path's rate there).
 
     Returns (impact distance [m], normal, contact point, advance, closest distance [m]).  An impact is
     the closest feature (of any shape against any static collider) within CONTACT_TOL that approaches
     faster than ``approach_tol`` [m/s] (a touching feature that rests or leaves is no impact, however
-    often it touched before); impact distance FAR when there is none.  ``advance`` is how far in s the sweep may go with no feature coming closer than
-    its distance (or than SKIN, for a feature already touching): ``bound`` [m per unit s] bounds how
+    often it touched before); impact distance FAR when there is none.  ``advance`` is how far in s
+    the sweep may go with no feature coming closer than its distance (or than SKIN, for a feature
+    already touching): ``bound`` [m per unit s] bounds how
     fast any point moves; against the ground and planes only the motion along the normal counts
     (``w_reach``: |w| times the body's reach, times dt), so that sliding and resting stay cheap."""
     hit_d = float(FAR)
@@ -652,10 +652,10 @@ def integrate_shape_bodies_toi_kernel(
                     xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                     h = (s - s_c) * dt * 0.5
                     hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
-                                                            w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach, approach_tol, dt,
-                                                            ground, ground_normal, ground_offset, shape_count,
-                                                            shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                            shape_mesh, look, shape_info, span)
+                                                            w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach,
+                                                            approach_tol, dt, ground, ground_normal, ground_offset,
+                                                            shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                            shape_scale, shape_mesh, look, shape_info, span)
                     if hd < FAR:
                         hit = 1
                     else:
@@ -667,9 +667,10 @@ def integrate_shape_bodies_toi_kernel(
                     h = (s - s_c) * dt * 0.5
                     w_c = w / (1.0 + kc.dot(w, w) * h * h)
                     hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path, w_c, bound,
-                                                            w_reach, approach_tol, dt, ground, ground_normal, ground_offset,
-                                                            shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                            shape_scale, shape_mesh, look, shape_info, span)
+                                                            w_reach, approach_tol, dt, ground, ground_normal,
+                                                            ground_offset, shape_count, shape_type, shape_body,
+                                                            shape_pos, shape_rot, shape_scale, shape_mesh, look,
+                                                            shape_info, span)
                     if hd < FAR:
                         rate = kc.dot(hn, v_path + kc.cross(w_c, hp - xs)) * dt
                         if rate < 0.0:
@@ -678,10 +679,10 @@ def integrate_shape_bodies_toi_kernel(
                 v_hit = v_c + a * ((s - s_c) * dt)
                 h = (s - s_c) * dt * 0.5
                 hd, n0, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
-                                                        w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach, approach_tol, dt,
-                                                        ground, ground_normal, ground_offset, shape_count, shape_type,
-                                                        shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
-                                                        look, shape_info, span)
+                                                        w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach,
+                                                        approach_tol, dt, ground, ground_normal, ground_offset,
+                                                        shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                                        shape_scale, shape_mesh, look, shape_info, span)
                 rot = kc.quat_to_matrix(qs)
                 # the contact manifold, in two passes when it has more candidates than slots
                 count = int(0)
