@@ -422,13 +422,15 @@ def body_pair_toi_find_kernel(
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
         shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int),
         body_q_grid: kc.array(dtype=kc.transform), max_reach: float, speed_bound: kc.array(dtype=float),
-        s_last: kc.array(dtype=float),
+        s_last: kc.array(dtype=float), partner_prev: kc.array(dtype=int),
         partner: kc.array(dtype=int), found: kc.array(dtype=int)):
     """Each swept body's earliest impact partner on the rest of the step (-1: none), ties to the lower index.
 
     ``body_q0``/``body_qd0``: the start of this pass (``state_in`` or the previous pass's virtual start);
     ``body_q_grid``: the poses the grid was built from (``state_in``'s).  ``found[0]`` counts the bodies with
-    a partner."""
+    a partner.  ``partner_prev``: the previous pass's partners (zeros in the first pass); a pair is swept
+    only when one of its bodies had a partner then: a pair of two bodies that had none is unchanged since
+    it was last swept (a body struck in the previous pass had one), so it has no impact now either."""
     i = kc.tid()
     other = int(-1)
     if body_shape_count[i] > 0:
@@ -446,7 +448,10 @@ def body_pair_toi_find_kernel(
             if sphere_body[i] != 0 and sphere_body[bj] != 0:
                 both_spheres = 1
             # two single spheres: here with sphere_pairs (several impacts per step), else sim/toi.py
-            if bj != i and body_shape_count[bj] > 0 and (both_spheres == 0 or sphere_pairs != 0):
+            changed = int(0)
+            if partner_prev[i] >= 0 or partner_prev[bj] >= 0:
+                changed = 1
+            if bj != i and body_shape_count[bj] > 0 and (both_spheres == 0 or sphere_pairs != 0) and changed != 0:
                 # the lower body index is A in both threads: bit-identical answers
                 lo = kc.min(i, bj)
                 hi = kc.max(i, bj)
@@ -604,6 +609,8 @@ class BodyPairToiShapes:
         dev = model.device
         #: float (B,) zeros: no body has had an impact before the first pass
         self.no_impact = kc.zeros(model.body_count, dtype=float, device=dev)
+        #: int (B,) zeros: "had a partner" for every body, so that the first pass sweeps every pair
+        self.every_pair = kc.zeros(model.body_count, dtype=kc.int32, device=dev)
         self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=dev)
         first, count, shapes = body_shape_lists(model, meshes=True)
         bodies = np.nonzero(count > 0)[0].astype(np.int32)
@@ -712,6 +719,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
     body_shape.rebuild(model, state_in.body_q)
     q, qd = state_in.body_q, state_in.body_qd
     s_last = body_shape.no_impact
+    partner_prev = body_shape.every_pair  # the first pass sweeps every pair
     for k in range(max_impacts):
         # after an impact a body may be faster than at the start: the search radius grows with it
         kc.launch(body_speed_bound_kernel, dim=model.body_count,
@@ -727,7 +735,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           model.gravity, float(dt), model.shape_type, model.shape_pos, model.shape_rot,
                           model.shape_scale, resting_speed(model, dt), model.shape_mesh, body_shape.swept.info,
                           body_shape.shape_convex, body_shape.grid.id, body_shape.grid_bodies, state_in.body_q,
-                          body_shape.max_reach, body_shape.speed_bound, s_last],
+                          body_shape.max_reach, body_shape.speed_bound, s_last, partner_prev],
                   outputs=[out.partner, out.found], device=dev, record_tape=False)
         if int(out.found.numpy()[0]) == 0:
             break
@@ -739,7 +747,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           model.material_mu, model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
                           out.partner, s_last],
                   outputs=[out.body_q, out.body_qd, out.s_last], device=dev)
-        q, qd, s_last = out.body_q, out.body_qd, out.s_last
+        q, qd, s_last, partner_prev = out.body_q, out.body_qd, out.s_last, out.partner
     return _StartState(q, qd)
 
 

@@ -67,8 +67,8 @@ def test_hull_stack_rests(count, offset, toi, ke):
     assert deepest < 2e-3, deepest                                   # penetration under 2 mm
     rest_y = SIZE * (np.arange(count) + 0.5)
     np.testing.assert_allclose(q[:, 1], rest_y, atol=3e-3)          # each on the one below
-    # where they were put (with toi=True a three-stack creeps sideways by ~1-2 mm/s: penalty contacts and
-    # sweep impulses share its resting contacts)
+    # where they were put (with toi=True a three-stack set off sideways creeps by ~1.5 mm/s: penalty contacts
+    # and sweep impulses share its resting contacts; lined up it rests: test_lined_up_hull_three_stack_...)
     lateral = 5e-3 if toi else 3e-3
     np.testing.assert_allclose(q[:, 0], offset[0] * np.arange(count), atol=lateral)
     np.testing.assert_allclose(q[:, 2], offset[1] * np.arange(count), atol=lateral)
