@@ -282,6 +282,13 @@ class LaneScratch:
         self.dp = kc.zeros(n, dtype=kc.vec3, device=device)
 
 
+class ModelParticles:
+    """The model's per-particle mass [kg], inv_mass [1/kg] and radius [m] arrays (user order)."""
+
+    def __init__(self, model):
+        self.mass, self.inv_mass, self.radius = model.particle_mass, model.particle_inv_mass, model.particle_radius
+
+
 def split_positions(model, p, scratch):
     kc.launch(split_kernel, dim=model.particle_count, inputs=[p], outputs=[scratch.px, scratch.py, scratch.pz],
               device=model.device, record_tape=False)
@@ -303,8 +310,11 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, sc
 
 
 def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
-                capacity):
-    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda."""
+                capacity, particles=None):
+    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda.
+    ``particles``: per-particle mass, inv_mass and radius arrays in the order of ``p`` (default the
+    model's; sim/pbf_sort.SortedParticles for cell-sorted steps)."""
+    particles = ModelParticles(model) if particles is None else particles
     delta_pairs = pair_kernels(capacity)[1]
     k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
     kc.launch(delta_pairs, dim=model.particle_count,
@@ -312,8 +322,8 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
                       spiky_coefficient(h), k_h2, inv_w],
               outputs=[scratch.dp], device=model.device, record_tape=False)
     kc.launch(delta_finish_kernel, dim=model.particle_count,
-              inputs=[p, scratch.dp, lam, model.particle_inv_mass, model.particle_radius, h, int(walls), *bounds,
-                      *shape_inputs(model), *bodies.inputs(model, dt)],
+              inputs=[p, scratch.dp, lam, particles.inv_mass, particles.radius, h, int(walls), *bounds,
+                      *shape_inputs(model), *bodies.inputs(model, dt, particles.mass)],
               outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
 
 
@@ -330,15 +340,16 @@ def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, c
 
 
 def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, scratch, capacity,
-                    split=True):
+                    split=True, particles=None):
     """pbf_kernels.finish_velocity in lanes; ``split=False``: ``scratch`` already holds ``p`` and ``v``
-    (compute_vorticity ran at the same positions and velocities)."""
+    (compute_vorticity ran at the same positions and velocities); ``particles``: as apply_delta."""
+    particles = ModelParticles(model) if particles is None else particles
     if split:
         split_positions(model, p, scratch)
         kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
                   device=model.device, record_tape=False)
     kc.launch(pair_kernels(capacity)[3], dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, omega, omega_norm,
-                      volume, model.particle_inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
+                      volume, particles.inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
                       spiky_coefficient(h), float(xsph), float(confinement), float(dt)],
               outputs=[v_out], device=model.device, record_tape=False)
