@@ -217,7 +217,8 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
                          shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                          shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                          shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
-                         body_shapes: int, body_q: kc.array(dtype=kc.transform), lam: kc.array(dtype=float)):
+                         body_shapes: int, body_q: kc.array(dtype=kc.transform), lam: kc.array(dtype=float),
+                         wall: kc.array(dtype=kc.vec4)):
     i = kc.tid()
     x = p[i]
     s = sums[i]
@@ -226,6 +227,7 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
     if walls != 0:   # as lambda_kernel, after the pair sums
         wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
                               shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        wall[i] = wb   # delta_finish_kernel's, at the same positions
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
         bb = body_density(x, h, body_shapes, shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot,
@@ -238,6 +240,7 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
 
 @kc.kernel(enable_backward=False)
 def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.vec3), lam: kc.array(dtype=float),
+                        wall: kc.array(dtype=kc.vec4),
                         inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float), h: float, walls: int,
                         lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float,
                         shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
@@ -254,8 +257,7 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
         li = lam[i]
         dp = dp_pairs[i]
         if walls != 0:
-            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
-                                  mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+            wb = wall[i]   # boundary_density at x, from lambda_finish_kernel
             dp += kc.vec3(wb[0], wb[1], wb[2]) * li
             dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
                                  shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
@@ -272,7 +274,8 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
 class LaneScratch:
     """The lanes' scratch arrays (solver-owned, reused by every iteration and step; forward only):
     px, py, pz float (N,) [m]; vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
-    dp vec3 (N,) [m]."""
+    dp vec3 (N,) [m]; wall vec4 (N,) (the walls' density gradient [1/m] and volume fraction at the
+    iteration's positions, pbf_kernels.boundary_density: computed once for both finish kernels)."""
 
     def __init__(self, n, device):
         self.px, self.py, self.pz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
@@ -280,6 +283,7 @@ class LaneScratch:
         self.sums = kc.zeros(n, dtype=kc.vec4, device=device)
         self.sum_sq = kc.zeros(n, dtype=float, device=device)
         self.dp = kc.zeros(n, dtype=kc.vec3, device=device)
+        self.wall = kc.zeros(n, dtype=kc.vec4, device=device)
 
 
 class ModelParticles:
@@ -306,12 +310,13 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, sc
     kc.launch(lambda_finish_kernel, dim=model.particle_count,
               inputs=[p, scratch.sums, scratch.sum_sq, h, eps, int(walls), *bounds, *shape_inputs(model),
                       bodies.count, bodies.body_q],
-              outputs=[lam], device=model.device, record_tape=False)
+              outputs=[lam, scratch.wall], device=model.device, record_tape=False)
 
 
 def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
                 capacity, particles=None):
-    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda.
+    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda
+    and its wall terms (compute_lambda at the same ``p`` must run first).
     ``particles``: per-particle mass, inv_mass and radius arrays in the order of ``p`` (default the
     model's; sim/pbf_sort.SortedParticles for cell-sorted steps)."""
     particles = ModelParticles(model) if particles is None else particles
@@ -322,7 +327,7 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
                       spiky_coefficient(h), k_h2, inv_w],
               outputs=[scratch.dp], device=model.device, record_tape=False)
     kc.launch(delta_finish_kernel, dim=model.particle_count,
-              inputs=[p, scratch.dp, lam, particles.inv_mass, particles.radius, h, int(walls), *bounds,
+              inputs=[p, scratch.dp, lam, scratch.wall, particles.inv_mass, particles.radius, h, int(walls), *bounds,
                       *shape_inputs(model), *bodies.inputs(model, dt, particles.mass)],
               outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
 
