@@ -4,16 +4,16 @@ Why: the hash-grid search (sim/pbf_neighbors.py) tests about 90 scattered candid
 particle, each through the query iterator; it was the largest single kernel of a lanes step
 (71 of 264 CPU ms at 64K particles, one thread).  Here each step
 
-1. counts the predicted positions into PBF's own dense grid of cells ``NEIGHBOR_SKIN * h`` wide
-   over ``bounds`` (x fastest), scans the counts into ``cell_start`` (int (cells + 1,)) and
-   scatters the particle indices into ``order`` (int (N,), cell order; stable, one thread, so
-   the order does not depend on the thread count);
+1. counts the predicted positions into PBF's own dense grid of cells ``NEIGHBOR_SKIN * h /
+   CELLS_PER_RADIUS`` wide over ``bounds`` (x fastest), scans the counts into ``cell_start`` (int
+   (cells + 1,)) and scatters the particle indices into ``order`` (int (N,), cell order; stable,
+   one thread, so the order does not depend on the thread count);
 2. gathers positions, previous positions, rest volumes, masses, inverse masses and radii into
    that order (``SortedParticles``);
-3. finds the neighbours of sorted particle s by walking, for each of the 9 (y, z) rows of cells
-   around it, the one contiguous range ``cell_start[row, x - 1] .. cell_start[row, x + 2]`` of
-   sorted particles (no hash, no iterator, unit-stride loads; the same branch-free append as
-   pbf_neighbors);
+3. finds the neighbours of sorted particle s by walking, for each (y, z) row of cells the ball
+   of the search radius meets, the one contiguous range of sorted particles in the cells the
+   ball's x-extent in that row covers (no hash, no iterator, unit-stride loads; the same
+   branch-free append as pbf_neighbors);
 4. runs the lanes' pair kernels (sim/pbf_lanes.py) on the sorted arrays: the neighbour lists are
    ascending sorted indices, so a particle's neighbours lie in a few short runs of memory;
 5. scatters the final positions and velocities back to the user's particle order.
@@ -23,8 +23,9 @@ tests/sim/test_pbf_sort.py checks them against brute force); only the order of e
 particle's sum changes, so a step differs from the unsorted lanes step by float rounding.
 A step's buffers (``state.pbf_buffers``: positions, multipliers, neighbour lists) are in the
 sorted order of that step; ``state.particle_q`` / ``particle_qd`` are in the user's order.
-Positions outside the grid (``check_input=False``) are clamped into its border cells, which
-keeps every pair within one cell of each other (clamping never increases a distance in cells).
+Positions outside the grid (``check_input=False``) are clamped into its border cells; the search
+takes its cell ranges through the same clamp (monotone, so no pair is missed) and lets the border
+cells reach to infinity when it trims a row (``slab_gap``).
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ A step (``step(model, state_in, state_out, control, dt)``):
    projected onto the boundaries;
 2. sort ``p0`` into the hash grid and build per-particle neighbour lists (pairs closer than
    1.1 h) -- once per step, kept with ``state_out`` so a Tape's backward pass replays the
-   same pairs;
+   same pairs (``lanes=True`` steps: particles sorted by cell and searched in cell ranges
+   instead, sim/pbf_sort.py);
 3. ``iterations`` Jacobi iterations: multipliers ``lambda_k`` of the density constraint at
    ``p_k``, then ``p_{k+1}`` = boundary projection of ``p_k + dp(lambda_k)``, with the
    artificial pressure ``s_corr`` against particle clustering (sim/pbf_kernels.py);
