@@ -37,8 +37,8 @@ import os
 import kernelcore as kc
 from kernelcore import config, toolchain
 
-from .pbf_bodies import body_density, body_wall_push, project_bodies
-from .pbf_kernels import (boundary_density, poly6_coefficient, project_boundaries, scorr_constants, shape_inputs,
+from .pbf_bodies import body_density
+from .pbf_kernels import (boundary_density, correct_position, poly6_coefficient, scorr_constants, shape_inputs,
                           spiky_coefficient)
 
 #: neighbour slots per vector step (AVX2: 8 floats)
@@ -254,20 +254,10 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
     i = kc.tid()
     x = p[i]
     if inv_mass[i] > 0.0:   # as delta_kernel, after the pair sum
-        li = lam[i]
-        dp = dp_pairs[i]
-        if walls != 0:
-            wb = wall[i]   # boundary_density at x, from lambda_finish_kernel
-            dp += kc.vec3(wb[0], wb[1], wb[2]) * li
-            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
-                                 body_force, body_torque)
-        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
-                           body_torque)
-        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                               shape_mesh)
+        x = correct_position(x, dp_pairs[i], lam[i], wall[i], walls, h, radius[i], mass[i] * inv_dt2, lower, upper,
+                             ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type, shape_body,
+                             shape_pos, shape_rot, shape_scale, shape_mesh, body_shapes, body_q, body_com, body_force,
+                             body_torque)   # wall[i]: boundary_density at x, from lambda_finish_kernel
     p_out[i] = x
 
 

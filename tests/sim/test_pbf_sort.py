@@ -124,7 +124,7 @@ def test_a_sparse_domain_keeps_the_hash_grid(monkeypatch):
     monkeypatch.setattr(pbf_sort, "MIN_CELL_LIMIT", 10)
     monkeypatch.setattr(pbf_sort, "CELLS_PER_PARTICLE", 1)
     with pytest.warns(UserWarning, match=r"cell_sort=True.*cells .* are too many for 216 particles"):
-        solver, _, q1, _ = run(True, steps=3)
+        solver, _, q1, _ = run(True, steps=3, cell_sort=True)
     assert solver._sorted is None and solver._lane_scratch is not None
     _, _, q_ref, _ = run(True, steps=3, cell_sort=False)
     np.testing.assert_array_equal(q1, q_ref)
