@@ -19,6 +19,10 @@ JSON): ``ti.init`` sets flush-to-zero for the whole process, which would change 
 cases' numbers.  The runs are therefore not interleaved; kernelcore is measured before,
 between and after the two Taichi runs and the median of all its samples is used.
 
+``kernelcore_lanes_*`` is ``SolverPBF(lanes=True)``, whose particles are sorted by cell each step
+(sim/pbf_sort.py); ``kernelcore_lanes_unsorted_*`` the same lanes with ``cell_sort=False`` (the
+hash-grid search in the user's particle order), interleaved with it.
+
 Both sides also report CPU seconds per step (``time.process_time``, all threads of the
 process): on a shared machine a process gets a varying share of the cores, so wall times
 swing by 2x between minutes while CPU times stay within a few percent; the ``*_cpu_*``
@@ -340,23 +344,32 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf.solver.fast_math = False
     kc_pbf.solver.lanes = True
     kc_pbf.steps(1)   # builds the lanes (sim/pbf_lanes.py) of the capacity this block needs
+    kc_pbf.solver.cell_sort = False
+    kc_pbf.steps(1)   # and the hash-grid search the unsorted lanes use
+    kc_pbf.solver.cell_sort = True
     kc_pbf.solver.lanes = False
     baseline = []   # the same solver without its pair cache (how the pair cache's speed-up is measured)
     kc_cpu = []     # CPU seconds per step with the pair cache (see the module docstring)
     fast, fast_cpu = [], []   # SolverPBF(fast_math=True), with the pair cache
     lanes, lanes_cpu = [], []   # SolverPBF(lanes=True) (IEEE; the pair cache for vorticity / XSPH)
     lanes_fast, lanes_fast_cpu = [], []   # SolverPBF(lanes=True, fast_math=True)
+    unsorted, unsorted_cpu = [], []   # SolverPBF(lanes=True, cell_sort=False): the hash-grid search, user order
 
     def kc_samples():
         out = []
         for _ in range(repeats):
-            for cache, fm, ln in ((True, False, False), (True, True, False), (False, False, False),
-                                  (True, False, True), (True, True, True)):   # interleaved
+            for cache, fm, ln, srt in ((True, False, False, True), (True, True, False, True),
+                                       (False, False, False, True), (True, False, True, True),
+                                       (True, True, True, True), (True, False, True, False)):   # interleaved
                 kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math, kc_pbf.solver.lanes = cache, fm, ln
+                kc_pbf.solver.cell_sort = srt
                 t0, c0 = time.perf_counter(), time.process_time()
                 kc_pbf.steps(steps)
                 wall, cpu = (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
-                if ln:
+                if not srt:
+                    unsorted.append(wall)
+                    unsorted_cpu.append(cpu)
+                elif ln:
                     (lanes_fast if fm else lanes).append(wall)
                     (lanes_fast_cpu if fm else lanes_cpu).append(cpu)
                 elif fm:
@@ -368,6 +381,7 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                 else:
                     baseline.append(wall)
         kc_pbf.solver.pair_cache, kc_pbf.solver.fast_math, kc_pbf.solver.lanes = True, False, False
+        kc_pbf.solver.cell_sort = True
         return out
 
     kc_times = kc_samples()
@@ -385,7 +399,8 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     res["kernelcore_fast_math_cpu_step_s"] = statistics.median(fast_cpu)
     res["fast_math_speedup"] = float(f"{res['kernelcore_step_s'] / res['kernelcore_fast_math_step_s']:.4g}")
     res["fast_math_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res['kernelcore_fast_math_cpu_step_s']:.4g}")
-    for name, wall, cpu in (("lanes", lanes, lanes_cpu), ("lanes_fast_math", lanes_fast, lanes_fast_cpu)):
+    for name, wall, cpu in (("lanes", lanes, lanes_cpu), ("lanes_fast_math", lanes_fast, lanes_fast_cpu),
+                            ("lanes_unsorted", unsorted, unsorted_cpu)):
         res[f"kernelcore_{name}_step_s"] = statistics.median(wall)
         res[f"kernelcore_{name}_cpu_step_s"] = statistics.median(cpu)
         res[f"{name}_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
@@ -399,7 +414,7 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
                    taichi_over_kernelcore=float(f"{t / res['kernelcore_step_s']:.4g}"))
         if ti_res.get("cpu_samples"):
             c = statistics.median(ti_res["cpu_samples"])
-            for name in ("lanes", "lanes_fast_math"):
+            for name in ("lanes", "lanes_fast_math", "lanes_unsorted"):
                 res[f"taichi_cpu_over_kernelcore_{name}"] = float(f"{c / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
             res.update(taichi_cpu_step_s=c, taichi_cpu_over_kernelcore=float(f"{c / res['kernelcore_cpu_step_s']:.4g}"),
                        taichi_cpu_over_kernelcore_fast_math=float(

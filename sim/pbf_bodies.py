@@ -164,9 +164,11 @@ class BodyCoupling:
         self.wrench_free = kc.zeros(nb, dtype=kc.spatial_vector, device=device, requires_grad=requires_grad)
         self.body_com = model.body_com if model.body_count else kc.zeros(1, dtype=kc.vec3, device=device)
 
-    def inputs(self, model, dt):
-        """Kernel arguments: body shape count, predicted poses, centres of mass, particle masses, 1 / dt^2."""
-        return [self.count, self.body_q, self.body_com, model.particle_mass, 1.0 / (dt * dt)]
+    def inputs(self, model, dt, mass=None):
+        """Kernel arguments: body shape count, predicted poses, centres of mass, particle masses
+        (``mass``: float (N,) [kg] in the kernel's particle order; default the model's), 1 / dt^2."""
+        return [self.count, self.body_q, self.body_com, model.particle_mass if mass is None else mass,
+                1.0 / (dt * dt)]
 
     def outputs(self):
         return [self.force, self.torque]

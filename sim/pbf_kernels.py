@@ -281,6 +281,29 @@ def _no_pairs(device):
     return _NO_PAIRS[key]
 
 
+@kc.func
+def correct_position(x: kc.vec3, dp: kc.vec3, li: float, wb: kc.vec4, walls: int, h: float, r: float,
+                     mass_inv_dt2: float, lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3,
+                     ground_offset: float, shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
+                     shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                     shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                     shape_mesh: kc.array(dtype=kc.uint64), body_shapes: int,
+                     body_q: kc.array(dtype=kc.transform), body_com: kc.array(dtype=kc.vec3),
+                     body_force: kc.array(dtype=kc.vec3), body_torque: kc.array(dtype=kc.vec3)) -> kc.vec3:
+    """Particle i's new position [m] from x, its pair correction dp [m] and multiplier li [m^2]:
+    with ``walls``, the walls' share ``wb`` (boundary_density at x) and the body walls' push (their
+    reactions accumulated), then the projections onto bodies and boundaries (radius r [m])."""
+    if walls != 0:
+        dp += kc.vec3(wb[0], wb[1], wb[2]) * li
+        dp += body_wall_push(x, h, li, mass_inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
+                             shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
+                             body_force, body_torque)
+    y = project_bodies(x + dp, r, mass_inv_dt2, body_shapes, shape_count, mesh_reach, shape_type, shape_body,
+                       shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force, body_torque)
+    return project_boundaries(y, r, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
+                              shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+
+
 @kc.kernel
 def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float),
                  radius: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
@@ -312,19 +335,14 @@ def delta_kernel(p: kc.array(dtype=kc.vec3), volume: kc.array(dtype=float), inv_
             else:
                 f = spiky_factor(r2, h, spiky_coef)
             dp += d * (f * (volume[j] * (li + lam[j] - scorr_k * s2 * s2)))
+        wb = kc.vec4(0.0, 0.0, 0.0, 0.0)
         if walls != 0:   # the walls' share of particle i's own constraint gradient
             wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
                                   mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
-            dp += kc.vec3(wb[0], wb[1], wb[2]) * li
-            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
-                                 body_force, body_torque)
-        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
-                           body_torque)
-        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                               shape_mesh)
+        x = correct_position(x, dp, li, wb, walls, h, radius[i], mass[i] * inv_dt2, lower, upper, ground,
+                             ground_normal, ground_offset, shape_count, mesh_reach, shape_type, shape_body, shape_pos,
+                             shape_rot, shape_scale, shape_mesh, body_shapes, body_q, body_com, body_force,
+                             body_torque)
     p_out[i] = x
 
 

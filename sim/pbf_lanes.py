@@ -37,8 +37,8 @@ import os
 import kernelcore as kc
 from kernelcore import config, toolchain
 
-from .pbf_bodies import body_density, body_wall_push, project_bodies
-from .pbf_kernels import (boundary_density, poly6_coefficient, project_boundaries, scorr_constants, shape_inputs,
+from .pbf_bodies import body_density
+from .pbf_kernels import (boundary_density, correct_position, poly6_coefficient, scorr_constants, shape_inputs,
                           spiky_coefficient)
 
 #: neighbour slots per vector step (AVX2: 8 floats)
@@ -217,7 +217,8 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
                          shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                          shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                          shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
-                         body_shapes: int, body_q: kc.array(dtype=kc.transform), lam: kc.array(dtype=float)):
+                         body_shapes: int, body_q: kc.array(dtype=kc.transform), lam: kc.array(dtype=float),
+                         wall: kc.array(dtype=kc.vec4)):
     i = kc.tid()
     x = p[i]
     s = sums[i]
@@ -226,6 +227,7 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
     if walls != 0:   # as lambda_kernel, after the pair sums
         wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count, mesh_reach,
                               shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
+        wall[i] = wb   # delta_finish_kernel's, at the same positions
         ratio += wb[3]
         grad_i += kc.vec3(wb[0], wb[1], wb[2])
         bb = body_density(x, h, body_shapes, shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot,
@@ -238,6 +240,7 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
 
 @kc.kernel(enable_backward=False)
 def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.vec3), lam: kc.array(dtype=float),
+                        wall: kc.array(dtype=kc.vec4),
                         inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float), h: float, walls: int,
                         lower: kc.vec3, upper: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float,
                         shape_count: int, mesh_reach: float, shape_type: kc.array(dtype=int),
@@ -251,28 +254,18 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
     i = kc.tid()
     x = p[i]
     if inv_mass[i] > 0.0:   # as delta_kernel, after the pair sum
-        li = lam[i]
-        dp = dp_pairs[i]
-        if walls != 0:
-            wb = boundary_density(x, h, lower, upper, ground, ground_normal, ground_offset, shape_count,
-                                  mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh)
-            dp += kc.vec3(wb[0], wb[1], wb[2]) * li
-            dp += body_wall_push(x, h, li, mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                                 shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com,
-                                 body_force, body_torque)
-        x = project_bodies(x + dp, radius[i], mass[i] * inv_dt2, body_shapes, shape_count, mesh_reach, shape_type,
-                           shape_body, shape_pos, shape_rot, shape_scale, shape_mesh, body_q, body_com, body_force,
-                           body_torque)
-        x = project_boundaries(x, radius[i], lower, upper, ground, ground_normal, ground_offset,
-                               shape_count, mesh_reach, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                               shape_mesh)
+        x = correct_position(x, dp_pairs[i], lam[i], wall[i], walls, h, radius[i], mass[i] * inv_dt2, lower, upper,
+                             ground, ground_normal, ground_offset, shape_count, mesh_reach, shape_type, shape_body,
+                             shape_pos, shape_rot, shape_scale, shape_mesh, body_shapes, body_q, body_com, body_force,
+                             body_torque)   # wall[i]: boundary_density at x, from lambda_finish_kernel
     p_out[i] = x
 
 
 class LaneScratch:
     """The lanes' scratch arrays (solver-owned, reused by every iteration and step; forward only):
     px, py, pz float (N,) [m]; vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
-    dp vec3 (N,) [m]."""
+    dp vec3 (N,) [m]; wall vec4 (N,) (the walls' density gradient [1/m] and volume fraction at the
+    iteration's positions, pbf_kernels.boundary_density: computed once for both finish kernels)."""
 
     def __init__(self, n, device):
         self.px, self.py, self.pz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
@@ -280,6 +273,14 @@ class LaneScratch:
         self.sums = kc.zeros(n, dtype=kc.vec4, device=device)
         self.sum_sq = kc.zeros(n, dtype=float, device=device)
         self.dp = kc.zeros(n, dtype=kc.vec3, device=device)
+        self.wall = kc.zeros(n, dtype=kc.vec4, device=device)
+
+
+class ModelParticles:
+    """The model's per-particle mass [kg], inv_mass [1/kg] and radius [m] arrays (user order)."""
+
+    def __init__(self, model):
+        self.mass, self.inv_mass, self.radius = model.particle_mass, model.particle_inv_mass, model.particle_radius
 
 
 def split_positions(model, p, scratch):
@@ -299,12 +300,16 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, sc
     kc.launch(lambda_finish_kernel, dim=model.particle_count,
               inputs=[p, scratch.sums, scratch.sum_sq, h, eps, int(walls), *bounds, *shape_inputs(model),
                       bodies.count, bodies.body_q],
-              outputs=[lam], device=model.device, record_tape=False)
+              outputs=[lam, scratch.wall], device=model.device, record_tape=False)
 
 
 def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
-                capacity):
-    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda."""
+                capacity, particles=None):
+    """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda
+    and its wall terms (compute_lambda at the same ``p`` must run first).
+    ``particles``: per-particle mass, inv_mass and radius arrays in the order of ``p`` (default the
+    model's; sim/pbf_sort.SortedParticles for cell-sorted steps)."""
+    particles = ModelParticles(model) if particles is None else particles
     delta_pairs = pair_kernels(capacity)[1]
     k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
     kc.launch(delta_pairs, dim=model.particle_count,
@@ -312,8 +317,8 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
                       spiky_coefficient(h), k_h2, inv_w],
               outputs=[scratch.dp], device=model.device, record_tape=False)
     kc.launch(delta_finish_kernel, dim=model.particle_count,
-              inputs=[p, scratch.dp, lam, model.particle_inv_mass, model.particle_radius, h, int(walls), *bounds,
-                      *shape_inputs(model), *bodies.inputs(model, dt)],
+              inputs=[p, scratch.dp, lam, scratch.wall, particles.inv_mass, particles.radius, h, int(walls), *bounds,
+                      *shape_inputs(model), *bodies.inputs(model, dt, particles.mass)],
               outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
 
 
@@ -330,15 +335,16 @@ def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, c
 
 
 def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, scratch, capacity,
-                    split=True):
+                    split=True, particles=None):
     """pbf_kernels.finish_velocity in lanes; ``split=False``: ``scratch`` already holds ``p`` and ``v``
-    (compute_vorticity ran at the same positions and velocities)."""
+    (compute_vorticity ran at the same positions and velocities); ``particles``: as apply_delta."""
+    particles = ModelParticles(model) if particles is None else particles
     if split:
         split_positions(model, p, scratch)
         kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
                   device=model.device, record_tape=False)
     kc.launch(pair_kernels(capacity)[3], dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, omega, omega_norm,
-                      volume, model.particle_inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
+                      volume, particles.inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
                       spiky_coefficient(h), float(xsph), float(confinement), float(dt)],
               outputs=[v_out], device=model.device, record_tape=False)

@@ -18,7 +18,8 @@ A step (``step(model, state_in, state_out, control, dt)``):
    projected onto the boundaries;
 2. sort ``p0`` into the hash grid and build per-particle neighbour lists (pairs closer than
    1.1 h) -- once per step, kept with ``state_out`` so a Tape's backward pass replays the
-   same pairs;
+   same pairs (``lanes=True`` steps: particles sorted by cell and searched in cell ranges
+   instead, sim/pbf_sort.py);
 3. ``iterations`` Jacobi iterations: multipliers ``lambda_k`` of the density constraint at
    ``p_k``, then ``p_{k+1}`` = boundary projection of ``p_k + dp(lambda_k)``, with the
    artificial pressure ``s_corr`` against particle clustering (sim/pbf_kernels.py);
@@ -167,13 +168,16 @@ class SolverPBF:
             results); steps whose longest neighbour list exceeds pbf_lanes.CAPACITIES (or
             max_neighbors) take the scalar kernels.  Takes precedence over fast_math and pair_cache
             for those passes (fast_math then applies to the neighbour search only).
+        cell_sort: with ``lanes``, sort the particles by cell every step and search the neighbours in
+            the sorted cell ranges (sim/pbf_sort.py; same neighbour sets, sums in another order, so
+            results differ from ``cell_sort=False`` by rounding); the state keeps the user's order.
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
                  wall_density: bool = True, check_input: bool = True, pair_cache: bool = True,
-                 fast_math: bool = False, lanes: bool = False):
+                 fast_math: bool = False, lanes: bool = False, cell_sort: bool = True):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -225,6 +229,9 @@ class SolverPBF:
         self.lanes = bool(lanes) and _runs_on_cpu(dev)
         self._lane_scratch = None
         self._lane_warnings = set()   # reasons already warned about (each once per solver)
+        self.cell_sort = bool(cell_sort)
+        self._sorted = None
+        self._sort_warned = False
         if lanes and not self.lanes:
             self._warn_lanes_off("the model is on a CUDA device (sim/pbf_lanes.py vectorises CPU loops only)",
                                  stacklevel=3)
@@ -347,32 +354,52 @@ class SolverPBF:
         if model.body_count:
             bodies.predict(model, state_in, wrench, self.gravity, dt)
         K.predict(model, state_in, f_ext, self.gravity, dt, self._bounds, bodies, buf.p[0])
-        self._find_neighbors(buf.p[0], nbl)
         vol = self.particle_rest_volume
+        srt = self._cell_sorter(state_in, state_out)
+        lanes = None
+        if srt is not None:   # lanes over particles sorted by cell (sim/pbf_sort.py)
+            scratch = self._scratch()
+            srt.sort(model, buf.p[0], state_in.particle_q, vol, scratch)
+            if self.check_input:
+                self._overflow.zero_()
+            srt.find_neighbors(scratch, nbl.nb, nbl.count, self._overflow)
+            self._check_overflow()
+            lanes = self._lane_capacity(state_in, state_out, nbl)
+            if lanes is None:   # lists too long for the lanes: the scalar kernels, in the user's order
+                srt = None
+        if srt is None:
+            self._find_neighbors(buf.p[0], nbl)
+            if lanes is None:
+                lanes = self._lane_capacity(state_in, state_out, nbl)
+        # the arrays the pair loops read: sorted copies, or the user's order
+        positions = buf.p if srt is None else [srt.p] + buf.p[1:]
+        vol_k = vol if srt is None else srt.volume
+        x_prev = state_in.particle_q if srt is None else srt.x_prev
         eps = self.relaxation / (self.h * self.h)
         pairs = self._pair_cache(state_in, state_out)
-        lanes = self._lane_capacity(state_in, state_out, nbl)
         for k in range(self.iterations):
             if lanes is not None:   # the same multipliers and positions, 8 particles per vector
                 L, scratch = self._lanes_module, self._lane_scratch
-                L.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
-                                 buf.lam[k], scratch, lanes)
-                L.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq,
-                              self.wall_density, self._bounds, bodies, dt, buf.p[k + 1], scratch, lanes)
+                L.compute_lambda(model, positions[k], vol_k, nbl, self.h, eps, self.wall_density, self._bounds,
+                                 bodies, buf.lam[k], scratch, lanes)
+                L.apply_delta(model, positions[k], vol_k, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq,
+                              self.wall_density, self._bounds, bodies, dt, positions[k + 1], scratch, lanes,
+                              particles=srt)
                 continue
             K.compute_lambda(model, buf.p[k], vol, nbl, self.h, eps, self.wall_density, self._bounds, bodies,
                              buf.lam[k], pairs, fast_math=self.fast_math)
             K.apply_delta(model, buf.p[k], vol, nbl, buf.lam[k], self.h, self.scorr_k, self.scorr_dq, self.wall_density,
                           self._bounds, bodies, dt, buf.p[k + 1], pairs, fast_math=self.fast_math)
-        p = buf.p[-1]
-        K.update_velocity(model, state_in.particle_q, p, dt, buf.v)
+        p = positions[-1]
+        K.update_velocity(model, x_prev, p, dt, buf.v)
+        v_out = state_out.particle_qd if srt is None else srt.v
         if lanes is not None:   # the same vorticity and velocities, 8 particles per vector
             L, scratch = self._lanes_module, self._lane_scratch
             if self.vorticity_confinement > 0.0:
-                L.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, scratch, lanes)
-            L.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
-                              self.vorticity_confinement, dt, state_out.particle_qd, scratch, lanes,
-                              split=not self.vorticity_confinement > 0.0)
+                L.compute_vorticity(model, p, buf.v, vol_k, nbl, self.h, buf.omega, buf.omega_norm, scratch, lanes)
+            L.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol_k, nbl, self.h, self.xsph,
+                              self.vorticity_confinement, dt, v_out, scratch, lanes,
+                              split=not self.vorticity_confinement > 0.0, particles=srt)
         else:
             if self.vorticity_confinement > 0.0:
                 K.compute_vorticity(model, p, buf.v, vol, nbl, self.h, buf.omega, buf.omega_norm, pairs,
@@ -381,7 +408,10 @@ class SolverPBF:
                 pairs = None   # finish_kernel computes its weights itself
             K.finish_velocity(model, p, buf.v, buf.omega, buf.omega_norm, vol, nbl, self.h, self.xsph,
                               self.vorticity_confinement, dt, state_out.particle_qd, pairs, fast_math=self.fast_math)
-        kc.copy(state_out.particle_q, p)
+        if srt is None:
+            kc.copy(state_out.particle_q, p)
+        else:
+            srt.scatter(p, srt.v, state_out.particle_q, state_out.particle_qd)
         if model.body_count:
             bodies.finish(model, state_in, wrench, self.gravity, dt, state_out)
 
@@ -413,9 +443,40 @@ class SolverPBF:
         if capacity is None:
             self._warn_lanes_off(f"a particle has {longest} neighbours, more than the largest lane capacity that fits "
                                  f"max_neighbors={self.max_neighbors} (pbf_lanes.CAPACITIES)")
-        if capacity is not None and self._lane_scratch is None:
-            self._lane_scratch = pbf_lanes.LaneScratch(self.model.particle_count, self.model.device)
+        if capacity is not None:
+            self._scratch()
         return capacity
+
+    def _scratch(self):
+        """The lanes' scratch arrays (sim/pbf_lanes.LaneScratch), made on first use."""
+        if self._lane_scratch is None:
+            from .. import pbf_lanes
+
+            self._lanes_module = pbf_lanes
+            self._lane_scratch = pbf_lanes.LaneScratch(self.model.particle_count, self.model.device)
+        return self._lane_scratch
+
+    def _cell_sorter(self, state_in, state_out):
+        """The cell sort of this step's lanes (sim/pbf_sort.SortedParticles), or None: lanes off, a
+        differentiated step, ``cell_sort=False``, or a dense cell grid too large for the particles."""
+        if not (self.cell_sort and self.lanes) or state_in.particle_q.requires_grad \
+                or state_out.particle_q.requires_grad:
+            return None
+        if self._sorted is None:
+            from .. import pbf_sort
+
+            dims = pbf_sort.grid_dims(self.lower, self.upper, self.h)
+            if not pbf_sort.fits(dims, self.model.particle_count):
+                if not self._sort_warned:
+                    self._sort_warned = True
+                    warnings.warn(f"SolverPBF(cell_sort=True): the domain's {dims[0]}x{dims[1]}x{dims[2]} cells of "
+                                  f"{pbf_sort.NEIGHBOR_SKIN:g} h are too many for {self.model.particle_count} "
+                                  "particles (pbf_sort.CELLS_PER_PARTICLE); the lanes use the hash grid",
+                                  stacklevel=4)
+                return None
+            self._sorted = pbf_sort.SortedParticles(self.model.particle_count, self.lower, self.upper, self.h,
+                                                    self.model.device)
+        return self._sorted
 
     def _warn_lanes_off(self, why, stacklevel=5):
         """lanes=True was asked for but this step runs the scalar kernels: say so once per reason (the
@@ -436,6 +497,11 @@ class SolverPBF:
 
         pbf_neighbors.find_neighbors(self.grid, p, self.h, nbl.nb, nbl.count, self._overflow, self.model.device,
                                      fast_math=self.fast_math)
+        self._check_overflow()
+
+    def _check_overflow(self):
+        """Raise if the last neighbour search overflowed max_neighbors (with check_input)."""
+        K = self.K
         if self.check_input:
             most = int(self._overflow.numpy()[0])
             if most:

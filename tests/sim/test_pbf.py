@@ -122,9 +122,10 @@ def tank(n=8, s=0.02, **kw):
     return model, solver
 
 
-def test_hydrostatic_tank_settles_at_rest_density():
+@pytest.mark.parametrize("lanes", [False, True])   # True: the lanes over cell-sorted particles (sim/pbf_sort.py)
+def test_hydrostatic_tank_settles_at_rest_density(lanes):
     n, s = 8, 0.02
-    model, solver = tank(n, s, xsph=0.1)
+    model, solver = tank(n, s, xsph=0.1, lanes=lanes)
     states = [model.state(), model.state()]
     y0 = states[0].particle_q.numpy()[:, 1].mean()
     dt = 1.0 / 200
@@ -168,7 +169,8 @@ def ritter_front(q, s, nz, x0, depth_band):
     return -intercept / slope
 
 
-def test_dam_break_discharge_and_front_follow_ritter():
+@pytest.mark.parametrize("lanes", [False, True])
+def test_dam_break_discharge_and_front_follow_ritter(lanes):
     """Shallow dam break on a dry frictionless bed (Ritter's solution of the shallow-water equations).
 
     At the dam site the depth 4/9 H and speed 2/3 sqrt(g H) are constant in time, so the
@@ -185,7 +187,8 @@ def test_dam_break_discharge_and_front_follow_ritter():
     b.add_particle_grid((s / 2,) * 3, (0.0, 0.0, 0.0), nx, ny, nz, s, density=1000.0, radius=s / 2)
     model = b.finalize()
     H, W = ny * s, nx * s
-    solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (W + 10 * H, 2 * H, nz * s)))
+    solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (W + 10 * H, 2 * H, nz * s)),
+                           lanes=lanes)
     c0, T = math.sqrt(G * H), math.sqrt(H / G)
     states = [model.state(), model.state()]
     dt, t, rows = 0.025 * T, 0.0, []

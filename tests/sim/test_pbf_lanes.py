@@ -26,6 +26,7 @@ def spinning_block(n, s, lanes, **kw):
     b.add_particle_grid((s / 2,) * 3, (0.0, 0.0, 0.0), n, n, n, s, density=1000.0, radius=s / 2)
     kw.setdefault("xsph", 0.05)
     kw.setdefault("scorr_k", 0.01)
+    kw.setdefault("cell_sort", False)   # bit-identity holds in the user's order (sorted: tests/sim/test_pbf_sort.py)
     extra_shapes = kw.pop("shapes", None)
     if extra_shapes:
         extra_shapes(b)
