@@ -104,12 +104,23 @@ def missing_adjoints(kernel, ir) -> list:
     return cached
 
 
+def _check_adjoint_shapes(kernel, params, adj_params):
+    """An adjoint given in adj_inputs/adj_outputs must have its array's shape: the adjoint
+    kernel indexes it with the array's indices (a shorter one was written past its end)."""
+    for name, p, g in zip(kernel.arg_names, params, adj_params):
+        if hasattr(g, "shape") and hasattr(p, "shape") and g.shape != p.shape:
+            raise ValueError(f"kernel '{kernel.key}' argument 'adj_{name}': the adjoint has shape {g.shape} but "
+                             f"the array has shape {p.shape}")
+
+
 def check_backward(kernel, ir, params, adj_params=None):
     """Raise MissingAdjointError when this adjoint launch needs an adjoint that does not exist.
 
     ``params``: the launch's arguments in order; an array argument counts as differentiable when
     it has a gradient (``.grad``, or its entry in ``adj_params``).
     """
+    if adj_params is not None:
+        _check_adjoint_shapes(kernel, params, adj_params)
     missing = missing_adjoints(kernel, ir)
     if not missing:
         return
