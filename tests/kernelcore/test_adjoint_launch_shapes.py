@@ -1,6 +1,7 @@
-"""kc.launch(..., adjoint=True, adj_inputs=...) with an adjoint array shorter than its array wrote
-past the adjoint's end: the process died with a segfault.  It is now a ValueError naming the
-kernel, the argument and both shapes.  The launch runs in a subprocess, so that a crash fails
+"""kc.launch(..., adjoint=True, adj_inputs=...) with an adjoint array shorter than its array, or a
+Tape over an array whose ``.grad`` was assigned with another shape, wrote past the adjoint's end:
+the process died with a segfault.  It is now a ValueError naming the kernel, the argument and
+both shapes.  The launch runs in a subprocess, so that a crash fails
 this test rather than the pytest worker."""
 import os
 import subprocess
@@ -30,6 +31,27 @@ try:
               adj_inputs=[kc.zeros(1, dtype=float), kc.from_numpy(np.ones(n, np.float32))])
 except ValueError as e:
     print("error:", e)
+
+# a .grad of the wrong shape, assigned before recording (caught when the Tape records the launch)
+x = kc.from_numpy(np.ones(n, np.float32), requires_grad=True)
+y = kc.zeros(n, dtype=float, requires_grad=True)
+x.grad = kc.zeros(1, dtype=float)
+try:
+    with kc.Tape() as tape:
+        kc.launch(square, dim=n, inputs=[x, y])
+except ValueError as e:
+    print("record:", e)
+
+# ... or after recording (caught when the Tape replays it)
+x.grad = kc.zeros(n, dtype=float)
+tape = kc.Tape()
+with tape:
+    kc.launch(square, dim=n, inputs=[x, y])
+x.grad = kc.zeros(1, dtype=float)
+try:
+    tape.backward(grads={y: kc.from_numpy(np.ones(n, np.float32))})
+except ValueError as e:
+    print("backward:", e)
 '''
 
 
@@ -41,6 +63,9 @@ def test_short_adjoint_array_is_an_error_not_a_crash(tmp_path):
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert ("error: kernel 'square' argument 'adj_x': the adjoint has shape (1,) but the array has shape (1048576,)"
             in proc.stdout), proc.stdout
+    assert "record: kernel 'square' argument 'x': its .grad has shape (1,) but the array has shape (1048576,)" in proc.stdout
+    assert ("backward: kernel 'square' argument 'x': its .grad: the adjoint has shape (1,) but the array has shape "
+            "(1048576,)") in proc.stdout
 
 
 @kc.kernel
