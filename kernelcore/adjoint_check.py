@@ -104,12 +104,29 @@ def missing_adjoints(kernel, ir) -> list:
     return cached
 
 
-def check_backward(kernel, ir, params, adj_params=None):
+def _check_adjoint_shapes(kernel, params, adj_params):
+    """An adjoint (from adj_inputs/adj_outputs, else the array's ``.grad``, which a user may
+    assign) must have its array's shape: the adjoint kernel indexes it with the array's indices
+    (a shorter one was written past its end)."""
+    for k, (name, p) in enumerate(zip(kernel.arg_names, params)):
+        given = adj_params is not None and k < len(adj_params) and adj_params[k] is not None
+        g = adj_params[k] if given else getattr(p, "grad", None)
+        if hasattr(g, "shape") and hasattr(p, "shape") and g.shape != p.shape:
+            what = f"argument 'adj_{name}'" if given else f"argument '{name}': its .grad"
+            raise ValueError(f"kernel '{kernel.key}' {what}: the adjoint has shape {g.shape} but "
+                             f"the array has shape {p.shape}")
+
+
+def check_backward(kernel, ir, params, adj_params=None, grad_shapes=True):
     """Raise MissingAdjointError when this adjoint launch needs an adjoint that does not exist.
 
     ``params``: the launch's arguments in order; an array argument counts as differentiable when
-    it has a gradient (``.grad``, or its entry in ``adj_params``).
+    it has a gradient (``.grad``, or its entry in ``adj_params``).  ``grad_shapes``: also check
+    that each adjoint has its array's shape (a Tape replaying a launch whose gradients are those
+    it checked at record time skips this).
     """
+    if grad_shapes:
+        _check_adjoint_shapes(kernel, params, adj_params)
     missing = missing_adjoints(kernel, ir)
     if not missing:
         return

@@ -19,7 +19,15 @@ from .types import MAX_DIMS, ArrayType, array_ctypes  # noqa: F401  (the array t
 def _normalize_shape(shape):
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
+    try:
+        dims = tuple(shape)
+        ok = all(isinstance(s, (int, float, np.integer, np.floating)) and not isinstance(s, bool) and s == int(s)
+                 for s in dims)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or isinstance(shape, (str, bytes)):
+        raise TypeError(f"array shape must be an int or a tuple of ints, got {shape!r}")
+    shape = tuple(int(s) for s in dims)
     if not 1 <= len(shape) <= MAX_DIMS:
         raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {shape}")
     if any(s < 0 for s in shape):

@@ -304,8 +304,10 @@ class _Builder:
         self.emit(Const(v, value))
         return v
 
-    def materialize(self, v: Var, type_=None) -> Var:
-        """Give a weak literal a concrete type (its default if none is asked for)."""
+    def materialize(self, v: Var, type_=None, wrap=False) -> Var:
+        """Give a weak literal a concrete type (its default if none is asked for).  An integer
+        literal outside the type's range is an error, or with ``wrap`` (an explicit cast such as
+        kc.uint32(-1)) wraps around as the C cast does."""
         if isinstance(v.type, WeakLiteral):
             t = type_ or v.type.default
             val = v.const
@@ -313,6 +315,13 @@ class _Builder:
                 if isinstance(val, float) and not float(val).is_integer():
                     raise self.error(f"float literal {val} used where {T.type_repr(t)} is expected")
                 val = int(val)
+                info = np.iinfo(t._np)
+                if wrap:
+                    val = (val - info.min) % (info.max - info.min + 1) + info.min
+                elif not info.min <= val <= info.max:
+                    # C would wrap it silently (10**11 as int32 is 1215752192)
+                    raise self.error(f"integer literal {val} does not fit {T.type_repr(t)} [{info.min}, {info.max}]; "
+                                     f"write kc.int64({val}) or use a float")
             elif t is T.bool_:
                 val = bool(val)
             else:
@@ -1542,10 +1551,10 @@ class _Builder:
             return v
         if isinstance(v.type, WeakLiteral):
             if T.is_scalar(t):
-                return self.materialize(v, t)
+                return self.materialize(v, t, wrap=explicit)
             if T.is_composite(t) and explicit:
                 out = Var(t)
-                self.emit(Construct(out, [self.materialize(v, t._dtype)]))
+                self.emit(Construct(out, [self.materialize(v, t._dtype, wrap=True)]))
                 return out
         if explicit and T.is_scalar(t) and T.is_scalar(v.type):
             row = Builtin("cast", ["S"], t, "kc::cast", differentiable=T.is_float(t) and T.is_float(v.type))

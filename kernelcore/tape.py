@@ -78,6 +78,9 @@ class Tape:
             p = params[k]
             if not isinstance(p, array):
                 continue
+            if p.grad is not None and p.grad.shape != p.shape:   # its adjoint would write past the end
+                raise ValueError(f"kernel '{kernel.key}' argument '{name}': its .grad has shape {p.grad.shape} but "
+                                 f"the array has shape {p.shape}")
             if check_backward and p.grad is not None and (written or read_only):
                 _warn_not_differentiable(kernel, name)
                 check_backward = False
@@ -145,8 +148,10 @@ class Tape:
             if isinstance(e, _Launch):
                 if not e.kernel.enable_backward:
                     continue  # declared non-differentiable (e.g. building an acceleration structure)
-                check_backward(e.kernel, e.kernel.ir(), e.params)   # a needed adjoint that does not exist
-                if e.native is not None and _grads_unchanged(e.native[3]):
+                native = e.native is not None and _grads_unchanged(e.native[3])
+                # a needed adjoint that does not exist (gradient shapes: checked at record time, or by launch)
+                check_backward(e.kernel, e.kernel.ir(), e.params, grad_shapes=False)
+                if native:
                     # the arguments were packed at record time: call the adjoint directly
                     entry, bounds, packed, _ = e.native
                     entry(ctypes.addressof(bounds), ctypes.addressof(packed))

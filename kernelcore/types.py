@@ -110,10 +110,16 @@ class _CompositeValue(metaclass=_TypeMeta):
             v = np.zeros(shape, dtype=dt)
         elif len(args) == 1 and np.ndim(args[0]) == 0:
             v = np.full(shape, _scalar_value(args[0]), dtype=dt)
-        elif len(args) == 1:
-            v = np.asarray(_flatten_args(args[0]), dtype=dt).reshape(shape)
         else:
-            v = np.asarray(_flatten_args(args), dtype=dt).reshape(shape)
+            flat = _flatten_args(args[0] if len(args) == 1 else args)
+            try:
+                v = np.asarray(flat, dtype=dt)
+            except (TypeError, ValueError):
+                raise TypeError(f"{type_repr(type(self))}: components must be numbers, got {args!r}") from None
+            if v.size != int(np.prod(shape)):
+                raise ValueError(f"{type_repr(type(self))}: expected one value or {int(np.prod(shape))} components, "
+                                 f"got {v.size}: {args!r}")
+            v = v.reshape(shape)
         self._v = v
 
     # numpy-like behaviour in Python scope

@@ -708,7 +708,8 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 if mag < 0:
                     raise self.err(prim, f"physics:gravityMagnitude must be >= 0, got {mag}")
                 magnitude = float(mag) * self.mpu
-            elif mag is not None and s.GetGravityMagnitudeAttr().HasAuthoredValue() and not math.isinf(mag):
+            elif mag is not None and s.GetGravityMagnitudeAttr().HasAuthoredValue() and mag != -math.inf:
+                # -inf is UsdPhysics' "use the default gravity"; +inf and NaN are mistakes
                 raise self.err(prim, f"physics:gravityMagnitude is not finite: {mag}")
             dt = self.attr(prim, "kc:timeStep")
             if dt is not None:
@@ -1178,6 +1179,8 @@ class _Reader(UsdJointReader, UsdRobotReader):
         axis = self.attr(prim, "axis", "Z", kind="token")
         width = float(self.attr(prim, "width", 2.0))
         length = float(self.attr(prim, "length", 2.0))
+        if not (width > 0 and length > 0):
+            raise self.err(prim, f"width and length must be > 0, got width={width:g}, length={length:g}")
         t, q, s = self.decompose(prim)
         s2 = math.sqrt(0.5)
         # our plane's normal is local +Y with width along X and length along Z; USD's is along `axis`

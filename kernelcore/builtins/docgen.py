@@ -43,7 +43,9 @@ type, `I` any integer type, `S` any numeric scalar, `T` any value type — each 
 bound once per call, so `add(S, S)` needs both arguments of the same type.
 `vec(N,S)`, `mat(R,C,S)`, `quat(F)`, `transform(F)` are composites whose sizes and
 dtype bind the same way; `array(T)` is an array of element type T.  Untyped literals
-(`2.0`, `1`) adapt to the type they meet.  *adjoint*: the builtin has a native `adj_`
+(`2.0`, `1`) adapt to the type they meet; an int literal where `F` is asked for is a float,
+as in Python (`sqrt(2)`), and one outside its type's range is a compile error (explicit casts
+such as `uint32(-1)` wrap).  *adjoint*: the builtin has a native `adj_`
 twin and gradients flow through it (rounding functions and other piecewise-constant
 builtins have a zero adjoint).  Quaternions are (x, y, z, w); matrices are row-major.
 """

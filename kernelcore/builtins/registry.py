@@ -143,7 +143,8 @@ def _match_weak(node, w, b):
         return T.is_scalar(bound) and bound is not T.bool_ and (bound._is_float or not w.is_float)
     if name == "I" and w.is_float:
         return False
-    b[name] = w.default
+    # an int literal where a float is required is a float, as in Python (sqrt(2), 2 ** -1)
+    b[name] = T.float32 if name == "F" else w.default
     return True
 
 

@@ -1,6 +1,8 @@
 """Particles: the ModelBuilder part that adds point masses."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import kernelcore as kc
@@ -11,6 +13,16 @@ def _vec3(v, who, what):
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise ValueError(f"{who}: {what} must be 3 finite numbers, got {v!r}")
     return a
+
+
+def _per_particle(value, shape, who, what):
+    """``value`` (one value, or one per particle) broadcast to ``shape`` as float64; a ValueError
+    naming the call and argument when it does not fit."""
+    a = np.asarray(value, dtype=np.float64)
+    try:
+        return np.broadcast_to(a, shape)
+    except ValueError:
+        raise ValueError(f"{who}: {what} must be one value or one per particle {shape}, got shape {a.shape}") from None
 
 
 class ParticleBuilder:
@@ -57,23 +69,27 @@ class ParticleBuilder:
         self._pad_particle_world()
         return len(self.particle_q) - 1
 
-    def add_particles(self, pos, vel=None, mass=1.0, radius=None, material: int = 0, volume=0.0,
+    def add_particles(self, pos, vel=None, mass=None, radius=None, material: int = 0, volume=0.0,
                       density: float | None = None) -> range:
         """Add many particles at once; returns the range of their indices.
 
         Args:
             pos: positions (n, 3) [m].
             vel: velocities (n, 3) [m/s] or None for zero.
-            mass: scalar or (n,) masses [kg].
+            mass: scalar or (n,) masses [kg] (1 kg when None).
             radius: scalar or (n,) radii [m] (``default_particle_radius`` when None).
             material: contact material index for all of them.
             volume: scalar or (n,) continuum volumes [m^3] for SolverMPM (0: none).  In 2-D
                 only the ratio mass / volume (the density) matters, so any consistent unit works.
             density: if given, mass = density * volume [kg/m^3] (``mass`` is then ignored).
         """
-        pos = np.asarray(pos, dtype=np.float64).reshape(-1, 3)
+        pos = np.asarray(pos, dtype=np.float64)
+        if pos.size == 0:
+            pos = pos.reshape(0, 3)
+        if pos.ndim != 2 or pos.shape[1] != 3:
+            raise ValueError(f"add_particles: pos must have shape (n, 3), got {pos.shape}")
         n = len(pos)
-        volume = np.broadcast_to(np.asarray(volume, np.float64), (n,))
+        volume = _per_particle(volume, (n,), "add_particles", "volume")
         if n:
             _check_volume(volume.min(), "add_particles")
             _check_volume(volume.max(), "add_particles")
@@ -82,11 +98,16 @@ class ParticleBuilder:
                 raise ValueError(f"add_particles: density must be finite and > 0, got {density!r}")
             if n and volume.min() <= 0:
                 raise ValueError("add_particles: density needs a volume > 0 for every particle")
+            if mass is not None:
+                warnings.warn("add_particles: mass is ignored because density is given (mass = density * volume)",
+                              stacklevel=2)
             mass = density * volume
-        vel = np.zeros((n, 3)) if vel is None else np.broadcast_to(np.asarray(vel, np.float64), (n, 3))
+        elif mass is None:
+            mass = 1.0
+        vel = np.zeros((n, 3)) if vel is None else _per_particle(vel, (n, 3), "add_particles", "vel")
         radius = self.default_particle_radius if radius is None else radius
-        mass = np.broadcast_to(np.asarray(mass, np.float64), (n,))
-        radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
+        mass = _per_particle(mass, (n,), "add_particles", "mass")
+        radius = _per_particle(radius, (n,), "add_particles", "radius")
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
             raise ValueError("add_particles: positions and velocities must be finite")
         if n:

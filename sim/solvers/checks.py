@@ -9,6 +9,7 @@ well under a microsecond per array, so it is done on every step.
 from __future__ import annotations
 
 import functools
+import math
 
 
 def check_step_arguments(model, state_in, state_out, control=None):
@@ -31,6 +32,17 @@ def check_step_arguments(model, state_in, state_out, control=None):
             if f is not None and f.shape[0] != counts[entity]:
                 raise ValueError(f"solver.step: control.{name} has {f.shape[0]} entries but the model has "
                                  f"{counts[entity]} {entity}{' dof' if entity == 'joint' else ''}s")
+
+
+def check_dt(dt, who):
+    """Raise ValueError unless the step ``dt`` [s] is a finite number > 0 (a NaN dt fills the state
+    with NaN, a negative one integrates backwards through the contacts)."""
+    try:
+        ok = math.isfinite(float(dt)) and float(dt) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{who}.step: dt must be finite and > 0 [s], got {dt!r}")
 
 
 # --- NaN/Inf reports of a solver step (kc.config.verify_nan or ``solver.verify_nan = True``) -------------------

@@ -26,6 +26,7 @@ set per state and nothing the backward pass reads is overwritten.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -172,6 +173,8 @@ class SolverGridFluid:
         self.rho = _finite("rho", rho, 0.0, strict=True)
         self.cfl = _finite("cfl", cfl, 0.0, strict=True)
         self.tol = _finite("tol", tol, 0.0, strict=True)
+        if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1):
+            raise ValueError(f"SolverGridFluid: max_iter must be None or an integer >= 1, got {max_iter!r}")
         self.warm_start = bool(warm_start)
         if preconditioner not in PRECONDITIONERS:
             raise ValueError(f"SolverGridFluid: preconditioner must be one of {PRECONDITIONERS}, got {preconditioner!r}")

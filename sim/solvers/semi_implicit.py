@@ -25,7 +25,7 @@ from ..cloth_attachment import eval_cloth_attachments
 from ..toi import MAX_IMPACTS, TOI_STATIC_KINDS, body_toi_shapes, integrate_bodies_toi, integrate_particles_toi
 from ..toi_shapes import SweptBodyShapes, body_shape_toi_all_shapes, body_shape_toi_shapes, integrate_shape_bodies_toi
 from ..toi_body_pairs import BodyPairToiShapes, body_pair_toi, needs_body_pair_toi, warn_unswept_bodies
-from .checks import check_step_arguments, reports_non_finite
+from .checks import check_dt, check_step_arguments, reports_non_finite
 
 
 def _refuse_mixed_environments(solver, model):
@@ -183,6 +183,7 @@ class SolverSemiImplicit:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
+        check_dt(dt, type(self).__name__)
         forces = state_out.particle_f
         wrenches = state_out.body_f
         zero_forces(forces)

@@ -14,7 +14,7 @@ from ..worlds import require_one_environment, static_shapes_in_environments
 from ..xpbd_cloth import (xpbd_predict, xpbd_project_bending, xpbd_project_contacts, xpbd_project_stretch,
                           xpbd_bending_copy, xpbd_contacts_copy, xpbd_stretch_compliance, xpbd_stretch_copy,
                           xpbd_sweeps, xpbd_velocities)
-from .checks import check_step_arguments, reports_non_finite
+from .checks import check_dt, check_step_arguments, reports_non_finite
 
 
 def colour_constraints(constraints, particle_count, inv_mass=None):
@@ -157,6 +157,7 @@ class SolverXPBD:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
+        check_dt(dt, "SolverXPBD")
         if model.particle_count == 0:
             return
         if get_runtime().tape_stack:
