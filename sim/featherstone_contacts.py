@@ -24,26 +24,15 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_bodies import (BOX, CAPSULE, GROUND, PLANE, SLOTS, body_contact_wrench, static_contact_slot,
-                             static_distance)
+from .collide_bodies import GROUND, PLANE, SLOTS, static_contact_slot, static_distance
 from .articulation import fk_articulation
 from .contact import material_inputs
 from .featherstone_kernels import fs_assemble, fs_kinematics, fs_solve_integrate
+from .featherstone_link_points import link_shape_bound, link_shape_frame, point_wrench, static_collider
 from .featherstone_mesh_contacts import mesh_pair_contact_wrench
 from .featherstone_self_contacts import add_link_pair_contacts
 
 ALL_SLOTS = kc.constant(SLOTS)
-
-
-@kc.func
-def bounding_radius(kind: int, scale: kc.vec3) -> float:
-    """Radius [m] of a ball about the shape's origin holding the whole shape."""
-    r = scale[0]
-    if kind == CAPSULE:
-        r = scale[0] + scale[1]
-    elif kind == BOX:
-        r = kc.length(scale)
-    return r
 
 
 @kc.func
@@ -65,28 +54,15 @@ def pair_contact_wrench(
     b = shape_body[s]
     kind = shape_type[s]
     scale = shape_scale[s]
-    tf = body_q[b]
     qd = body_qd[b]
-    c_kind = GROUND
-    c_pos = kc.vec3(0.0, 0.0, 0.0)
-    c_rot = kc.identity(3, dtype=float)
-    c_scale = kc.vec3(0.0, 0.0, 0.0)
-    c_material = ground_material
-    if c >= 0:
-        c_kind = shape_type[c]
-        c_pos = shape_pos[c]
-        c_rot = shape_rot[c]
-        c_scale = shape_scale[c]
-        c_material = shape_material[c]
-    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-    shape_rot_world = rot * shape_rot[s]
-    shape_pos_world = kc.transform_point(tf, shape_pos[s])
-    com = kc.transform_point(tf, body_com[b])
+    c_kind, c_pos, c_rot, c_scale, c_material = static_collider(c, shape_type, shape_pos, shape_rot, shape_scale,
+                                                                shape_material, ground_material)
+    rot, shape_pos_world, shape_rot_world, com = link_shape_frame(body_q[b], shape_pos[s], shape_rot[s], body_com[b])
     v_com = kc.spatial_top(qd)
     w = kc.spatial_bottom(qd)
     near = int(1)
     if c_kind == GROUND or c_kind == PLANE:
-        radius = bounding_radius(kind, scale)
+        radius = link_shape_bound(kind, scale, kc.vec3(0.0, 0.0, 0.0))
         centre = static_distance(shape_pos_world, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
         v_max = kc.length(v_com) + kc.length(w) * (kc.length(shape_pos_world - com) + radius)
         if centre[3] - radius > cohesion_reach + 0.5 * dt * v_max:
@@ -97,13 +73,10 @@ def pair_contact_wrench(
             found, n, gap, contact = static_contact_slot(k, kind, scale, shape_pos_world, shape_rot_world, c_kind,
                                                          c_pos, c_rot, c_scale, ground_normal, ground_offset)
             if found != 0:
-                arm = contact - com
-                v = v_com + kc.cross(w, arm)
-                if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-                    wrench = wrench + body_contact_wrench(n, gap, arm, v, body_inv_mass[b], inv_inertia_world,
-                                                          shape_material[s], c_material, material_ke,
-                                                          material_damping_ratio, material_mu, material_cohesion,
-                                                          material_cohesion_distance, dt)
+                wrench = wrench + point_wrench(n, gap, contact, com, v_com, w, body_inv_mass[b], inv_inertia_world,
+                                               shape_material[s], c_material, material_ke, material_damping_ratio,
+                                               material_mu, material_cohesion, material_cohesion_distance,
+                                               cohesion_reach, dt)
     return wrench
 
 

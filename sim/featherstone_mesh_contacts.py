@@ -37,25 +37,10 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
-from .collide_bodies import BOX, CAPSULE, GROUND, SPHERE, body_contact_wrench, shape_point, static_distance
+from .collide_bodies import BOX, CAPSULE, SPHERE, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
+from .featherstone_link_points import MESH, link_shape_bound, link_shape_frame, point_wrench, static_collider
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-
-MESH = kc.constant(SHAPE_MESH)
-
-
-@kc.func
-def link_shape_bound(kind: int, scale: kc.vec3, info: kc.vec3) -> float:
-    """Radius [m] of a ball about the link shape's origin holding the shape (``info``: sim/toi_mesh_body.py's
-    mesh_shape_info of the shape, (vertices, triangles, bounding radius))."""
-    r = scale[0]
-    if kind == CAPSULE:
-        r = scale[0] + scale[1]
-    elif kind == BOX:
-        r = kc.length(scale)
-    elif kind == MESH:
-        r = info[2]
-    return r
 
 
 @kc.func
@@ -95,25 +80,13 @@ def mesh_pair_contact_wrench(
     kind = shape_type[s]
     scale = shape_scale[s]
     info = shape_info[s]
-    tf = body_q[b]
     qd = body_qd[b]
-    c_kind = GROUND
-    c_pos = kc.vec3(0.0, 0.0, 0.0)
-    c_rot = kc.identity(3, dtype=float)
-    c_scale = kc.vec3(0.0, 0.0, 0.0)
+    c_kind, c_pos, c_rot, c_scale, c_material = static_collider(c, shape_type, shape_pos, shape_rot, shape_scale,
+                                                                shape_material, ground_material)
     c_mesh = kc.uint64(0)
-    c_material = ground_material
     if c >= 0:
-        c_kind = shape_type[c]
-        c_pos = shape_pos[c]
-        c_rot = shape_rot[c]
-        c_scale = shape_scale[c]
         c_mesh = shape_mesh[c]
-        c_material = shape_material[c]
-    rot = kc.quat_to_matrix(kc.transform_get_rotation(tf))
-    rot_s = rot * shape_rot[s]
-    pos_s = kc.transform_point(tf, shape_pos[s])
-    com = kc.transform_point(tf, body_com[b])
+    rot, pos_s, rot_s, com = link_shape_frame(body_q[b], shape_pos[s], shape_rot[s], body_com[b])
     v_com = kc.spatial_top(qd)
     w = kc.spatial_bottom(qd)
     radius = link_shape_bound(kind, scale, info)
@@ -160,13 +133,10 @@ def mesh_pair_contact_wrench(
                     gap = nd[3] - pt[3]
                     contact = x - n * pt[3]
             if gap < FAR:
-                arm = contact - com
-                v = v_com + kc.cross(w, arm)
-                if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-                    wrench = wrench + body_contact_wrench(n, gap, arm, v, body_inv_mass[b], inv_inertia_world,
-                                                          shape_material[s], c_material, material_ke,
-                                                          material_damping_ratio, material_mu, material_cohesion,
-                                                          material_cohesion_distance, dt)
+                wrench = wrench + point_wrench(n, gap, contact, com, v_com, w, body_inv_mass[b], inv_inertia_world,
+                                               shape_material[s], c_material, material_ke, material_damping_ratio,
+                                               material_mu, material_cohesion, material_cohesion_distance,
+                                               cohesion_reach, dt)
     return wrench
 
 
