@@ -171,13 +171,15 @@ class SolverPBF:
         cell_sort: with ``lanes``, sort the particles by cell every step and search the neighbours in
             the sorted cell ranges (sim/pbf_sort.py; same neighbour sets, sums in another order, so
             results differ from ``cell_sort=False`` by rounding); the state keeps the user's order.
+            Default (None): on with ``lanes``; ``cell_sort=True`` without ``lanes`` is warned about
+            (it has no effect there).
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
                  wall_density: bool = True, check_input: bool = True, pair_cache: bool = True,
-                 fast_math: bool = False, lanes: bool = False, cell_sort: bool = True):
+                 fast_math: bool = False, lanes: bool = False, cell_sort: bool | None = None):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -229,7 +231,10 @@ class SolverPBF:
         self.lanes = bool(lanes) and _runs_on_cpu(dev)
         self._lane_scratch = None
         self._lane_warnings = set()   # reasons already warned about (each once per solver)
-        self.cell_sort = bool(cell_sort)
+        self.cell_sort = cell_sort is None or bool(cell_sort)
+        if cell_sort and not lanes:
+            warnings.warn("SolverPBF(cell_sort=True) has no effect without lanes=True: the scalar kernels "
+                          "search the hash grid in the user's particle order", UserWarning, stacklevel=2)
         self._sorted = None
         self._sort_warned = False
         if lanes and not self.lanes:

@@ -128,3 +128,14 @@ def test_a_sparse_domain_keeps_the_hash_grid(monkeypatch):
     assert solver._sorted is None and solver._lane_scratch is not None
     _, _, q_ref, _ = run(True, steps=3, cell_sort=False)
     np.testing.assert_array_equal(q1, q_ref)
+
+
+def test_cell_sort_without_lanes_is_reported_not_ignored():
+    with pytest.warns(UserWarning, match=r"cell_sort=True\) has no effect without lanes=True"):
+        spinning_block(3, 0.02, False, cell_sort=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the default (None) and an explicit False say nothing
+        spinning_block(3, 0.02, False, cell_sort=None)
+        spinning_block(3, 0.02, False, cell_sort=False)
+    _, solver, _ = spinning_block(3, 0.02, True, cell_sort=None)
+    assert solver.cell_sort   # on by default with lanes
