@@ -35,6 +35,13 @@ def _normalize_shape(shape):
     return shape
 
 
+def _allocation_error(shape, dtype):
+    """One-line MemoryError naming what a failed allocation asked for."""
+    nbytes = math.prod(shape) * T.size_of(dtype)
+    return MemoryError(f"cannot allocate a kernelcore array of shape {tuple(shape)} and dtype {T.type_repr(dtype)}: "
+                       f"{nbytes} bytes ({nbytes / 2**30:.4g} GiB)")
+
+
 def _infer_dtype(data):
     if isinstance(data, np.ndarray):
         return T.type_from_annotation(data.dtype.type) if data.dtype != np.float64 else T.float64
@@ -72,7 +79,10 @@ class array:
         full_shape = tuple(shape) + inner
         if self.device.is_cpu:
             if host is None:
-                buf = np.zeros(full_shape, dtype=np_dt) if zero else np.empty(full_shape, dtype=np_dt)
+                try:
+                    buf = np.zeros(full_shape, dtype=np_dt) if zero else np.empty(full_shape, dtype=np_dt)
+                except (MemoryError, ValueError):  # ValueError: more bytes than an address can count
+                    raise _allocation_error(shape, dtype) from None
             else:
                 buf = np.array(host, dtype=np_dt, copy=True) if copy else np.ascontiguousarray(host, dtype=np_dt)
                 buf = buf.reshape(full_shape)

@@ -244,6 +244,11 @@ def _renumber(ir: FunctionIR):
 _TRAPPING = {"div", "mod", "floordiv"}   # integer division by zero traps
 
 
+def _literal_zero(v) -> bool:
+    """Is ``v`` an integer literal 0 (written so, or folded from literals)?"""
+    return isinstance(v.type, WeakLiteral) and not v.type.is_float and v.const is not None and v.const == 0
+
+
 def _harmless(st) -> bool:
     """A statement that may run although Python would not evaluate it: no effect, no trap,
     no memory access and no adjoint (so no NaN can reach a gradient)."""
@@ -344,6 +349,9 @@ class _Builder:
             hint = ("\n  candidates: " + "; ".join(sigs[:8])) if sigs else ""
             raise self.error(f"no overload of '{name}' accepts ({shown}){hint}", node)
         row, rtype, concrete = res
+        if row.name in _TRAPPING and len(args) == 2 and _literal_zero(args[1]) and T.is_int(concrete[1]):
+            # 1 / 0 or i % 0: an integer division by a literal zero is always one (it gave 0 at run time)
+            raise self.error("integer division or modulo by zero", node)
         args = [self.materialize(a, t) for a, t in zip(args, concrete)]
         if (row.array_access or row.name == "view") and isinstance(args[0].type, ArrayType):
             args = self._wrap_array_indices(args)

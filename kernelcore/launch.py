@@ -129,6 +129,23 @@ def _check_array(kernel, name, want: ArrayType, a, device):
     return a
 
 
+def _check_null_array(kernel, name):
+    """``None`` for an array argument is a null array (as in Warp): its shape is all zeros and it
+    has no data, so a kernel that loads from or stores to it would dereference a null pointer
+    (a segfault in release mode). Refused here, on the general path only: the fast path never
+    takes ``None``. The index arrays of an indexedarray's unindexed dimensions are null on
+    purpose (the kernel tests them before use)."""
+    ir = kernel.ir()
+    if name in ir.array_reads or name in ir.array_writes:
+        base = getattr(kernel, "base", None)  # IndexedKernel: its spread index arguments
+        if base is not None and name not in base.arg_names and "__indices" in name:
+            return
+        what = "reads" if name in ir.array_reads else "writes"
+        raise _arg_error(kernel, name, f"got None (a null array), but the kernel {what} it "
+                         f"({kernel.defn.file}:{kernel.defn.firstline}); pass an array, or kc.zeros(0, ...) "
+                         f"if the access is never reached", ValueError)
+
+
 def _launch_device(device, params):
     if device is not None:
         return get_device(device)
@@ -228,6 +245,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
             values.append(v)
             continue
         if isinstance(t, ArrayType):
+            if v is None:
+                _check_null_array(kernel, name)
             a = _check_array(kernel, name, t, v, dev)
             g = None
             if adj_params is not None and adj_params[k] is not None:

@@ -39,6 +39,7 @@ class Tape:
         self.launches = []
         self._gradients = {}          # array -> gradient array, see the gradients property
         self._gradients_stale = False  # backward ran since the map was last built
+        self._gradless = {}  # id -> (array, kernel key, argument): float outputs without grad computed from grads
         self.loss = None
 
     @property
@@ -74,10 +75,22 @@ class Tape:
         reads, writes = set(), set()
         check_backward = verify and not kernel.enable_backward
         verify = verify and config.verify_autograd_array_access
-        for k, name, written, read_only in _array_roles(kernel, ir):
+        grad_in = grad_out = False   # see _note_gradless
+        gradless_out, gradless_in = [], []
+        for k, name, written, read_only, read, diff in _array_roles(kernel, ir):
             p = params[k]
             if not isinstance(p, array):
                 continue
+            if diff:
+                has_grad = p.grad is not None
+                if read:
+                    grad_in |= has_grad
+                    if not has_grad and id(p) in self._gradless:
+                        gradless_in.append((k, name))
+                if written:
+                    grad_out |= has_grad
+                    if not has_grad:
+                        gradless_out.append((p, name))
             if p.grad is not None and p.grad.shape != p.shape:   # its adjoint would write past the end
                 raise ValueError(f"kernel '{kernel.key}' argument '{name}': its .grad has shape {p.grad.shape} but "
                                  f"the array has shape {p.shape}")
@@ -96,8 +109,29 @@ class Tape:
                 reads.add(id(p))
                 if verify and name in adjoint_value_reads(ir):
                     p._tape_reads = True  # overwriting p later makes this launch's adjoint wrong
+        if kernel.enable_backward and (gradless_in or gradless_out):
+            self._note_gradless(kernel, params, grad_in, grad_out, gradless_in, gradless_out)
         self.launches.append(_Launch(kernel, dim, list(params), device, reads, writes,
                                      len(params) if n_inputs is None else n_inputs, native, stream))
+
+    def _note_gradless(self, kernel, params, grad_in, grad_out, gradless_in, gradless_out):
+        """Warn (once per kernel and argument) when a launch whose outputs require grad reads a
+        float array without requires_grad that an earlier launch on this tape computed from
+        arrays that do: the gradient cannot flow back through it and would come out zero."""
+        if gradless_in and grad_out:
+            for k, name in gradless_in:
+                arr, writer, wname = self._gradless[id(params[k])]
+                key = (kernel, name)
+                if key not in _warned_gradless:
+                    _warned_gradless.add(key)
+                    warnings.warn(f"kernel '{kernel.key}' ({kernel.defn.file}:{kernel.defn.firstline}) reads argument "
+                                  f"'{name}', an array of shape {arr.shape} without requires_grad that kernel "
+                                  f"'{writer}' (argument '{wname}') computed on this Tape from arrays that require "
+                                  "grad: no gradient flows back through it (create it with requires_grad=True)",
+                                  stacklevel=4)
+        if grad_in:
+            for p, name in gradless_out:
+                self._gradless[id(p)] = (p, kernel.key, name)  # the tape's launches keep p alive: ids stay unique
 
     def record_func(self, backward, arrays):
         """Record a Python-side step; ``backward()`` is called during the reverse pass."""
@@ -196,6 +230,7 @@ class Tape:
                 if isinstance(p, array):
                     p._tape_reads = False
         self.launches = []
+        self._gradless = {}
         self._gradients = {}
         self._gradients_stale = False
 
@@ -248,6 +283,7 @@ class Tape:
 
 
 _warned_not_differentiable = set()
+_warned_gradless = set()  # (kernel, argument) already warned about by Tape._note_gradless
 
 
 def _warn_not_differentiable(kernel, name):
@@ -304,11 +340,13 @@ hooks.fill("record_copy", record_copy)  # array.py (a lower layer) records copie
 
 
 def _array_roles(kernel, ir):
-    """(index, name, written, read only) of each array argument, worked out once per kernel IR."""
+    """(index, name, written, read only, read, differentiable dtype) of each array argument, worked
+    out once per kernel IR."""
     roles = getattr(ir, "tape_array_roles", None)
     if roles is None:
         roles = ir.tape_array_roles = [
-            (k, name, name in ir.array_writes, name in ir.array_reads and name not in ir.array_writes)
+            (k, name, name in ir.array_writes, name in ir.array_reads and name not in ir.array_writes,
+             name in ir.array_reads, T.is_differentiable_type(t.dtype) and not T.is_struct(t.dtype))
             for k, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
     return roles
 

@@ -411,7 +411,11 @@ def type_from_annotation(t):
     if t is _py.bool:
         return bool_
     if isinstance(t, np.dtype) or (isinstance(t, type) and issubclass(t, np.generic)):
-        return _np_to_scalar[np.dtype(t)]
+        dt = np.dtype(t)
+        if dt not in _np_to_scalar:
+            names = ", ".join(sorted({str(d) for d in _np_to_scalar}))
+            raise TypeError(f"numpy dtype {dt} ({dt.kind!r} kind) has no kernelcore element type; supported: {names}")
+        return _np_to_scalar[dt]
     return t
 
 

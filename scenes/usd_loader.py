@@ -112,6 +112,8 @@ PRESENTATION_ATTRS = {"visibility", "purpose", "extent", "xformOpOrder", "double
                       "creaseLengths", "creaseSharpnesses"}
 PRESENTATION_PREFIXES = ("primvars:", "xformOp:", "ui:", "info:", "inputs:", "outputs:", "userProperties:",
                          "texCoord", "st")
+# what a plain custom attribute on a rigid body's Xform was probably meant to be
+_BODY_HINTS = ("physics:mass", "physics:density", "physics:velocity", "physics:angularVelocity")
 PRESENTATION_RELS = {"proxyPrim", "material:binding", "material:binding:full", "material:binding:preview"}
 # bytes of memory per particle while loading and simulating (numpy temporaries, the
 # builder's Python lists, the model and two states); measured with 1e6 particles
@@ -650,6 +652,14 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 else:
                     self.warn(prim, f"attribute '{name}' has no effect here (nothing reads it with the other "
                                     f"attributes given)")
+            elif kind in ("ignored", "visual") and ":" not in name and not self.schema_attribute(prim, name) \
+                    and name not in PRESENTATION_ATTRS:
+                # a plain custom attribute (``float mass = 3`` on a body's Xform) is no presentation
+                # data a tool writes (those are namespaced): most likely meant for the simulation
+                hints = [h for h in _BODY_HINTS if h.split(":")[1].lower() == name.lower()] \
+                    if prim.HasAPI(self.UsdPhysics.RigidBodyAPI) else ()
+                self.warn(prim, f"attribute '{name}' is not used by kcsim (ignored)"
+                                + (f"; did you mean '{hints[0]}'?" if hints else ""))
             elif kind in ("ignored", "Material", "visual", "unsupported") and not name.startswith("physics:"):
                 continue  # presentation prims: all their non-physics attributes are presentation
             elif name in PRESENTATION_ATTRS or name.startswith(PRESENTATION_PREFIXES):
@@ -675,6 +685,11 @@ class _Reader(UsdJointReader, UsdRobotReader):
                 self.warn(prim, "material:binding:physics has no effect here (the prim is not simulated)")
             else:
                 self.warn(prim, f"relationship '{name}' is not supported (ignored)")
+
+    @staticmethod
+    def schema_attribute(prim, name):
+        """Is ``name`` a property of ``prim``'s type or applied schemas (not a custom one)?"""
+        return name in prim.GetPrimDefinition().GetPropertyNames()
 
     def check_undefined(self):
         """'over' prims that compose to nothing (e.g. overriding a path that no layer defines)."""
