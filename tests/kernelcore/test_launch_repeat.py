@@ -97,3 +97,30 @@ def test_kernel_parallel_grain_decides_the_thread_count(monkeypatch, grain, dim,
     kc.launch(shift_k, dim=dim, inputs=[x, y, kc.vec3(1.0, 2.0, 3.0), 2.0])  # fast path
     assert len(calls) == (2 if parallel else 0)
     np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(3 * dim).reshape(dim, 3) + [1.0, 2.0, 3.0])
+
+
+def test_a_new_argument_list_packs_only_its_changed_slots(monkeypatch):
+    """A rollout's launch with a new output array (a new state each step) repacks only that slot;
+    the other slots keep the previous launch's packed values, except what may have changed since:
+    an unchanged array given a gradient, a vector changed in place."""
+    x = _vec3s(np.ones((4, 3)))
+    g = kc.vec3(0.5, 0.0, 0.0)
+    ys = [kc.zeros(4, dtype=kc.vec3) for _ in range(8)]
+    kc.launch(shift_k, dim=4, inputs=[x, ys[0], g, 3.0])  # builds the fast path
+    kc.launch(shift_k, dim=4, inputs=[x, ys[1], g, 3.0])
+    packed = []
+    real = launch_mod._packed_array
+    monkeypatch.setattr(launch_mod, "_packed_array", lambda arr, serial: packed.append(arr) or real(arr, serial))
+    for k in range(2, 5):
+        kc.launch(shift_k, dim=4, inputs=[x, ys[k], g, 3.0])
+    assert [id(a) for a in packed] == [id(ys[k]) for k in range(2, 5)]
+    np.testing.assert_array_equal(ys[4].numpy(), np.tile([3.5, 3.0, 3.0], (4, 1)))
+    g[1] = 2.0   # the same vector, changed in place
+    x.numpy()[:] = 2.0
+    kc.launch(shift_k, dim=4, inputs=[x, ys[5], g, 0.5])
+    np.testing.assert_array_equal(ys[5].numpy(), np.tile([1.5, 3.0, 1.0], (4, 1)))
+    packed.clear()
+    x.requires_grad = True   # the same array with a gradient now: its descriptor is packed again
+    kc.launch(shift_k, dim=4, inputs=[x, ys[6], g, 0.5])
+    assert {id(a) for a in packed} == {id(x), id(ys[6])}
+    np.testing.assert_array_equal(ys[6].numpy(), np.tile([1.5, 3.0, 1.0], (4, 1)))
