@@ -75,6 +75,46 @@ def entry_lock(key: str):
         os.close(fd)  # closing the descriptor releases the lock; the lock file stays (tiny, reused)
 
 
+def entry_busy(key: str) -> bool:
+    """True while some process holds the lock of cache entry ``key`` (it is building it now)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return False
+    fd = os.open(os.path.join(cache_dir(), f"{key}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's lock at once
+    return False
+
+
+def build_each_once(items, key_of, build) -> list:
+    """``[build(item) for item in items]``, but an item whose cache entry ``key_of(item)`` another
+    process is building right now is put off until the free ones are done.
+
+    Processes that share items (two pytest-xdist workers checking the same kernel modules) would
+    otherwise queue on the same entry lock one behind the other; this way they build different
+    entries at once, and a put-off item is usually found built by the time it comes round again
+    (``build`` is expected to go through ``store``, which waits for the lock and loads the entry).
+    Every item is still built or loaded by this process before it returns: nothing is skipped.
+    """
+    results = [None] * len(items)
+    todo = list(range(len(items)))
+    while todo:
+        later = []
+        for i in todo:
+            if entry_busy(key_of(items[i])):
+                later.append(i)
+            else:
+                results[i] = build(items[i])
+        if len(later) == len(todo):  # all busy elsewhere: wait for the first (store blocks on its lock)
+            results[later[0]] = build(items[later[0]])
+            later = later[1:]
+        todo = later
+    return results
+
+
 def _valid(binary: str, digest: str) -> bool:
     try:
         with open(digest) as f:

@@ -6,14 +6,15 @@ a device function that is declared but defined nowhere fails here rather than wh
 loads the PTX).  It returns the failures: a kernel that fails is named with the first lines of
 the NVRTC log, unless it is also invalid on the CPU (a kernel that does not type-check, as tests
 of compile errors define); a module whose kernels compile one by one but not together is
-reported with the module's own log.  Results are cached in the kernel cache, keyed by source.
+reported with the module's own log.  Results are cached in the kernel cache, keyed by source,
+and processes checking the same modules at once share the work (``cache.build_each_once``).
 
 The test suite runs it over every kernel a test session defined (tests/kernelcore/
 test_cuda_ptx_all.py, and at the end of each pytest-xdist worker: tests/conftest.py).
 """
 from __future__ import annotations
 
-from . import nvrtc
+from . import cache, nvrtc
 from .errors import NativeBuildError
 
 __all__ = ["check_modules", "session_modules"]
@@ -95,7 +96,13 @@ def check_modules(modules=None, arch=ARCH) -> list:
     """[(kernel or module name, first NVRTC log lines)] of the ``modules`` (default: every module of
     this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
     modules = session_modules() if modules is None else modules
-    errors = [compile_unit(source(m, valid_kernels(m)), m.name, arch) for m in modules]
+    units = [(m, source(m, valid_kernels(m))) for m in modules]
+    sm = nvrtc.normalize_sm_arch(arch)
+    # A passed unit is a CUBIN in the kernel cache, keyed by its source: a warm cache compiles
+    # nothing. Units another process compiles right now (the other xdist worker checks the
+    # same sim modules) are taken last, when they are usually in the cache already.
+    errors = cache.build_each_once(units, lambda u: nvrtc.entry_key(u[1][0], sm, _fast_options()),
+                                   lambda u: compile_unit(u[1], u[0].name, arch))
     return failures(modules, errors, lambda ks, name: compile_unit(ks, name, arch))
 
 

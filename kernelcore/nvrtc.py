@@ -155,13 +155,19 @@ def _log(nvrtc, prog) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
+def entry_key(key, arch, options=()) -> str:
+    """Kernel-cache entry name of an NVRTC output of ``key`` (the source) for ``arch`` (normalised)."""
+    full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
+    if options:
+        full_key += "_" + hashlib.sha256(" ".join(options).encode()).hexdigest()[:8]
+    return full_key
+
+
 def _cached(key, arch, options, ext, compile_fn, source):
     """Path of a cached NVRTC output (``<key>_<arch>_nvrtc<version>[_<options hash>]<ext>``),
     compiled with ``compile_fn(source_path)`` on a miss. ``key`` must already cover the source
     and headers."""
-    full_key = f"{key}_{arch}_nvrtc{version()[0]}{version()[1]}"
-    if options:
-        full_key += "_" + hashlib.sha256(" ".join(options).encode()).hexdigest()[:8]
+    full_key = entry_key(key, arch, options)
     path = cache.lookup(full_key, ext)
     if path is None:
         src_path = cache.write_source(full_key, source)
