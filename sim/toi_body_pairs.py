@@ -27,8 +27,8 @@ point is the centroid of the features within 1 mm of the closest one (a box land
 on a box touches on a face, not at one corner), the normal that of the closest feature.
 The impulse on the relative velocity of the two material points, with both bodies'
 effective inverse masses, is Newton's impact law with Coulomb friction capped at the
-impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``|j_t| <= min(mu j_n, |u_t| / w_t)``),
-which never gains energy for ``e <= 1``.
+impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``j_t = -K_t^-1 u_t`` scaled back to
+``|j_t| <= mu j_n``: :func:`pair_impulse`), which never gains energy for ``e <= 1``.
 
 **Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
 are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
@@ -314,7 +314,14 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
                  mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
     """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
     ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
-    world inverse inertias; restitution ``e``, Coulomb ``mu``."""
+    world inverse inertias; restitution ``e``, Coulomb ``mu``.
+
+    Friction: the tangential impulse that stops the sliding, ``-K_t^-1 u_t`` (``K_t`` the contact's
+    effective inverse mass [1/kg] restricted to the tangent plane), scaled back onto the cone
+    ``mu j_n`` when larger.  Linear in ``u_t`` inside the cone, so the impulse is smooth where
+    the contact does not slide (a head-on hit, ``u_t = 0``); the impulse along ``-u_t`` of length
+    ``|u_t| / w_t`` is not: with an anisotropic ``K_t`` it does not stop the sliding and it has no
+    derivative at ``u_t = 0`` (issue 15, tests/sim/test_rigid_toi_friction_grad.py)."""
     un = kc.dot(n, u)
     j = kc.vec3(0.0, 0.0, 0.0)
     if un < 0.0:
@@ -322,16 +329,22 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
         rbn = kc.cross(rb, n)
         w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
         jn = -(1.0 + e) * un / w_n
+        # velocity change of the relative motion per unit impulse on A: K j
+        ska = kc.skew(ra)
+        skb = kc.skew(rb)
+        k = kc.identity(3, dtype=float) * (ma_inv + mb_inv) - ska * ia_inv * ska - skb * ib_inv * skb
+        # K on the tangent plane, completed by w_n along n, so that its inverse maps tangent vectors to
+        # tangent vectors: no tangent basis (and no branch) needed
+        proj = kc.identity(3, dtype=float) - kc.outer(n, n)
+        k_t = proj * k * proj + kc.outer(n, n) * w_n
         j = n * jn
-        ut = u - n * un
-        ut_len = kc.length(ut)
-        if ut_len > 0.0:
-            t = ut / ut_len
-            rat = kc.cross(ra, t)
-            rbt = kc.cross(rb, t)
-            w_t = ma_inv + mb_inv + kc.dot(rat, ia_inv * rat) + kc.dot(rbt, ib_inv * rbt)
-            jt = kc.min(mu * jn, ut_len / w_t)
-            j = j - t * jt
+        cap = mu * jn
+        if cap > 0.0:  # (mu = 0: no friction, also in the adjoint where u_t = 0)
+            jt = -(kc.inverse(k_t) * (u - n * un))
+            jt_len = kc.length(jt)
+            if jt_len > cap:
+                jt = jt * (cap / jt_len)
+            j = j + jt
     return j
 
 
