@@ -83,6 +83,7 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
+from .toi import contact_mass, friction_impulse
 from .toi_mesh_body import mesh_body_reach
 from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
@@ -314,14 +315,8 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
                  mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
     """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
     ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
-    world inverse inertias; restitution ``e``, Coulomb ``mu``.
-
-    Friction: the tangential impulse that stops the sliding, ``-K_t^-1 u_t`` (``K_t`` the contact's
-    effective inverse mass [1/kg] restricted to the tangent plane), scaled back onto the cone
-    ``mu j_n`` when larger.  Linear in ``u_t`` inside the cone, so the impulse is smooth where
-    the contact does not slide (a head-on hit, ``u_t = 0``); the impulse along ``-u_t`` of length
-    ``|u_t| / w_t`` is not: with an anisotropic ``K_t`` it does not stop the sliding and it has no
-    derivative at ``u_t = 0`` (issue 15, tests/sim/test_rigid_toi_friction_grad.py)."""
+    world inverse inertias; restitution ``e``, Coulomb ``mu`` (sim/toi.py :func:`friction_impulse`: the
+    impulse that stops the sliding, capped by the cone; smooth through a head-on hit, issue 15)."""
     un = kc.dot(n, u)
     j = kc.vec3(0.0, 0.0, 0.0)
     if un < 0.0:
@@ -329,22 +324,8 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
         rbn = kc.cross(rb, n)
         w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
         jn = -(1.0 + e) * un / w_n
-        # velocity change of the relative motion per unit impulse on A: K j
-        ska = kc.skew(ra)
-        skb = kc.skew(rb)
-        k = kc.identity(3, dtype=float) * (ma_inv + mb_inv) - ska * ia_inv * ska - skb * ib_inv * skb
-        # K on the tangent plane, completed by w_n along n, so that its inverse maps tangent vectors to
-        # tangent vectors: no tangent basis (and no branch) needed
-        proj = kc.identity(3, dtype=float) - kc.outer(n, n)
-        k_t = proj * k * proj + kc.outer(n, n) * w_n
-        j = n * jn
-        cap = mu * jn
-        if cap > 0.0:  # (mu = 0: no friction, also in the adjoint where u_t = 0)
-            jt = -(kc.inverse(k_t) * (u - n * un))
-            jt_len = kc.length(jt)
-            if jt_len > cap:
-                jt = jt * (cap / jt_len)
-            j = j + jt
+        k = contact_mass(ra, ma_inv, ia_inv) + contact_mass(rb, mb_inv, ib_inv)
+        j = n * jn + friction_impulse(n, u - n * un, k, w_n, mu * jn)
     return j
 
 
