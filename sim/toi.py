@@ -8,7 +8,7 @@ after this step's forces), against the ground and every static plane, sphere and
 work out the same impulse), and takes the earliest hit ``s``.  There it applies the impact impulse
 
     normal:   j_n = -(1 + e) v_n / w_n                 (e = 0 below the resting speed)
-    friction: j_t = min(mu j_n, |v_t| / w_t)  against the sliding direction
+    friction: j_t = -K_t^-1 v_t, scaled back to |j_t| <= mu j_n   (K_t: :func:`friction_impulse`)
 
 (``w`` the effective inverse mass of the contact point along the direction) to the
 velocity at the time of impact, ``v0 + s dt a``, adds the rest of the step's acceleration
@@ -202,10 +202,41 @@ def first_hit_material(x0: kc.vec3, d: kc.vec3, r: float, ground: int, ground_no
 
 
 @kc.func
+def contact_mass(arm: kc.vec3, inv_mass: float, inv_inertia: kc.mat33) -> kc.mat33:
+    """Velocity change [m/s] of a body's material point ``arm`` [m] from its centre of mass per unit
+    impulse [N s] there: ``inv_mass I - [arm]x inv_inertia [arm]x`` (world frame, symmetric)."""
+    sk = kc.skew(arm)
+    return kc.identity(3, dtype=float) * inv_mass - sk * inv_inertia * sk
+
+
+@kc.func
+def friction_impulse(n: kc.vec3, vt: kc.vec3, k: kc.mat33, w_n: float, cap: float) -> kc.vec3:
+    """Coulomb friction impulse [N s] of an impact: the one that stops the tangential velocity ``vt``
+    [m/s] (``-K_t^-1 vt``, ``K_t`` the contact mass ``k`` (:func:`contact_mass`, both bodies' summed)
+    on the plane normal to ``n``), scaled back to length ``cap = mu j_n`` when longer.
+
+    Linear in ``vt`` where the contact sticks, so the impulse is smooth through ``vt = 0`` (a
+    head-on hit): the impulse along ``-vt`` of length ``|vt| / w_t`` has no derivative there, and
+    with an anisotropic ``K_t`` does not stop the sliding.  Never gains energy (a fraction up to 1
+    of the stopping impulse).  ``w_n``: the contact's inverse mass along ``n`` [1/kg], which
+    completes ``K_t`` along ``n`` so that no tangent basis (and no branch) is needed."""
+    jt = kc.vec3(0.0, 0.0, 0.0)
+    if cap > 0.0:  # (mu = 0: no friction, in the adjoint too where vt = 0)
+        nn = kc.outer(n, n)
+        proj = kc.identity(3, dtype=float) - nn
+        jt = -(kc.inverse(proj * k * proj + nn * w_n) * vt)
+        jt_len = kc.length(jt)
+        if jt_len > cap:
+            jt = jt * (cap / jt_len)
+    return jt
+
+
+@kc.func
 def impact_impulse(n: kc.vec3, v: kc.vec3, arm: kc.vec3, inv_mass: float, inv_inertia: kc.mat33, e: float,
                    mu: float, resting_speed: float) -> kc.vec3:
     """Impulse [N s] on a body whose contact point (``arm`` [m] from its centre of mass, velocity
-    ``v`` [m/s]) hits a static surface of normal ``n``: restitution ``e``, Coulomb ``mu``.
+    ``v`` [m/s]) hits a static surface of normal ``n``: restitution ``e``, Coulomb ``mu``
+    (:func:`friction_impulse`).
 
     ``inv_inertia``: world inverse inertia [1/(kg m^2)] (zero for a particle)."""
     vn = kc.dot(n, v)
@@ -217,15 +248,7 @@ def impact_impulse(n: kc.vec3, v: kc.vec3, arm: kc.vec3, inv_mass: float, inv_in
         if -vn < resting_speed:
             bounce = 0.0
         jn = -(1.0 + bounce) * vn / w_n
-        j = n * jn
-        vt = v - n * vn
-        vt_len = kc.length(vt)
-        if vt_len > 0.0:
-            t = vt / vt_len
-            rt = kc.cross(arm, t)
-            w_t = inv_mass + kc.dot(rt, inv_inertia * rt)
-            jt = kc.min(mu * jn, vt_len / w_t)
-            j = j - t * jt
+        j = n * jn + friction_impulse(n, v - n * vn, contact_mass(arm, inv_mass, inv_inertia), w_n, mu * jn)
     return j
 
 

@@ -27,8 +27,8 @@ point is the centroid of the features within 1 mm of the closest one (a box land
 on a box touches on a face, not at one corner), the normal that of the closest feature.
 The impulse on the relative velocity of the two material points, with both bodies'
 effective inverse masses, is Newton's impact law with Coulomb friction capped at the
-impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``|j_t| <= min(mu j_n, |u_t| / w_t)``),
-which never gains energy for ``e <= 1``.
+impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``j_t = -K_t^-1 u_t`` scaled back to
+``|j_t| <= mu j_n``: :func:`pair_impulse`), which never gains energy for ``e <= 1``.
 
 **Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
 are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
@@ -51,7 +51,9 @@ step) and an apply launch (the pairs that are both bodies' earliest).  Each pass
 the step's earliest remaining impact (its two bodies name each other), and all disjoint pairs at once.
 A body struck in a pass continues from its virtual start (below), and its later pairs are swept
 from the time of its last impact (``s_last``): before it, its virtual path is not the real one.  A
-contact an earlier pass stopped no longer approaches and so is not an impact again.  Why sequential
+contact an earlier pass stopped no longer approaches and so is not an impact again.  A later pass sweeps
+only the pairs with a body the pass before struck (a body neither of whose pair was struck keeps its
+earliest partner), and the launches stop at the first pass that finds nothing.  Why sequential
 and not a simultaneous solve of an island's contacts: the order of the impacts is the physics of a
 chain (Newton's cradle hands the whole velocity down the row only when the impacts are taken one
 after the other; a simultaneous solve spreads it over the row), and pairwise passes keep each
@@ -83,6 +85,7 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
+from .toi import contact_mass, friction_impulse
 from .toi_mesh_body import mesh_body_reach
 from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
@@ -314,7 +317,8 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
                  mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
     """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
     ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
-    world inverse inertias; restitution ``e``, Coulomb ``mu``."""
+    world inverse inertias; restitution ``e``, Coulomb ``mu`` (sim/toi.py :func:`friction_impulse`: the
+    impulse that stops the sliding, capped by the cone; smooth through a head-on hit, issue 15)."""
     un = kc.dot(n, u)
     j = kc.vec3(0.0, 0.0, 0.0)
     if un < 0.0:
@@ -322,16 +326,8 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
         rbn = kc.cross(rb, n)
         w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
         jn = -(1.0 + e) * un / w_n
-        j = n * jn
-        ut = u - n * un
-        ut_len = kc.length(ut)
-        if ut_len > 0.0:
-            t = ut / ut_len
-            rat = kc.cross(ra, t)
-            rbt = kc.cross(rb, t)
-            w_t = ma_inv + mb_inv + kc.dot(rat, ia_inv * rat) + kc.dot(rbt, ib_inv * rbt)
-            jt = kc.min(mu * jn, ut_len / w_t)
-            j = j - t * jt
+        k = contact_mass(ra, ma_inv, ia_inv) + contact_mass(rb, mb_inv, ib_inv)
+        j = n * jn + friction_impulse(n, u - n * un, k, w_n, mu * jn)
     return j
 
 
@@ -410,6 +406,17 @@ def pair_start(lo: int, hi: int, s_last: kc.array(dtype=float)) -> float:
     return kc.max(s_last[lo], s_last[hi])
 
 
+@kc.func
+def struck(b: int, partner: kc.array(dtype=int)) -> int:
+    """1 when body ``b`` and its partner name each other (the apply launch gave them their impact), else 0."""
+    out = int(0)
+    p = partner[b]
+    if p >= 0:
+        if partner[p] == b:
+            out = 1
+    return out
+
+
 @kc.kernel
 def body_pair_toi_find_kernel(
         body_q0: kc.array(dtype=kc.transform), body_qd0: kc.array(dtype=kc.spatial_vector),
@@ -422,24 +429,38 @@ def body_pair_toi_find_kernel(
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
         shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int),
         body_q_grid: kc.array(dtype=kc.transform), max_reach: float, speed_bound: kc.array(dtype=float),
-        s_last: kc.array(dtype=float), partner_prev: kc.array(dtype=int),
-        partner: kc.array(dtype=int), found: kc.array(dtype=int)):
+        s_last: kc.array(dtype=float), first_pass: int, partner_prev: kc.array(dtype=int),
+        s_best_prev: kc.array(dtype=float),
+        partner: kc.array(dtype=int), found: kc.array(dtype=int), s_best: kc.array(dtype=float)):
     """Each swept body's earliest impact partner on the rest of the step (-1: none), ties to the lower index.
 
     ``body_q0``/``body_qd0``: the start of this pass (``state_in`` or the previous pass's virtual start);
     ``body_q_grid``: the poses the grid was built from (``state_in``'s).  ``found[0]`` counts the bodies with
-    a partner.  ``partner_prev``: the previous pass's partners (zeros in the first pass); a pair is swept
-    only when one of its bodies had a partner then: a pair of two bodies that had none is unchanged since
-    it was last swept (a body struck in the previous pass had one), so it has no impact now either."""
+    a partner.  ``partner_prev``, ``s_best_prev``: the previous pass's partners and their times of impact
+    (unread in the first pass, ``first_pass`` 1, which sweeps every pair).  Later passes sweep again only the
+    pairs with a body the previous pass struck (its two bodies named each other): every other pair is where
+    the bodies were, so its time of impact is the same.  A body keeps its previous partner when neither was
+    struck, else it sweeps all its pairs again (its second earliest is not kept).  ``s_best``: each body's
+    time of impact with ``partner`` (NO_HIT: none)."""
     i = kc.tid()
     other = int(-1)
+    best = float(NO_HIT)
     if body_shape_count[i] > 0:
+        every = first_pass
+        if first_pass == 0:
+            if struck(i, partner_prev) != 0:
+                every = 1
+            elif partner_prev[i] >= 0:
+                if struck(partner_prev[i], partner_prev) != 0:
+                    every = 1
+                else:
+                    other = partner_prev[i]
+                    best = s_best_prev[i]
         com_i = kc.transform_point(body_q_grid[i], body_com[i])
         reach_i = swept_body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
                                    shape_info, body_com[i])
         # the grid holds the swept bodies' centres of mass at the step's start (BodyPairToiShapes)
         radius = reach_i + max_reach + 2.0 * speed_bound[0] * dt
-        best = float(NO_HIT)
         query = kc.hash_grid_query(grid, com_i, radius)
         j = int(0)
         while kc.hash_grid_query_next(query, j):
@@ -448,9 +469,9 @@ def body_pair_toi_find_kernel(
             if sphere_body[i] != 0 and sphere_body[bj] != 0:
                 both_spheres = 1
             # two single spheres: here with sphere_pairs (several impacts per step), else sim/toi.py
-            changed = int(0)
-            if partner_prev[i] >= 0 or partner_prev[bj] >= 0:
-                changed = 1
+            changed = every
+            if changed == 0:
+                changed = struck(bj, partner_prev)
             if bj != i and body_shape_count[bj] > 0 and (both_spheres == 0 or sphere_pairs != 0) and changed != 0:
                 # the lower body index is A in both threads: bit-identical answers
                 lo = kc.min(i, bj)
@@ -489,6 +510,7 @@ def body_pair_toi_find_kernel(
                         best = s
                         other = bj
     partner[i] = other
+    s_best[i] = best
     if other >= 0:
         kc.atomic_add(found, 0, 1)
 
@@ -515,11 +537,7 @@ def body_pair_toi_apply_kernel(
     qd_out = body_qd0[i]
     s_out = s_last[i]
     other = partner[i]
-    mutual = int(0)
-    if other >= 0:
-        if partner[other] == i:
-            mutual = 1
-    if mutual != 0:
+    if struck(i, partner) != 0:
         lo = kc.min(i, other)
         hi = kc.max(i, other)
         xa, qa, va, wa, aa = body_path(lo, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
@@ -609,8 +627,8 @@ class BodyPairToiShapes:
         dev = model.device
         #: float (B,) zeros: no body has had an impact before the first pass
         self.no_impact = kc.zeros(model.body_count, dtype=float, device=dev)
-        #: int (B,) zeros: "had a partner" for every body, so that the first pass sweeps every pair
-        self.every_pair = kc.zeros(model.body_count, dtype=kc.int32, device=dev)
+        #: int (B,) zeros: the first pass's (unread) previous partners
+        self.no_partner = kc.zeros(model.body_count, dtype=kc.int32, device=dev)
         self.sphere_body = kc.array(np.asarray(sphere_body, np.int32), dtype=kc.int32, device=dev)
         first, count, shapes = body_shape_lists(model, meshes=True)
         bodies = np.nonzero(count > 0)[0].astype(np.int32)
@@ -679,7 +697,7 @@ class _StartState:
 
 class _ImpactPass:
     """One pass's arrays, kept on ``state_out`` so that a Tape replays each pass on its own: the partners found
-    (int (B,)), how many bodies found one (int (1,)), the virtual start after the pass (transform (B,),
+    (int (B,)) and the time of impact with them (float (B,), ``s_best``), how many bodies found one (int (1,)), the virtual start after the pass (transform (B,),
     spatial_vector (B,)) and each body's last impact so far as a fraction of the step (float (B,))."""
 
     def __init__(self, model):
@@ -689,6 +707,7 @@ class _ImpactPass:
         self.body_q = kc.zeros(n, dtype=kc.transform, device=dev, requires_grad=grad)
         self.body_qd = kc.zeros(n, dtype=kc.spatial_vector, device=dev, requires_grad=grad)
         self.s_last = kc.zeros(n, dtype=float, device=dev)
+        self.s_best = kc.zeros(n, dtype=float, device=dev)
 
 
 def _impact_passes(model, state_out, count: int):
@@ -719,7 +738,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
     body_shape.rebuild(model, state_in.body_q)
     q, qd = state_in.body_q, state_in.body_qd
     s_last = body_shape.no_impact
-    partner_prev = body_shape.every_pair  # the first pass sweeps every pair
+    partner_prev, s_best_prev = body_shape.no_partner, body_shape.no_impact  # unread: the first pass sweeps all
     for k in range(max_impacts):
         # after an impact a body may be faster than at the start: the search radius grows with it
         kc.launch(body_speed_bound_kernel, dim=model.body_count,
@@ -735,8 +754,9 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           model.gravity, float(dt), model.shape_type, model.shape_pos, model.shape_rot,
                           model.shape_scale, resting_speed(model, dt), model.shape_mesh, body_shape.swept.info,
                           body_shape.shape_convex, body_shape.grid.id, body_shape.grid_bodies, state_in.body_q,
-                          body_shape.max_reach, body_shape.speed_bound, s_last, partner_prev],
-                  outputs=[out.partner, out.found], device=dev, record_tape=False)
+                          body_shape.max_reach, body_shape.speed_bound, s_last, int(k == 0), partner_prev,
+                          s_best_prev],
+                  outputs=[out.partner, out.found, out.s_best], device=dev, record_tape=False)
         if int(out.found.numpy()[0]) == 0:
             break
         kc.launch(body_pair_toi_apply_kernel, dim=model.body_count,
@@ -747,7 +767,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           model.material_mu, model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
                           out.partner, s_last],
                   outputs=[out.body_q, out.body_qd, out.s_last], device=dev)
-        q, qd, s_last, partner_prev = out.body_q, out.body_qd, out.s_last, out.partner
+        q, qd, s_last, partner_prev, s_best_prev = out.body_q, out.body_qd, out.s_last, out.partner, out.s_best
     return _StartState(q, qd)
 
 
