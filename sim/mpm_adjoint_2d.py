@@ -38,7 +38,7 @@ import kernelcore as kc
 from .mpm_colliders import collide_node_velocity
 from .mpm_constitutive import lame_lambda, lame_mu
 from .mpm_scatter import bspline_weight_slopes, bspline_weights
-from .mpm_transfer import collide_walls
+from .mpm_transfer import LIGHT_2D_GRAIN, collide_walls
 
 
 @kc.func
@@ -225,6 +225,9 @@ def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid
     adj_grid_m[i, j] = a_m
 
 
+grid_update_2d_adjoint_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small grids (mpm_transfer.LIGHT_2D_GRAIN)
+
+
 # ------------------------------------------------------------------------------------------------
 # the P2G stress kernel of a neo-Hookean plane-strain solid (straight-line code: simd=True vectorises it)
 # ------------------------------------------------------------------------------------------------
@@ -243,6 +246,9 @@ def stress_log_j_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=f
     f10 = A10 * F[p, 0] + A11 * F[p, 3]
     f11 = A10 * F[p, 1] + A11 * F[p, 4]
     log_J[p] = kc.log(kc.max(f00 * f11 - f01 * f10, 1.0e-4))
+
+
+stress_log_j_2d_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small launches (mpm_transfer.LIGHT_2D_GRAIN)
 
 
 @kc.kernel
@@ -325,6 +331,9 @@ def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(d
     affine_out[p, 6] = t02 * s + C[p, 6] * mp
     affine_out[p, 7] = t12 * s + C[p, 7] * mp
     affine_out[p, 8] = t22 * s + C[p, 8] * mp
+
+
+stress_neo_hookean_2d_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small launches (mpm_transfer.LIGHT_2D_GRAIN)
 
 
 @kc.kernel(simd=True)

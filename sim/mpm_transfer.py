@@ -148,6 +148,14 @@ def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
 grid_update_2d_kernel = make_grid_update_2d_kernel(True)
 grid_update_2d_walls_kernel = make_grid_update_2d_kernel(False)
 
+#: launches of the 2-D step's light kernels (a few ns per node or particle: the grid clear, the
+#: walls-only grid update, the taped path's log J, stress and grid-update adjoint) below this
+#: many threads run on one thread.  A second thread's wake-up and join cost more than it saves
+#: there: on a 6.4K-particle, 128^2 diffmpm step each such launch took 40-60 us more CPU on two
+#: threads than on one (38-99 us of work), and the 2-D benchmark runs ten launches a step.
+LIGHT_2D_GRAIN = 1 << 15
+grid_update_2d_walls_kernel.parallel_grain = LIGHT_2D_GRAIN
+
 
 @kc.kernel(simd=True)
 def g2p_2d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_lower: kc.vec3,
@@ -373,6 +381,9 @@ def zero_grid_2d_kernel(i0: int, j0: int, grid_mv: kc.array(dtype=kc.vec2, ndim=
     ti, tj = kc.tid()
     grid_mv[ti + i0, tj + j0] = kc.vec2(0.0, 0.0)
     grid_m[ti + i0, tj + j0] = 0.0
+
+
+zero_grid_2d_kernel.parallel_grain = LIGHT_2D_GRAIN
 
 
 @kc.kernel
