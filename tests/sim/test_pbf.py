@@ -195,7 +195,7 @@ def test_dam_break_discharge_and_front_follow_ritter(lanes):
     model = b.finalize()
     H, W = ny * s, nx * s
     solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (W + 10 * H, 2 * H, nz * s)),
-                           lanes=lanes)
+                           lanes=lanes, lane_capacity=56 if lanes else None)   # the tank's module (longest list 51)
     c0, T = math.sqrt(G * H), math.sqrt(H / G)
     states = [model.state(), model.state()]
     dt, t, rows = 0.025 * T, 0.0, []

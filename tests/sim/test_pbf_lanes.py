@@ -28,6 +28,8 @@ def spinning_block(n, s, lanes, **kw):
     kw.setdefault("xsph", 0.05)
     kw.setdefault("scorr_k", 0.01)
     kw.setdefault("cell_sort", False)   # bit-identity holds in the user's order (sorted: tests/sim/test_pbf_sort.py)
+    if lanes:   # one lanes module for all of these tests and test_pbf.py's (each capacity builds its own)
+        kw.setdefault("lane_capacity", 56)
     extra_shapes = kw.pop("shapes", None)
     if extra_shapes:
         extra_shapes(b)
@@ -84,7 +86,7 @@ def test_capacity_choice_and_fallback(monkeypatch):
     # lists longer than every capacity: the scalar kernels, the same steps as lanes=False
     monkeypatch.setattr(pbf_lanes, "CAPACITIES", ())
     with pytest.warns(UserWarning, match=r"lanes=True.*scalar pair kernels because a particle has \d+ neighbours"):
-        solver, _, q1, v1 = run(True, steps=5)
+        solver, _, q1, v1 = run(True, steps=5, lane_capacity=None)
     assert solver._lane_scratch is None
     _, _, q_ref, v_ref = run(False, steps=5)
     np.testing.assert_array_equal(q1, q_ref)
@@ -101,7 +103,7 @@ def test_capacity_grows_but_never_shrinks_between_steps():
     """Each capacity is a module built on first use: a longest list going up and down between steps must
     not switch (and build) modules back and forth; padding slots give exact zeros, so any holding capacity
     gives the same step."""
-    model, solver, states = spinning_block(2, 0.02, True)
+    model, solver, states = spinning_block(2, 0.02, True, lane_capacity=None)
     s_in, s_out = states
     chosen = [solver._lane_capacity(s_in, s_out, _Lists(n)) for n in (30, 45, 33, 20, 49, 40)]
     assert chosen == [32, 48, 48, 48, 56, 56]
