@@ -3,8 +3,8 @@ and the position updates with 8 particles per AVX2 vector instead of one.
 
 Why: the neighbour loops of sim/pbf_kernels.py have one trip count per particle, so GCC keeps
 them scalar (one ``vsqrtss`` / ``vdivss`` per pair).  Here each particle's loop runs a fixed
-number of neighbour slots (``capacity``, a multiple of 8, the smallest of ``CAPACITIES`` that
-holds the step's longest neighbour list); slots past a particle's count read a stale but valid
+number of neighbour slots (``capacity``: one of ``CAPACITIES`` holding the step's longest list,
+SolverPBF's ``lane_capacity`` or the smallest, kept while it holds: each is a module); slots past a particle's count read a stale but valid
 index and get weight 0 (``kc.where``, not a branch).  Fixed trip counts make the kernels
 straight-line, so ``@kc.kernel(simd=True)`` runs 16 particles per ``omp simd`` loop and GCC
 vectorises across them (docs/cpu_codegen.md, "SIMD lanes").  Three things had to be just so

@@ -173,13 +173,20 @@ class SolverPBF:
             results differ from ``cell_sort=False`` by rounding); the state keeps the user's order.
             Default (None): on with ``lanes``; ``cell_sort=True`` without ``lanes`` is warned about
             (it has no effect there).
+        lane_capacity: with ``lanes``, the padded neighbour-loop length (one of pbf_lanes.CAPACITIES,
+            <= max_neighbors).  Each capacity is a module of its own, built on first use (minutes of g++
+            under load), so a fixed one builds one module; steps whose longest list exceeds it take the
+            scalar kernels (warned once).  Default (None): the smallest capacity that holds the longest
+            list, kept while it holds (grow-only: a fluid whose longest list goes up and down between
+            steps does not build or switch modules back and forth).
     """
 
     def __init__(self, model, smoothing_length: float, bounds, iterations: int = 4, rest_density: float | None = None,
                  relaxation: float = 1.0e-2, scorr_k: float = 1.0e-4, scorr_dq: float = 0.2, xsph: float = 0.01,
                  vorticity_confinement: float = 0.0, cfl: float = 0.5, max_neighbors: int = 96, gravity=None,
                  wall_density: bool = True, check_input: bool = True, pair_cache: bool = True,
-                 fast_math: bool = False, lanes: bool = False, cell_sort: bool | None = None):
+                 fast_math: bool = False, lanes: bool = False, cell_sort: bool | None = None,
+                 lane_capacity: int | None = None):
         from .. import pbf_kernels   # imports geometry (the hash grid builtins): only when a PBF solver is made
 
         self.K = pbf_kernels
@@ -230,6 +237,8 @@ class SolverPBF:
         self._pairs = None
         self.lanes = bool(lanes) and _runs_on_cpu(dev)
         self._lane_scratch = None
+        self.lane_capacity = self._check_lane_capacity(lane_capacity, lanes)
+        self._lane_current = self.lane_capacity   # the capacity the lanes run (grow-only when not fixed)
         self._lane_warnings = set()   # reasons already warned about (each once per solver)
         self.cell_sort = cell_sort is None or bool(cell_sort)
         if cell_sort and not lanes:
@@ -258,6 +267,20 @@ class SolverPBF:
         if getattr(m, "joint_count", 0):
             raise ValueError(f"SolverPBF: the model has {m.joint_count} joints; SolverPBF moves free bodies only "
                              "(the fluid's reaction, gravity and control.body_f), not articulations")
+
+    def _check_lane_capacity(self, capacity, lanes):
+        if capacity is None:
+            return None
+        from .. import pbf_lanes
+
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
+                or capacity not in pbf_lanes.CAPACITIES or capacity > self.max_neighbors:
+            raise ValueError(f"SolverPBF: lane_capacity must be one of {pbf_lanes.CAPACITIES} and <= "
+                             f"max_neighbors={self.max_neighbors}, got {capacity!r}")
+        if not lanes:
+            warnings.warn(f"SolverPBF(lane_capacity={capacity}) has no effect without lanes=True", UserWarning,
+                          stacklevel=3)
+        return int(capacity)
 
     def _check_bounds(self, bounds):
         try:
@@ -444,10 +467,19 @@ class SolverPBF:
 
         self._lanes_module = pbf_lanes
         longest = int(nbl.count.numpy().max())   # (N,) ints read back once per step
-        capacity = pbf_lanes.capacity_for(longest, self.max_neighbors)
-        if capacity is None:
-            self._warn_lanes_off(f"a particle has {longest} neighbours, more than the largest lane capacity that fits "
-                                 f"max_neighbors={self.max_neighbors} (pbf_lanes.CAPACITIES)")
+        current = self._lane_current
+        if current is not None and longest <= current:
+            capacity = current   # a module already built: a few padding slots cost less than a new module
+        elif self.lane_capacity is not None:
+            capacity = None
+            self._warn_lanes_off(f"a particle has {longest} neighbours, more than lane_capacity={self.lane_capacity}")
+        else:
+            capacity = pbf_lanes.capacity_for(longest, self.max_neighbors)
+            if capacity is None:
+                self._warn_lanes_off(f"a particle has {longest} neighbours, more than the largest lane capacity that "
+                                     f"fits max_neighbors={self.max_neighbors} (pbf_lanes.CAPACITIES)")
+            else:
+                self._lane_current = capacity
         if capacity is not None:
             self._scratch()
         return capacity

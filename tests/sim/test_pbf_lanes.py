@@ -6,6 +6,7 @@ exact zeros), so every step is bit-identical; GCC must really vectorise them (-f
 which each of the module's three workarounds is needed for.
 """
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -27,6 +28,8 @@ def spinning_block(n, s, lanes, **kw):
     kw.setdefault("xsph", 0.05)
     kw.setdefault("scorr_k", 0.01)
     kw.setdefault("cell_sort", False)   # bit-identity holds in the user's order (sorted: tests/sim/test_pbf_sort.py)
+    if lanes:   # one lanes module for all of these tests and test_pbf.py's (each capacity builds its own)
+        kw.setdefault("lane_capacity", 56)
     extra_shapes = kw.pop("shapes", None)
     if extra_shapes:
         extra_shapes(b)
@@ -83,10 +86,53 @@ def test_capacity_choice_and_fallback(monkeypatch):
     # lists longer than every capacity: the scalar kernels, the same steps as lanes=False
     monkeypatch.setattr(pbf_lanes, "CAPACITIES", ())
     with pytest.warns(UserWarning, match=r"lanes=True.*scalar pair kernels because a particle has \d+ neighbours"):
-        solver, _, q1, v1 = run(True, steps=5)
+        solver, _, q1, v1 = run(True, steps=5, lane_capacity=None)
     assert solver._lane_scratch is None
     _, _, q_ref, v_ref = run(False, steps=5)
     np.testing.assert_array_equal(q1, q_ref)
+
+
+class _Lists:
+    """Stand-in for a step's neighbour lists: only the counts matter to the capacity choice."""
+
+    def __init__(self, longest):
+        self.count = kc.array(np.array([3, longest, 1], dtype=np.int32), dtype=kc.int32)
+
+
+def test_capacity_grows_but_never_shrinks_between_steps():
+    """Each capacity is a module built on first use: a longest list going up and down between steps must
+    not switch (and build) modules back and forth; padding slots give exact zeros, so any holding capacity
+    gives the same step."""
+    model, solver, states = spinning_block(2, 0.02, True, lane_capacity=None)
+    s_in, s_out = states
+    chosen = [solver._lane_capacity(s_in, s_out, _Lists(n)) for n in (30, 45, 33, 20, 49, 40)]
+    assert chosen == [32, 48, 48, 48, 56, 56]
+    with pytest.warns(UserWarning, match="a particle has 97 neighbours"):
+        assert solver._lane_capacity(s_in, s_out, _Lists(97)) is None   # the scalar kernels ...
+    assert solver._lane_capacity(s_in, s_out, _Lists(12)) == 56   # ... and the lanes' capacity is kept
+
+
+def test_fixed_lane_capacity_and_its_fallback():
+    model, solver, states = spinning_block(2, 0.02, True, lane_capacity=40)
+    s_in, s_out = states
+    assert [solver._lane_capacity(s_in, s_out, _Lists(n)) for n in (5, 40, 12)] == [40, 40, 40]
+    with pytest.warns(UserWarning, match=r"lanes=True.*because a particle has 41 neighbours, more than lane_capacity=40"):
+        assert solver._lane_capacity(s_in, s_out, _Lists(41)) is None
+    assert solver._lane_capacity(s_in, s_out, _Lists(7)) == 40
+
+
+@pytest.mark.parametrize("bad", [33, 0, 128, True, 40.0, "48"])
+def test_lane_capacity_must_be_a_capacity_within_max_neighbors(bad):
+    with pytest.raises(ValueError, match=r"lane_capacity must be one of .* got " + re.escape(repr(bad))):
+        spinning_block(2, 0.02, True, lane_capacity=bad)
+    with pytest.raises(ValueError, match=r"lane_capacity .*max_neighbors=48, got 56"):
+        spinning_block(2, 0.02, True, lane_capacity=56, max_neighbors=48)
+
+
+def test_lane_capacity_without_lanes_is_warned_about():
+    with pytest.warns(UserWarning, match=r"lane_capacity=48\) has no effect without lanes=True") as caught:
+        spinning_block(2, 0.02, False, lane_capacity=48)
+    assert caught[0].filename == __file__
 
 
 def test_taped_steps_do_not_use_the_lanes():
