@@ -141,7 +141,13 @@ class FuncDef:
                 a = eval(a, self.globals, self.nonlocals)  # annotations postponed by __future__
             except Exception as e:
                 raise self.error(f"cannot evaluate annotation '{a}': {e}", node) from None
-        return T.type_from_annotation(a)
+        t = T.type_from_annotation(a)
+        if (isinstance(t, type) and t.__module__ == "builtins") or isinstance(t, (int, float, str, bytes)):
+            # str, list, complex, ... (float, int and bool became kernel types above): no kernel type
+            # holds them; found at launch before, as "unsupported argument type"
+            raise self.error(f"annotation {a!r} is not a kernel type (float, int, bool, kc.vec3, kc.array(...), "
+                             f"a @kc.struct, ...)", node)
+        return t
 
     def lineno(self, node) -> int:
         return self.firstline + getattr(node, "lineno", 1) - 1

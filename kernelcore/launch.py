@@ -175,8 +175,14 @@ def _bounds(dim, nthreads, grain=None):
         b.ndim = 1
         b.nthreads = 1 if dim < grain else nthreads()
         return b, (dim,)
-    if isinstance(dim, (int, np.integer)):
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
         dim = (int(dim),)
+    elif isinstance(dim, np.ndarray) and dim.ndim == 1:
+        dim = tuple(dim.tolist())
+    if not isinstance(dim, (tuple, list)) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+                                                     for d in dim):
+        # a float or a string would have been truncated or parsed ("2" launched 2 threads)
+        raise TypeError(f"launch dim must be an int or a tuple of 1 to 4 ints, got {dim!r}")
     dim = tuple(int(d) for d in dim)
     if not 1 <= len(dim) <= 4:
         raise ValueError(f"launch dim must have 1 to 4 dimensions, got {dim}")

@@ -37,8 +37,8 @@ def check_step_arguments(model, state_in, state_out, control=None):
 def check_dt(dt, who):
     """Raise ValueError unless the step ``dt`` [s] is a finite number > 0 (a NaN dt fills the state
     with NaN, a negative one integrates backwards through the contacts)."""
-    try:
-        ok = math.isfinite(float(dt)) and float(dt) > 0
+    try:  # a string or a bool would pass float() ("0.01", True = 1 s)
+        ok = not isinstance(dt, (str, bytes, bool)) and math.isfinite(float(dt)) and float(dt) > 0
     except (TypeError, ValueError):
         ok = False
     if not ok:

@@ -33,7 +33,7 @@ from ..featherstone_toi import (MAX_IMPACTS, ToiBuffers, fs_step_toi_kernel, fs_
                                swept_shapes_by_articulation)
 from ..toi_mesh_body import mesh_shape_info
 from ..toi import TOI_STATIC_KINDS, resting_speed
-from .checks import check_step_arguments, reports_non_finite
+from .checks import check_dt, check_step_arguments, reports_non_finite
 
 
 # One step is a whole articulation's dynamics per thread (~1 us for a cart-pole, ~10-15 us for a
@@ -190,6 +190,7 @@ class SolverFeatherstone:
     @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
+        check_dt(dt, "SolverFeatherstone")
         key = self._step_key(model, state_in, state_out, control, dt)
         args = self._step_args.get(key)
         if args is None:

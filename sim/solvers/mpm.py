@@ -38,7 +38,7 @@ from ..body_integrate import add_spatial_kernel, integrate_bodies_kernel, zero_b
 from ..mpm_colliders import body_contact_mass
 from ..mpm_transfer import BOUNDARY_CODES, active_box, grid_to_particle, particle_to_grid, update_grid, zero_grid
 from ..mpm_volume_colliders import check_volumes, volume_collider_arrays
-from .checks import reports_non_finite
+from .checks import check_dt, reports_non_finite
 from ..mpm_adjoint_2d import record_step_2d
 from ..mpm_fast_3d import grid_to_particle_fast, particle_to_grid_fast
 
@@ -264,6 +264,7 @@ class SolverMPM:
     @reports_non_finite
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out``; ``control.particle_actuation`` [Pa] may be None."""
+        check_dt(dt, "SolverMPM")
         if not (dt > 0 and dt <= self.max_dt):
             raise ValueError(f"SolverMPM.step: dt={dt!r} must lie in (0, {self.max_dt:.4g}] s: the CFL guard "
                              f"cfl * dx / c = {self.cfl:g} * {self.dx:g} / {self.wave_speed:.4g} m/s (take substeps "

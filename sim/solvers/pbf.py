@@ -78,7 +78,7 @@ import numpy as np
 
 import kernelcore as kc
 
-from .checks import check_step_arguments, reports_non_finite
+from .checks import check_dt, check_step_arguments, reports_non_finite
 from ..worlds import require_one_environment
 
 
@@ -367,8 +367,7 @@ class SolverPBF:
         if model is not self.model:
             raise ValueError("SolverPBF.step: model is not the model this solver was made for")
         check_step_arguments(model, state_in, state_out, control)
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise ValueError(f"SolverPBF.step: dt must be a finite number > 0, got {dt!r}")
+        check_dt(dt, "SolverPBF")
         if self.check_input:
             self._check_state(state_in, dt)
         f_ext = None if control is None else getattr(control, "particle_f_ext", None)

@@ -16,7 +16,7 @@ from ..worlds import require_one_environment, static_shapes_in_environments
 from ..vbd_cloth import (vbd_advance_bodies, vbd_chebyshev, vbd_chebyshev_copy, vbd_predict, vbd_solve_colour,
                         vbd_solve_colour_copy, vbd_velocities)
 from ..vbd_self_contact import find_self_contact_pairs
-from .checks import check_step_arguments, reports_non_finite
+from .checks import check_dt, check_step_arguments, reports_non_finite
 
 
 def vertex_adjacency(elements, particle_count):
@@ -247,8 +247,7 @@ class SolverVBD:
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (``control`` may be None)."""
         check_step_arguments(model, state_in, state_out, control)
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"SolverVBD.step: dt must be finite and > 0 [s], got {dt!r}")
+        check_dt(dt, "SolverVBD")
         if model.particle_count == 0:
             return
         if get_runtime().tape_stack:

@@ -158,3 +158,30 @@ def test_a_huge_array_is_a_one_line_memory_error(make):
     with pytest.raises(MemoryError, match=r"cannot allocate a kernelcore array of shape \(\d+,( \d+)?\) and dtype "
                                           r"(float32|vec3): \d+ bytes \(.* GiB\)$"):
         make()
+
+
+# ----------------------------------------------------------------- launch dims and argument annotations
+@kc.kernel
+def mark(y: kc.array(dtype=int)):
+    y[kc.tid()] = 1
+
+
+@pytest.mark.parametrize("dim", [2.0, "2", (2.0,), True, None])
+def test_a_launch_dim_that_is_not_ints_is_an_error(dim):
+    y = kc.zeros(2, dtype=int)
+    with pytest.raises(TypeError, match=r"launch dim must be an int or a tuple of 1 to 4 ints, got "):
+        kc.launch(mark, dim, outputs=[y])
+    np.testing.assert_array_equal(y.numpy(), [0, 0])   # "2" launched two threads before
+    kc.launch(mark, np.array([2]), outputs=[y])
+    np.testing.assert_array_equal(y.numpy(), [1, 1])
+
+
+def test_a_python_type_that_is_no_kernel_type_is_a_compile_error_at_its_line(tmp_path):
+    src = tmp_path / "str_annotation.py"
+    src.write_text("import kernelcore as kc\n\n@kc.kernel\ndef k(s: str, y: kc.array(dtype=int)):\n    y[0] = 1\n")
+    spec = importlib.util.spec_from_file_location("str_annotation", src)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(kc.KernelCompileError) as info:
+        spec.loader.exec_module(mod)
+        kc.launch(mod.k, 1, inputs=["a"], outputs=[kc.zeros(1, dtype=int)])
+    assert "annotation <class 'str'> is not a kernel type" in str(info.value) and f"{src}:4" in str(info.value)

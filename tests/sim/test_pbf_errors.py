@@ -64,7 +64,7 @@ def test_cfl_over_the_limit_names_dt_and_the_particle():
     dt = solver.max_dt(s0)
     assert dt == pytest.approx((-4.0 + np.sqrt(16.0 + 4 * 9.81 * 0.05)) / (2 * 9.81), rel=1e-5)   # (4 + g dt) dt = 0.05
     solver.step(model, s0, s1, None, dt * 0.999)
-    with pytest.raises(ValueError, match="dt must be a finite number > 0"):
+    with pytest.raises(ValueError, match="dt must be finite and > 0"):
         solver.step(model, s0, s1, None, 0.0)
 
 
