@@ -52,6 +52,11 @@ def source(module, kernels):
     return "cuda_" + module._cache_key(text, "cuda", nvrtc.NVRTC_FLAGS), text
 
 
+def cubin_entry(key_source, arch=ARCH) -> str:
+    """Kernel-cache entry name of the CUBIN that ``compile_unit`` writes for this unit."""
+    return nvrtc.entry_key(key_source[0], nvrtc.normalize_sm_arch(arch), _fast_options())
+
+
 def compile_unit(key_source, name, arch=ARCH):
     """None, or the NativeBuildError of this translation unit (compiled to a CUBIN)."""
     try:
@@ -97,11 +102,10 @@ def check_modules(modules=None, arch=ARCH) -> list:
     this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
     modules = session_modules() if modules is None else modules
     units = [(m, source(m, valid_kernels(m))) for m in modules]
-    sm = nvrtc.normalize_sm_arch(arch)
     # A passed unit is a CUBIN in the kernel cache, keyed by its source: a warm cache compiles
     # nothing. Units another process compiles right now (the other xdist worker checks the
     # same sim modules) are taken last, when they are usually in the cache already.
-    errors = cache.build_each_once(units, lambda u: nvrtc.entry_key(u[1][0], sm, _fast_options()),
+    errors = cache.build_each_once(units, lambda u: cubin_entry(u[1], arch),
                                    lambda u: compile_unit(u[1], u[0].name, arch))
     return failures(modules, errors, lambda ks, name: compile_unit(ks, name, arch))
 

@@ -1,5 +1,6 @@
 import os
 import sys
+import time
 
 import pytest
 
@@ -38,6 +39,7 @@ def pytest_sessionfinish(session, exitstatus):
         if session.testscollected and _nvrtc_required_or_available():
             from kernelcore import cuda_check
 
+            wall, cpu = time.time(), time.process_time()
             modules = cuda_check.session_modules()
             try:
                 found = cuda_check.check_modules(modules)
@@ -45,6 +47,9 @@ def pytest_sessionfinish(session, exitstatus):
                 found = [("NVRTC", [f"{type(e).__name__}: {e}"])]
             config.workeroutput["kernelcore_ptx_failures"] = found
             config.workeroutput["kernelcore_ptx_modules"] = len(modules)
+            # what the check cost this worker (NVRTC runs in-process: its CPU time is ours)
+            config.workeroutput["kernelcore_ptx_cost"] = (config.workerinput.get("workerid", "?"),
+                                                          time.time() - wall, time.process_time() - cpu)
         return
     checked = getattr(config, "_kernelcore_ptx_modules", None)
     if checked is None:
@@ -53,6 +58,8 @@ def pytest_sessionfinish(session, exitstatus):
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         tr.write_sep("=", f"NVRTC check at the end of each xdist worker: {checked} kernel modules", red=bool(found))
+        for wid, wall, cpu in sorted(getattr(config, "_kernelcore_ptx_cost", [])):
+            tr.write_line(f"{wid}: check took {wall:.0f} s wall, {cpu:.0f} s CPU")
         if found:
             from kernelcore import cuda_check
 
@@ -70,6 +77,8 @@ def pytest_testnodedown(node, error):
     if "kernelcore_ptx_modules" in out:
         node.config._kernelcore_ptx_modules = getattr(node.config, "_kernelcore_ptx_modules", 0) + \
             out["kernelcore_ptx_modules"]
+    if "kernelcore_ptx_cost" in out:
+        node.config._kernelcore_ptx_cost = getattr(node.config, "_kernelcore_ptx_cost", []) + [out["kernelcore_ptx_cost"]]
     found = out.get("kernelcore_ptx_failures") or []
     if found:
         acc = getattr(node.config, "_kernelcore_ptx_failures", [])

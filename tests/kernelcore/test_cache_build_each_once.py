@@ -12,7 +12,10 @@ import sys
 import textwrap
 import time
 
-from kernelcore import cache
+import pytest
+
+import kernelcore as kc
+from kernelcore import cache, cuda_check, nvrtc
 
 CHILD = textwrap.dedent("""
     import os, sys, time
@@ -75,3 +78,25 @@ def test_an_entry_built_by_another_process_is_taken_last_and_loaded_not_rebuilt(
 def test_without_other_processes_every_item_is_built_in_order(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELCORE_CACHE_DIR", str(tmp_path))
     assert cache.build_each_once([3, 1, 2], lambda i: f"k{i}", lambda i: i * 10) == [30, 10, 20]
+
+
+@kc.kernel
+def _double(x: kc.array(dtype=float)):
+    i = kc.tid()
+    x[i] = x[i] * 2.0
+
+
+def test_the_nvrtc_check_probes_the_entry_its_compile_writes(tmp_path, monkeypatch):
+    """check_modules defers a unit by the lock of cuda_check.cubin_entry: that must be the entry
+    the compile writes, or the other worker's unit would never be seen as busy."""
+    if not nvrtc.is_available():
+        if os.environ.get("KERNELCORE_REQUIRE_NVRTC") == "1":
+            pytest.fail("NVRTC cannot be loaded (KERNELCORE_REQUIRE_NVRTC=1)", pytrace=False)
+        pytest.skip("NVRTC (cuda-bindings + nvidia-cuda-nvrtc) not installed")
+    monkeypatch.setenv("KERNELCORE_CACHE_DIR", str(tmp_path))
+    module = _double.module
+    unit = cuda_check.source(module, [_double])
+    entry = cuda_check.cubin_entry(unit)
+    assert cache.lookup(entry, ".cubin") is None
+    assert cuda_check.compile_unit(unit, module.name) is None
+    assert cache.lookup(entry, ".cubin") is not None
