@@ -42,8 +42,13 @@ velocity), then land on the root, so that s, and everything after it, is a smoot
 the initial conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
 dropped flat, as for spheres).
 
-**Impulse.**  All features within 1 mm of the closest one form the contact manifold (a box
-landing flat touches with four corners).  With more than 8 of them (a face on a fine triangle
+**Impulse.**  The features touching at the impact (within ``CONTACT_TOL`` of the closest one)
+form the contact manifold (a box landing flat touches with four corners); a resting impact (slower
+than ``resting_speed``) also takes those within 1 mm that approach slower than that, so a rocking
+box is stopped on all its corners at once.  A feature not touching yet that a bounce drives into the
+surface gets its own impact later in the step: Poisson's restitution over points that do not touch
+at the same instant loses energy, sequential impacts keep it (Newton's cradle).  With more than 8
+of them (a face on a fine triangle
 mesh) a first pass scores them and the manifold keeps the deepest one and the extreme ones along
 seven directions across the normal, so that it spans the contact patch.  Projected Gauss-Seidel
 (16 sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
