@@ -173,8 +173,9 @@ def fs_step_contacts_kernel(
     for p in range(art_self_start[a], art_self_start[a + 1]):
         add_link_pair_contacts(p, self_shape_a, self_shape_b, body_q, body_qd, body_com, body_inv_mass,
                                body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                               shape_material, cohesion_reach, material_ke, material_damping_ratio, material_mu,
-                               material_cohesion, material_cohesion_distance, dt, wrenches)
+                               shape_material, shape_mesh, shape_info, cohesion_reach, material_ke,
+                               material_damping_ratio, material_mu, material_cohesion, material_cohesion_distance, dt,
+                               wrenches)
     for p in range(art_mesh_start[a], art_mesh_start[a + 1]):
         w = mesh_pair_contact_wrench(p, mesh_pair_shape, mesh_pair_static, body_q, body_qd, body_com, body_inv_mass,
                                      body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,

@@ -244,12 +244,13 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
-               shape_info: kc.array(dtype=kc.vec3), dof_count: int,
+               shape_info: kc.array(dtype=kc.vec3), material_restitution: kc.array(dtype=float),
+               material_mu: kc.array(dtype=float), dof_count: int,
                qd_path: kc.array(dtype=float), move: kc.array(dtype=float), spheres_solid: int):
     """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
     place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
     velocities ``qd_path`` row ``m``): (time of impact as a fraction of the rest, NO_HIT when none;
-    the collider's normal, the contact point [m], the collider's material).  ``spheres_solid`` 1: spheres
+    the collider's normal, the contact point [m], the restitution and friction coefficient of the contact).  ``spheres_solid`` 1: spheres
     take the solid path too (the model has static triangle meshes, which sim/toi.py's first_hit does
     not see)."""
     sh = toi_shape[i]
@@ -259,7 +260,9 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
     u = float(NO_HIT)
     n_hit = kc.vec3(0.0, 1.0, 0.0)
     x_hit = kc.vec3(0.0, 0.0, 0.0)
-    mat = ground_material
+    ma = shape_material[sh]
+    e_hit = material_restitution[ma]
+    mu_hit = material_mu[ma]
     if shape_type[sh] == SPHERE and spheres_solid == 0:
         r = shape_scale[sh][0]
         c0 = kc.transform_point(body_q[b], shape_pos[sh])
@@ -271,8 +274,10 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
         if u <= 1.0:
             n_hit = kc.vec3(hit[0], hit[1], hit[2])
             x_hit = c + d * u - n_hit * r  # the contact point at the time of impact
-            mat = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
-                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+            mb = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
+                                    shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
+            e_hit = 0.5 * (material_restitution[ma] + material_restitution[mb])
+            mu_hit = 0.5 * (material_mu[ma] + material_mu[mb])
     else:  # a box, a capsule, a mesh (or a sphere among static meshes): swept rigidly with its link's twist (sim/featherstone_toi_shapes.py)
         com_0 = kc.transform_point(body_q[b], body_com[b])
         q_0 = kc.transform_get_rotation(body_q[b])
@@ -288,11 +293,11 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                                   shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
                                   shape_info[sh])
         if u <= 1.0:
-            n_hit, x_hit, mat = link_shape_contact_mesh(sh, com_w, q_b, v_com, w, u * rest, offset, ground,
-                                                        ground_normal, ground_offset, ground_material, shape_count,
-                                                        shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                        shape_material, shape_mesh, shape_info[sh])
-    return u, n_hit, x_hit, mat
+            n_hit, x_hit, e_hit, mu_hit = link_shape_contact_mesh(
+                i, toi_shape, com_w, q_b, v_com, w, u * rest, body_com[b], ground, ground_normal, ground_offset,
+                ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                shape_material, shape_mesh, material_restitution, material_mu, shape_info)
+    return u, n_hit, x_hit, e_hit, mu_hit
 
 
 @kc.func
@@ -309,7 +314,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3), max_impacts: int,
                   dof_count: int, toi_count: int, spheres_solid: int, qd_path: kc.array(dtype=float),
                   move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
-                  hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
+                  hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_e: kc.array(dtype=float),
+                  hit_mu: kc.array(dtype=float),
                   tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
                   y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
                   qd_move: kc.array(dtype=float), joint_qd_out: kc.array(dtype=float)):
@@ -331,11 +337,12 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
             # every swept shape over the rest of the step: the earliest impact
             u_best = float(NO_HIT)
             for i in range(art_toi_start[a], art_toi_start[a + 1]):
-                u, n_i, x_i, mat_i = sweep_link(i, a, m, s_cur, origin, art_table, joint_table, body_joint, joint_S,
+                u, n_i, x_i, e_i, mu_i = sweep_link(i, a, m, s_cur, origin, art_table, joint_table, body_joint, joint_S,
                                                 dt, body_q, body_com, toi_shape, ground, ground_normal, ground_offset,
                                                 ground_material, shape_count, shape_type, shape_body, shape_pos,
                                                 shape_rot, shape_scale, shape_material, shape_mesh, shape_info,
-                                                dof_count, qd_path, move, spheres_solid)
+                                                material_restitution, material_mu, dof_count, qd_path, move,
+                                                spheres_solid)
                 if u <= 1.0:
                     if m > 0:
                         # a contact an earlier impact of this step has already stopped is no new impact
@@ -348,7 +355,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                 hit_u[slot_i] = u
                 hit_n[slot_i] = n_i
                 hit_x[slot_i] = x_i
-                hit_material[slot_i] = mat_i
+                hit_e[slot_i] = e_i
+                hit_mu[slot_i] = mu_i
                 if u < u_best:
                     u_best = u
             if u_best <= 1.0:
@@ -369,10 +377,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                         b = shape_body[sh]
                         n = hit_n[slot_i]
                         x = hit_x[slot_i]
-                        mb = hit_material[slot_i]
-                        ma = shape_material[sh]
-                        e = 0.5 * (material_restitution[ma] + material_restitution[mb])
-                        mu[count] = 0.5 * (material_mu[ma] + material_mu[mb])
+                        e = hit_e[slot_i]
+                        mu[count] = hit_mu[slot_i]
                         # the point's velocity now (end of the step), and at the impact: the step's
                         # acceleration acts up to s_hit only
                         v_now = link_point_velocity_at(b, x, origin, joint_table, body_joint, joint_S, qd_path, off)
@@ -480,7 +486,8 @@ def fs_step_toi_kernel(
         joint_qd_out: kc.array(dtype=float), body_q_out: kc.array(dtype=kc.transform),
         body_qd_out: kc.array(dtype=kc.spatial_vector),
         qd_path: kc.array(dtype=float), move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
-        hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_material: kc.array(dtype=int),
+        hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_e: kc.array(dtype=float),
+        hit_mu: kc.array(dtype=float),
         tau_n: kc.array(dtype=float), tau_t: kc.array(dtype=float), y_n: kc.array(dtype=float),
         y_t: kc.array(dtype=float), impulse: kc.array(dtype=float), dqd: kc.array(dtype=float),
         qd_move: kc.array(dtype=float)):
@@ -503,8 +510,9 @@ def fs_step_toi_kernel(
     for p in range(art_self_start[a], art_self_start[a + 1]):
         add_link_pair_contacts(p, self_shape_a, self_shape_b, body_q, body_qd, body_com, body_inv_mass,
                                body_inv_inertia, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                               shape_material, cohesion_reach, material_ke, material_damping_ratio, material_mu,
-                               material_cohesion, material_cohesion_distance, dt, wrenches)
+                               shape_material, shape_mesh, shape_info, cohesion_reach, material_ke,
+                               material_damping_ratio, material_mu, material_cohesion, material_cohesion_distance, dt,
+                               wrenches)
     fs_assemble(a, art_table, joint_table, joint_X_p, body_joint, joint_q, joint_qd, joint_armature, joint_damping,
                 joint_target_ke, joint_target_kd, joint_limit_lower, joint_limit_upper, joint_limit_ke, joint_limit_kd,
                 joint_effort_limit, joint_f, target_pos, target_vel, body_q, body_com, wrenches, body_v, body_a,
@@ -515,7 +523,7 @@ def fs_step_toi_kernel(
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
                   material_mu, resting_speed, body_com, shape_mesh, shape_info, max_impacts, dof_count, toi_count,
                   spheres_solid, qd_path, move, hit_u,
-                  hit_n, hit_x, hit_material, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
+                  hit_n, hit_x, hit_e, hit_mu, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
                     body_q_out, body_qd_out)
@@ -533,7 +541,8 @@ class ToiBuffers:
         self.size = (max_impacts, toi_count)
         sizes = {"qd_path": ((m + 1) * d, float), "move": ((m + 1) * d, float), "hit_u": (m * toi_count, float),
                  "hit_n": (m * toi_count, kc.vec3), "hit_x": (m * toi_count, kc.vec3),
-                 "hit_material": (m * toi_count, kc.int32), "tau_n": (m * MAX_SIMULTANEOUS * d, float),
+                 "hit_e": (m * toi_count, float),
+                 "hit_mu": (m * toi_count, float), "tau_n": (m * MAX_SIMULTANEOUS * d, float),
                  "tau_t": (m * MAX_SIMULTANEOUS * d, float), "y_n": (m * MAX_SIMULTANEOUS * d, float),
                  "y_t": (m * MAX_SIMULTANEOUS * d, float), "impulse": (m * d, float), "dqd": (m * d, float),
                  "qd_move": (d, float)}

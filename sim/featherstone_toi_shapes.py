@@ -15,16 +15,17 @@ so that ``s``, and the state after the impact, is a smooth function of the initi
 the surface at ``s``.
 
 The impact itself is sim/featherstone_toi.py's single impulse in generalised coordinates;
-it acts at the centroid of the contact manifold (every feature within ``MANIFOLD_TOL`` of
-the closest one with a normal within ~25 degrees of its normal), so a box landing flat
-(four corners) gets one impulse through its face centre: no spurious spin, the bounce of
-the whole face.  Several impacts per articulation per step, and the contacts of several
-shapes hit together, are sim/featherstone_toi.py's.  Limits: one impulse per shape and impact,
-at a single point (a box landing on two separate colliders at once is pushed at the centroid of
-the closer one's features only); against a static triangle mesh the manifold holds that mesh's
-closest feature only (a box or hull landing flat on a mesh floor is pushed at one corner); the
-link's motion over the step is linearised (its twist at
-the start).
+it acts at the centre of the contact manifold: the rigid solver's manifold (sim/toi_shapes.py's
+``gather_manifold``: of every feature within ``MANIFOLD_TOL`` of the closest one, against every
+static collider, the triangles of static meshes included, the deepest and the extreme ones in
+seven directions across the normal) restricted to the features whose normal is within ~25
+degrees of the closest one's, and its centre the middle of their extent across the normal; so
+a box or hull landing flat (four corners) on the ground, a box or a mesh floor gets one impulse
+through its face centre: no spurious spin, the bounce of the whole face.  Several impacts per
+articulation per step, and the contacts of several shapes hit together, are
+sim/featherstone_toi.py's.  Limits: one impulse per shape and impact, at a single point (a box
+landing on two separate colliders at once is pushed at the centre of both's features within
+``MANIFOLD_TOL``); the link's motion over the step is linearised (its twist at the start).
 
 The mesh variants (``*_mesh``) take the link shape's ``info_a`` (sim/toi_mesh_body.py's
 ``mesh_shape_info``: vertices, triangles, bounding radius; zeros for a primitive); the
@@ -34,10 +35,8 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .toi_mesh import mesh_closest_feature
-from .toi_mesh_body import mesh_feature_count, mesh_feature_distance, mesh_static_mesh_closest
-from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, MESH, MESH_LOOKAHEAD, closest_feature,
-                         collider_pose, feature_distance, pose_at, shape_reach, vec8)
+from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FAR, MANIFOLD_TOL, MAX_CONTACTS, MESH, MESH_LOOKAHEAD,
+                         closest_feature, gather_manifold, pose_at, shape_reach, tangent_basis, vec8)
 
 NO_HIT = kc.constant(2.0)
 #: a feature joins the manifold only if its normal is this close to the closest feature's (cos ~25 deg)
@@ -151,99 +150,81 @@ def sweep_link_shape(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w: k
 
 
 @kc.func
-def manifold_add(dd: float, nn: kc.vec3, pp: kc.vec3, mb: int, d_min: float, n0: kc.vec3, p_sum: kc.vec3,
-                 count: float, best: float, material: int):
-    """One feature (distance ``dd`` [m], normal ``nn``, point ``pp``, collider material ``mb``) into the
-    manifold of the closest feature (``d_min``, ``n0``): (point sum, count, closest distance so far,
-    its collider's material)."""
-    p_out = p_sum
-    count_out = count
-    if dd < d_min + MANIFOLD_TOL and kc.dot(nn, n0) > SAME_NORMAL:  # a zero normal (no feature) never joins
-        p_out = p_sum + pp
-        count_out = count + 1.0
-    best_out = best
-    material_out = material
-    if dd < best:
-        best_out = dd
-        material_out = mb
-    return p_out, count_out, best_out, material_out
-
-
-@kc.func
-def link_shape_contact_mesh(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w: kc.vec3, tau: float,
-                            offset: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float,
-                            ground_material: int, shape_count: int, shape_type: kc.array(dtype=int),
-                            shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                            shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                            shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
-                            info_a: kc.vec3):
-    """The impact of link shape ``sh`` (a box, a capsule or a mesh of info ``info_a``) at ``tau`` [s] into
-    its motion: (normal, the centroid [m] of the contact manifold, the material of the closest collider)."""
-    ka = shape_type[sh]
-    scale_a = shape_scale[sh]
-    mesh_a = shape_mesh[sh]
-    nv = int(info_a[0])
-    nf = int(info_a[1])
+def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3,
+                            w: kc.vec3, tau: float, com_b: kc.vec3, ground: int, ground_normal: kc.vec3,
+                            ground_offset: float, ground_material: int, shape_count: int,
+                            shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                            shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                            shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
+                            shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
+                            material_mu: kc.array(dtype=float), shape_info: kc.array(dtype=kc.vec3)):
+    """The impact of link shape ``toi_shape[i]`` (a box, a capsule or a mesh; its link's centre of mass
+    ``com_b`` in the body frame) at ``tau`` [s] into its motion: (normal, the centroid [m] of the contact
+    manifold, restitution, friction coefficient).  The manifold is the rigid solver's
+    (sim/toi_shapes.py's ``gather_manifold``: the deepest feature and the extreme ones in seven directions
+    across the normal, over every static collider, static triangle meshes included) restricted to the
+    features whose normal is within ~25 degrees of the closest one's; the restitution and friction are
+    its points' averages."""
+    sh = toi_shape[i]
     skip = vec8()
+    offset = shape_pos[sh] - com_b
     xs, qs, pos_a, rot_a = pose_at(com_w, q_b, v_com, w, tau, offset, shape_rot[sh])
     look = MESH_LOOKAHEAD + MANIFOLD_TOL
-    d_min, n0, p0 = closest_feature(ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset, shape_count,
-                                    shape_type, shape_body, shape_pos, shape_rot, shape_scale, 0, skip, 0,
-                                    shape_mesh, look, mesh_a, info_a, PRIMITIVE_SPAN)
-    p_sum = kc.vec3(0.0, 0.0, 0.0)
-    count = float(0.0)
-    best = float(1.0e30)
-    material = ground_material
-    for c in range(-1, shape_count):
-        kb, pos_b, rot_b, scale_b = collider_pose(c, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                                                  ground)
-        mb = ground_material
-        if c >= 0:
-            mb = shape_material[c]
-        if kb != -2:
-            nff = int(FEATURES)
-            if ka == MESH:
-                nff = mesh_feature_count(kb, nv, nf)
-            for f in range(nff):
-                dd = float(1.0e30)
-                nn = kc.vec3(0.0, 0.0, 0.0)
-                pp = pos_a
-                if ka == MESH:
-                    dd, nn, pp = mesh_feature_distance(f, mesh_a, nv, pos_a, rot_a, kb, pos_b, rot_b, scale_b,
-                                                       ground_normal, ground_offset, look)
-                else:
-                    dd, nn, pp = feature_distance(f, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b,
-                                                  ground_normal, ground_offset)
-                p_sum, count, best, material = manifold_add(dd, nn, pp, mb, d_min, n0, p_sum, count, best, material)
-        elif c >= 0:
-            if shape_body[c] < 0 and shape_type[c] == MESH:  # a static mesh: its closest feature
-                dd = float(1.0e30)
-                nn = kc.vec3(0.0, 0.0, 0.0)
-                pp = pos_a
-                if ka == MESH:
-                    dd, nn, pp = mesh_static_mesh_closest(mesh_a, nv, nf, pos_a, rot_a, info_a[2], shape_mesh[c],
-                                                          look, 0, 0, skip)
-                else:
-                    reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
-                    dd, nn, pp = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], look, 0, 0,
-                                                      skip)
-                p_sum, count, best, material = manifold_add(dd, nn, pp, mb, d_min, n0, p_sum, count, best, material)
+    d_min, n0, p0 = closest_feature(shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal,
+                                    ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
+                                    shape_scale, 0, skip, 0, shape_mesh, look, shape_mesh[sh], shape_info[sh],
+                                    PRIMITIVE_SPAN)
+    rot = kc.quat_to_matrix(qs)
+    # two passes when there are more candidates than slots (the first scores them); a runtime bound, so
+    # the big gathering body is not unrolled into two copies
+    many = int(0)
+    best = vec8()
+    for j in range(MAX_CONTACTS):
+        best[j] = -FAR
+    count = int(0)
+    nx = vec8()
+    ny = vec8()
+    nz = vec8()
+    rx = vec8()
+    ry = vec8()
+    rz = vec8()
+    mu = vec8()
+    e = vec8()
+    passes = int(2)
+    for mode in range(passes):
+        count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
+            mode, many, best, d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset,
+            ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material,
+            shape_mesh, material_restitution, material_mu, look, shape_info)
+        if mode == 0 and candidates > MAX_CONTACTS:
+            many = 1
+    # the centre of the kept points' extent across the normal (their bounding rectangle along t1, t2):
+    # the face centre of a box or hull landing flat whichever of the tied points the slots took (their
+    # plain mean leans towards an edge where several candidates tie), an edge's midpoint, a corner
+    t1 = tangent_basis(n0)
+    t2 = kc.cross(n0, t1)
+    lo = kc.vec3(FAR, FAR, FAR)
+    hi = kc.vec3(-FAR, -FAR, -FAR)
+    e_sum = float(0.0)
+    mu_sum = float(0.0)
+    kept = float(0.0)
+    for c in range(count):
+        if kc.dot(kc.vec3(nx[c], ny[c], nz[c]), n0) > SAME_NORMAL:
+            r = kc.vec3(rx[c], ry[c], rz[c])
+            coords = kc.vec3(kc.dot(r, t1), kc.dot(r, t2), kc.dot(r, n0))
+            lo = kc.min(lo, coords)
+            hi = kc.max(hi, coords)
+            e_sum = e_sum + e[c]
+            mu_sum = mu_sum + mu[c]
+            kept = kept + 1.0
+    # no point kept (not expected: the closest feature is a candidate): the closest point, the link
+    # shape's own material
     p = p0
-    if count > 0.0:
-        p = p_sum / count
-    return n0, p, material
-
-
-@kc.func
-def link_shape_contact(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w: kc.vec3, tau: float,
-                       offset: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float,
-                       ground_material: int, shape_count: int, shape_type: kc.array(dtype=int),
-                       shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                       shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                       shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64)):
-    """:func:`link_shape_contact_mesh` of a primitive link shape (box, capsule)."""
-    n, p, material = link_shape_contact_mesh(sh, com_w, q_b, v_com, w, tau, offset, ground, ground_normal,
-                                             ground_offset, ground_material, shape_count, shape_type, shape_body,
-                                             shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
-                                             kc.vec3(0.0, 0.0, 0.0))
-    return n, p, material
+    e_out = material_restitution[shape_material[sh]]
+    mu_out = material_mu[shape_material[sh]]
+    if kept > 0.0:
+        mid = (lo + hi) * 0.5
+        p = xs + t1 * mid[0] + t2 * mid[1] + n0 * mid[2]
+        e_out = e_sum / kept
+        mu_out = mu_sum / kept
+    return n0, p, e_out, mu_out
