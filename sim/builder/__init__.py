@@ -34,12 +34,9 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
     """
 
     def __init__(self, gravity=(0.0, -9.81, 0.0), particle_damping: float = 0.0):
-        g = np.asarray(gravity, np.float64).reshape(-1)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"ModelBuilder: gravity must be 3 finite numbers, got {gravity!r}")
+        self.gravity = gravity
         if not (np.isfinite(particle_damping) and particle_damping >= 0):
             raise ValueError(f"ModelBuilder: particle_damping must be finite and >= 0, got {particle_damping!r}")
-        self.gravity = tuple(g)
         self.particle_damping = float(particle_damping)
         self._init_joints()
         self._init_materials()
@@ -48,6 +45,22 @@ class ModelBuilder(MaterialBuilder, ParticleBuilder, SpringBuilder, BodyBuilder,
         self._init_bodies()
         self._init_shapes()
         self._init_cloth()
+
+    @property
+    def gravity(self):
+        """Acceleration of gravity, a tuple of 3 floats [m/s^2]."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value):
+        # checked on assignment too: a scalar (Warp's up-axis gravity) failed in finalize's vec3 before
+        try:
+            g = np.asarray(value, np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            g = None
+        if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"ModelBuilder: gravity must be 3 finite numbers, got {value!r}")
+        self._gravity = tuple(float(x) for x in g)
 
     def finalize(self, device="cpu", requires_grad: bool = False) -> Model:
         """Copy everything into kc arrays on ``device``; float arrays get gradients with ``requires_grad``."""

@@ -1,6 +1,7 @@
 """Every solver checks its step's dt with sim.solvers.checks.check_dt: NaN, inf, 0, a negative
 number, a string or a bool is a one-line ValueError naming the solver and the value, before
-anything is launched (a NaN dt filled the state with NaN, a negative one integrated backwards)."""
+anything is launched (a NaN dt filled the state with NaN, a negative one integrated backwards).
+ModelBuilder.gravity is checked when assigned, as in the constructor."""
 import numpy as np
 import pytest
 
@@ -53,3 +54,14 @@ def test_step_rejects_a_bad_dt_and_leaves_the_state_alone(name):
     solver.step(model, s0, s1, None, np.float32(good))  # a numpy scalar is a number
     for k, a in s1.arrays():
         assert np.isfinite(a.numpy()).all(), k
+
+
+@pytest.mark.parametrize("g", [-9.81, float("nan"), (0.0, -9.81), "down", (0.0, float("inf"), 0.0)])
+def test_builder_gravity_is_checked_when_assigned(g):
+    b = sim.ModelBuilder()
+    # before: a scalar failed later in finalize ("vec3() argument after * must be an iterable")
+    with pytest.raises(ValueError, match=r"^ModelBuilder: gravity must be 3 finite numbers, got "):
+        b.gravity = g
+    b.gravity = np.array([0.0, 0.0, -9.81])
+    assert b.gravity == (0.0, 0.0, -9.81)
+    assert tuple(b.finalize().gravity) == (0.0, 0.0, pytest.approx(-9.81))
