@@ -244,6 +244,9 @@ class array:
             v = np.frombuffer(raw, dtype=T.np_dtype_of(self.dtype)[0])[0]
         else:
             v = np.asarray(value._v if isinstance(value, T._CompositeValue) else T._scalar_value(value))
+            np_dt = T.np_dtype_of(self.dtype)[0]
+            if np_dt.kind in "iu" and v.dtype.kind in "iuf":
+                _check_integer_range(v, np_dt, self.dtype)  # kc.full(n, nan, dtype=int) filled it with -2**31
         if not self.device.is_cpu:
             from .interop.cuda_mem import assign
 

@@ -198,6 +198,15 @@ def test_integer_data_out_of_range_is_an_error_not_a_wrap(data, shown):
     assert kc.array([2**32 - 1], dtype=int).numpy()[0] == -1
 
 
+def test_filling_an_integer_array_with_nan_is_an_error():
+    with pytest.raises(ValueError, match=r"data with values in \[nan, nan\] cannot be stored as int32"):
+        kc.full(3, float("nan"), dtype=int)
+    a = kc.full(3, 7, dtype=int)
+    with pytest.raises(ValueError, match="cannot be stored as int32"):
+        a.fill_(2**40)
+    np.testing.assert_array_equal(a.numpy(), [7, 7, 7])
+
+
 def test_data_with_more_than_four_dimensions_is_an_error():
     with pytest.raises(ValueError, match=r"arrays have 1 to 4 dimensions, got data of shape \(1, 1, 1, 1, 2\)"):
         kc.from_numpy(np.zeros((1, 1, 1, 1, 2)))
