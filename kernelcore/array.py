@@ -244,9 +244,8 @@ class array:
             v = np.frombuffer(raw, dtype=T.np_dtype_of(self.dtype)[0])[0]
         else:
             v = np.asarray(value._v if isinstance(value, T._CompositeValue) else T._scalar_value(value))
-            np_dt = T.np_dtype_of(self.dtype)[0]
-            if np_dt.kind in "iu" and v.dtype.kind in "iuf":
-                _check_integer_range(v, np_dt, self.dtype)  # kc.full(n, nan, dtype=int) filled it with -2**31
+            if self._buf.dtype.kind in "iu" and (v.dtype.kind == "f" or type(value) is int and not -2**31 <= value < 2**32):
+                _check_integer_range(v, self._buf.dtype, self.dtype)  # kc.full(n, nan, dtype=int) filled -2**31
         if not self.device.is_cpu:
             from .interop.cuda_mem import assign
 
