@@ -244,6 +244,8 @@ class array:
             v = np.frombuffer(raw, dtype=T.np_dtype_of(self.dtype)[0])[0]
         else:
             v = np.asarray(value._v if isinstance(value, T._CompositeValue) else T._scalar_value(value))
+            if self._buf.dtype.kind in "iu" and (v.dtype.kind == "f" or type(value) is int and not -2**31 <= value < 2**32):
+                _check_integer_range(v, self._buf.dtype, self.dtype)  # kc.full(n, nan, dtype=int) filled -2**31
         if not self.device.is_cpu:
             from .interop.cuda_mem import assign
 
@@ -304,7 +306,23 @@ def _to_host_storage(data, dtype):
             raise ValueError(f"data of shape {a.shape} cannot hold elements of {T.type_repr(dtype)} (need trailing {inner})")
     if a.ndim == len(inner):
         a = a.reshape((1,) + a.shape) if a.ndim else a.reshape(1)
+    if a.ndim - len(inner) > MAX_DIMS:  # a descriptor holds MAX_DIMS extents: packing it would fail later
+        raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, got data of shape {a.shape} for "
+                         f"{T.type_repr(dtype)} elements")
+    if np_dt.kind in "iu" and a.size and a.dtype.kind in "iuf":
+        _check_integer_range(a, np_dt, dtype)
     return a
+
+
+def _check_integer_range(a, np_dt, dtype):
+    """Integer data that the element type cannot hold (2**40 for int32 became 0, NaN became
+    INT_MIN) is an error. Either signedness of the width is accepted: -1 for a uint32 and
+    0xFFFFFFFF for an int32 are bit patterns."""
+    lo, hi = float(a.min()), float(a.max())
+    bits = 8 * np_dt.itemsize
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo < -2.0 ** (bits - 1) or hi > 2.0 ** bits - 1:
+        raise ValueError(f"data with values in [{a.min().item()!r}, {a.max().item()!r}] cannot be stored as {T.type_repr(dtype)} "
+                         f"({bits}-bit integers)")
 
 
 def _struct_records(data, stype, np_dt):

@@ -387,6 +387,9 @@ class _Reader(UsdJointReader, UsdRobotReader):
         out = np.array([[m[i][j] for j in range(4)] for i in range(4)], np.float64)
         if not np.all(np.isfinite(out)):
             raise self.err(prim, "the transform (xformOps of the prim or a parent) is not finite")
+        lin = out[:3, :3]
+        if abs(np.linalg.det(lin)) <= 1e-12 * np.abs(lin).max() ** 3:  # all points would collapse onto a plane
+            raise self.err(prim, "the transform (xformOps of the prim or a parent) is singular (a zero scale?)")
         return out
 
     def check_static_transform(self, prim):

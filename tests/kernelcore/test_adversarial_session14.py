@@ -185,3 +185,31 @@ def test_a_python_type_that_is_no_kernel_type_is_a_compile_error_at_its_line(tmp
         spec.loader.exec_module(mod)
         kc.launch(mod.k, 1, inputs=["a"], outputs=[kc.zeros(1, dtype=int)])
     assert "annotation <class 'str'> is not a kernel type" in str(info.value) and f"{src}:4" in str(info.value)
+
+
+@pytest.mark.parametrize("data,shown", [([2**40], "1099511627776"), (np.array([1.0, np.nan]), "nan"),
+                                        (np.array([-2**40, 3]), "-1099511627776")])
+def test_integer_data_out_of_range_is_an_error_not_a_wrap(data, shown):
+    # before: 2**40 became 0 and NaN became -2**31, silently
+    with pytest.raises(ValueError, match=rf"data with values in \[.*{shown}.*\] cannot be stored as int32 \(32-bit"):
+        kc.array(data, dtype=int)
+    # bit patterns of the same width are kept, as C casts do
+    assert kc.array([-1], dtype=kc.uint32).numpy()[0] == 2**32 - 1
+    assert kc.array([2**32 - 1], dtype=int).numpy()[0] == -1
+
+
+def test_filling_an_integer_array_with_nan_is_an_error():
+    with pytest.raises(ValueError, match=r"data with values in \[nan, nan\] cannot be stored as int32"):
+        kc.full(3, float("nan"), dtype=int)
+    a = kc.full(3, 7, dtype=int)
+    with pytest.raises(ValueError, match="cannot be stored as int32"):
+        a.fill_(2**40)
+    np.testing.assert_array_equal(a.numpy(), [7, 7, 7])
+
+
+def test_data_with_more_than_four_dimensions_is_an_error():
+    with pytest.raises(ValueError, match=r"arrays have 1 to 4 dimensions, got data of shape \(1, 1, 1, 1, 2\)"):
+        kc.from_numpy(np.zeros((1, 1, 1, 1, 2)))
+    with pytest.raises(ValueError, match=r"got data of shape \(1, 1, 1, 1, 1, 3\) for vec3"):
+        kc.array(np.zeros((1, 1, 1, 1, 1, 3)), dtype=kc.vec3)
+    assert kc.array(np.zeros((1, 1, 1, 2, 3)), dtype=kc.vec3).shape == (1, 1, 1, 2)
