@@ -42,13 +42,8 @@ velocity), then land on the root, so that s, and everything after it, is a smoot
 the initial conditions and the gradient is that of the true impact (d h_T / d h0 = -e for a box
 dropped flat, as for spheres).
 
-**Impulse.**  The features touching at the impact (within ``CONTACT_TOL`` of the closest one)
-form the contact manifold (a box landing flat touches with four corners); a resting impact (slower
-than ``resting_speed``) also takes those within 1 mm that approach slower than that, so a rocking
-box is stopped on all its corners at once.  A feature not touching yet that a bounce drives into the
-surface gets its own impact later in the step: Poisson's restitution over points that do not touch
-at the same instant loses energy, sequential impacts keep it (Newton's cradle).  With more than 8
-of them (a face on a fine triangle
+**Impulse.**  All features within 1 mm of the closest one form the contact manifold (a box
+landing flat touches with four corners).  With more than 8 of them (a face on a fine triangle
 mesh) a first pass scores them and the manifold keeps the deepest one and the extreme ones along
 seven directions across the normal, so that it spans the contact patch.  Projected Gauss-Seidel
 (16 sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
@@ -484,26 +479,11 @@ def manifold_slot(mode: int, many: int, dd: float, pp: kc.vec3, n0: kc.vec3, bes
 @kc.func
 def manifold_point(mode: int, many: int, dd: float, nn: kc.vec3, pp: kc.vec3, n0: kc.vec3, xs: kc.vec3, mu_c: float,
                    e_c: float, count: int, candidates: int, best: vec8, nx: vec8, ny: vec8, nz: vec8, rx: vec8,
-                   ry: vec8, rz: vec8, mu: vec8, e: vec8, d_min: float, v: kc.vec3, w: kc.vec3, slow: float):
+                   ry: vec8, rz: vec8, mu: vec8, e: vec8):
     """A manifold candidate (distance ``dd`` [m], normal ``nn``, point ``pp``; friction ``mu_c``,
     restitution ``e_c``) counted, scored and, when :func:`manifold_slot` keeps it, appended to the
-    contact arrays (lever arm from the centre of mass ``xs``).
-
-    A candidate joins only when it touches (within CONTACT_TOL of the closest feature, ``d_min``
-    [m]) or approaches slower than ``slow`` [m/s] with the body's velocity ``v`` [m/s] and angular
-    velocity ``w`` [rad/s] (``slow``: the resting speed for a resting impact, whose impulses only stop
-    resting or rocking points; -FAR for a bounce, which takes the touching points only).  Poisson's
-    restitution solved over points that do not touch at the same instant loses energy (a spinning
-    hull's second vertex 0.5 mm off the wall, which the first vertex's impulse drives into it, took
-    14% of the energy); sequential impacts, each point's own later in the step, keep it."""
-    admit = int(1)
-    if dd - d_min > CONTACT_TOL:
-        if -kc.dot(nn, v + kc.cross(w, pp - xs)) >= slow:
-            admit = 0
-    take = int(0)
-    if admit != 0:
-        candidates = candidates + 1
-        take, best = manifold_slot(mode, many, dd, pp, n0, best)
+    contact arrays (lever arm from the centre of mass ``xs``)."""
+    take, best = manifold_slot(mode, many, dd, pp, n0, best)
     if take != 0 and count < MAX_CONTACTS:
         r = pp - xs
         nx[count] = nn[0]
@@ -515,7 +495,7 @@ def manifold_point(mode: int, many: int, dd: float, nn: kc.vec3, pp: kc.vec3, n0
         mu[count] = mu_c
         e[count] = e_c
         count = count + 1
-    return count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e
+    return count, candidates + 1, best, nx, ny, nz, rx, ry, rz, mu, e
 
 
 @kc.func
@@ -526,12 +506,9 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                     shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
                     shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
-                    material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3),
-                    v: kc.vec3, w: kc.vec3, slow: float):
+                    material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3)):
     """One pass over the contact manifold's candidates: every feature (of every shape against every
-    static collider) within MANIFOLD_TOL of the closest one, ``d_min`` [m], that touches or approaches
-    slower than ``slow`` [m/s] (:func:`manifold_point`; ``v``, ``w``: the body's velocity [m/s] and
-    angular velocity [rad/s] at the impact).  ``mode`` 0 counts them and
+    static collider) within MANIFOLD_TOL of the closest one, ``d_min`` [m].  ``mode`` 0 counts them and
     scores the slots (:func:`manifold_slot`); ``mode`` 1 gathers the kept ones: (count, normals
     nx, ny, nz, lever arms from the centre of mass rx, ry, rz [m], friction, restitution, slot
     scores, candidates)."""
@@ -589,7 +566,7 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                         if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
                             count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
                                 mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx,
-                                ry, rz, mu, e, d_min, v, w, slow)
+                                ry, rz, mu, e)
             elif kb != -2:
                 nff = int(FEATURES)
                 if ka == MESH:  # a mesh shape on the body (sim/toi_mesh_body.py)
@@ -608,7 +585,7 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
                         count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
                             mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx, ry,
-                            rz, mu, e, d_min, v, w, slow)
+                            rz, mu, e)
     return count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates
 
 
@@ -707,12 +684,7 @@ def integrate_shape_bodies_toi_kernel(
                                                         shape_count, shape_type, shape_body, shape_pos, shape_rot,
                                                         shape_scale, shape_mesh, look, shape_info, span)
                 rot = kc.quat_to_matrix(qs)
-                # the contact manifold, in two passes when it has more candidates than slots; points not
-                # touching yet join a slow (resting) impact only: a bounce takes the touching points, and
-                # any other point the bounce sends into the surface has its own impact later in the step
-                slow = float(-FAR)
-                if -kc.dot(n0, v_hit + kc.cross(w, hp - xs)) < resting_speed:
-                    slow = resting_speed
+                # the contact manifold, in two passes when it has more candidates than slots
                 count = int(0)
                 many = int(0)
                 best = vec8()
@@ -731,8 +703,7 @@ def integrate_shape_bodies_toi_kernel(
                     count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
                         mode, many, best, d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal,
                         ground_offset, ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                        shape_scale, shape_material, shape_mesh, material_restitution, material_mu, look, shape_info,
-                        v_hit, w, slow)
+                        shape_scale, shape_material, shape_mesh, material_restitution, material_mu, look, shape_info)
                     if mode == 0 and candidates > MAX_CONTACTS:
                         many = 1
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
