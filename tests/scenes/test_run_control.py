@@ -103,7 +103,10 @@ def test_ctrl_c_in_a_kcsim_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.Popen([sys.executable, "-m", "scenes.cli", "run", str(path), "--frames", "100000000",
                           "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env, cwd=str(ROOT))
+                         env=env, cwd=str(ROOT),
+                         # a shell that starts the suite in the background without job control makes
+                         # children ignore SIGINT, and Python then installs no KeyboardInterrupt handler
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err = b""
     deadline = time.time() + 300
     while b"kernels ready" not in err and time.time() < deadline and p.poll() is None:
