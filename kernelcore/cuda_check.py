@@ -9,10 +9,21 @@ of compile errors define); a module whose kernels compile one by one but not tog
 reported with the module's own log.  Results are cached in the kernel cache, keyed by source,
 and processes checking the same modules at once share the work (``cache.build_each_once``).
 
+A passed unit also marks each of its kernels as passed (an empty ``.ok`` entry keyed by the
+kernel's own translation unit).  The two pytest-xdist workers often define different kernel sets
+of one module (specialisations made on demand: the whole-unit texts differ), so the second
+worker compiles only the kernels no unit has passed yet, not the whole module again; the check
+of a module holds a lock per module name so the second worker waits for the first one's marks.
+Options: ``-Ofc=max`` (NVRTC >= 12.8) cuts the NVVM optimiser and makes ptxas do its minimal
+work already; ``--ptxas-options=-O0`` on top of it, ``-Ofc=mid``, or dropping ptxas' expensive
+optimisations changed nothing measurable (figures in docs/architecture.md, "NVRTC check").
+
 The test suite runs it over every kernel a test session defined (tests/kernelcore/
 test_cuda_ptx_all.py, and at the end of each pytest-xdist worker: tests/conftest.py).
 """
 from __future__ import annotations
+
+import hashlib
 
 from . import cache, nvrtc
 from .errors import NativeBuildError
@@ -97,16 +108,49 @@ def failures(modules, errors, compile_one, source_of=None) -> list:
     return out
 
 
+def module_lock(module) -> str:
+    """Kernel-cache lock held while one process checks ``module`` (by name: the workers' units differ)."""
+    return "cudachk_" + hashlib.sha256(module.name.encode()).hexdigest()[:24]
+
+
+def kernel_mark(module, kernel, arch=ARCH) -> str:
+    """Kernel-cache entry (``.ok``, empty) saying ``kernel`` passed inside some unit of ``module``:
+    keyed by the kernel's own translation unit (its functions, structs and headers)."""
+    return cubin_entry(source(module, [kernel]), arch)
+
+
+def _mark(entry):
+    cache.store(entry, ".ok", lambda tmp: open(tmp, "wb").close())
+
+
+def check_module(module, kernels, arch=ARCH):
+    """None, or the NativeBuildError of the unit compiled for ``kernels`` of ``module``: those no
+    earlier unit passed (all of them on a cold cache); each kernel of a passed unit is marked."""
+    with cache.entry_lock(module_lock(module)):
+        whole = source(module, kernels)
+        if cache.lookup(cubin_entry(whole, arch), ".cubin") is not None:
+            return None
+        marks = [kernel_mark(module, k, arch) for k in kernels]
+        todo = [(k, e) for k, e in zip(kernels, marks) if cache.lookup(e, ".ok") is None]
+        if not todo:
+            return None
+        unit = whole if len(todo) == len(kernels) else source(module, [k for k, _ in todo])
+        err = compile_unit(unit, module.name, arch)
+        if err is None:
+            for _, e in todo:
+                _mark(e)
+        return err
+
+
 def check_modules(modules=None, arch=ARCH) -> list:
     """[(kernel or module name, first NVRTC log lines)] of the ``modules`` (default: every module of
     this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
     modules = session_modules() if modules is None else modules
-    units = [(m, source(m, valid_kernels(m))) for m in modules]
-    # A passed unit is a CUBIN in the kernel cache, keyed by its source: a warm cache compiles
-    # nothing. Units another process compiles right now (the other xdist worker checks the
-    # same sim modules) are taken last, when they are usually in the cache already.
-    errors = cache.build_each_once(units, lambda u: cubin_entry(u[1], arch),
-                                   lambda u: compile_unit(u[1], u[0].name, arch))
+    units = [(m, valid_kernels(m)) for m in modules]
+    # A passed unit is a CUBIN in the kernel cache, keyed by its source, and a mark per kernel: a
+    # warm cache compiles nothing. Modules another process checks right now (the other xdist
+    # worker checks the same sim modules) are taken last, when their kernels are usually marked.
+    errors = cache.build_each_once(units, lambda u: module_lock(u[0]), lambda u: check_module(u[0], u[1], arch))
     return failures(modules, errors, lambda ks, name: compile_unit(ks, name, arch))
 
 

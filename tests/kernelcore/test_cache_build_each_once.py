@@ -87,8 +87,8 @@ def _double(x: kc.array(dtype=float)):
 
 
 def test_the_nvrtc_check_probes_the_entry_its_compile_writes(tmp_path, monkeypatch):
-    """check_modules defers a unit by the lock of cuda_check.cubin_entry: that must be the entry
-    the compile writes, or the other worker's unit would never be seen as busy."""
+    """check_module finds a passed unit by cuda_check.cubin_entry: that must be the entry the
+    compile writes, or a warm cache would compile every module again."""
     if not nvrtc.is_available():
         if os.environ.get("KERNELCORE_REQUIRE_NVRTC") == "1":
             pytest.fail("NVRTC cannot be loaded (KERNELCORE_REQUIRE_NVRTC=1)", pytrace=False)
