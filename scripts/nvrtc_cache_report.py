@@ -8,7 +8,8 @@ On a miss the check writes a unit's CUDA source (``cuda_<key>.cpp``) just before
 compiles it, and the CUBIN (``cuda_<key>.cubin``) when NVRTC returns, so the difference of
 their modification times is that compile's wall time in seconds. A module listed with
 several variants was compiled more than once: the xdist workers defined different kernel
-sets for it (e.g. specialisations made on demand), so their translation units differ.
+sets for it (e.g. specialisations made on demand), so their translation units differ; a
+later variant holds only the kernels no earlier unit passed (kernelcore/cuda_check.py marks).
 """
 from __future__ import annotations
 
