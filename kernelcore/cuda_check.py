@@ -134,6 +134,8 @@ def check_module(module, kernels, arch=ARCH):
         todo = [(k, e) for k, e in zip(kernels, marks) if cache.lookup(e, ".ok") is None]
         if not todo:
             return None
+        # only the new kernels, with the functions they call, as the CPU builds a later chunk of
+        # specialisations: the marked ones passed in a unit that already tested them together
         unit = whole if len(todo) == len(kernels) else source(module, [k for k, _ in todo])
         err = compile_unit(unit, module.name, arch)
         if err is None:
