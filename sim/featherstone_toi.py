@@ -10,12 +10,15 @@ so a thin box is seen however far the link moves in one step).  The earliest hit
 
     w_n = j_n H^-1 j_n^T = |L^-1 j_n^T|^2        (j_n = n^T J at the contact point, L L^T = H)
     j_n impulse = max(max(e |v_n(s)| + a_n (1 - s) dt, 0) - v_n', 0) / w_n   (e = 0 below the resting speed)
-    friction    = min(mu j_n, |v_t'| / w_t)  against the sliding direction
-    qd_out = qd' + H^-1 J^T (n j_n - t j_t)
+    friction    j_t = -K_t^-1 v_t'  scaled back to length mu j_n when longer
+    qd_out = qd' + H^-1 J^T (n j_n + j_t)
 
 ``v_n(s)`` is the normal velocity at the time of impact (``qd + s dt qdd``), ``a_n`` the
 step's normal acceleration at the point (``n J qdd``), ``v_n'`` and ``v_t'`` the velocities at
-the end of the step, so one impulse both bounces (restitution of the material pair,
+the end of the step (``v_t'`` in the tangent plane, along a fixed basis t1, t2 of it; ``K_t`` the
+point's tangent-plane contact mass ``J_t H^-1 J_t^T``, 2 x 2: the friction impulse stops the sliding
+where the cone allows, and is linear in ``v_t'`` there, so a head-on hit, v_t' = 0, has the
+gradient of sticking friction, not the frictionless one an impulse along ``-v_t' / |v_t'|`` gave), so one impulse both bounces (restitution of the material pair,
 ``material_restitution``) and then takes the rest of the step's acceleration (a landing at
 the end of one step and at the start of the next give the same state, so the gradient is
 smooth across steps) and, when that acceleration presses into the surface, stops it
@@ -41,10 +44,10 @@ and ``qd' + dqd_1 + ... + dqd_k`` after the k-th, and the coordinates move with 
 over the step.  Contacts hit at the same time (within ``SIMULTANEOUS`` of the rest of the step
 of the earliest; up to ``MAX_SIMULTANEOUS``) are one impact, solved together by projected
 Gauss-Seidel on their impulses ``lam`` in generalised coordinates, with the coupling
-``y_i . y_j`` (``y = L^-1 J^T`` of each contact's normal and sliding directions):
+``y_i . y_j`` (``y = L^-1 J^T`` of each contact's normal and two tangent directions):
 
-    v_n,i = v_n,i' + sum_j y_n,i . (y_n,j lam_n,j - y_t,j lam_t,j)   -> e |v_n,i(s)| (lam_n >= 0)
-    v_t,i = |v_t,i'| + sum_j y_t,i . (...)                          -> 0 (0 <= lam_t <= mu lam_n)
+    v_n,i = v_n,i' + sum_j y_n,i . (y_n,j lam_n,j + y_t1,j lam_1,j + y_t2,j lam_2,j)  -> e |v_n,i(s)| (lam_n >= 0)
+    v_tk,i = v_tk,i' + sum_j y_tk,i . (...)         -> 0 (|(lam_1, lam_2)| <= mu lam_n; a 2 x 2 block per contact)
 
 so two feet landing together both rebound with ``e`` and a robot standing on several feet holds
 every one of them each step.  One contact alone gets the single-impact formulas above (one
@@ -69,7 +72,7 @@ from .featherstone_toi_shapes import link_shape_contact_mesh, sweep_link_shape_m
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
 from .toi_mesh_body import mesh_shape_info
-from .toi_shapes import pose_at
+from .toi_shapes import pose_at, tangent_basis
 
 #: impacts per articulation per step (a link in a narrow gap meets both walls; a second foot lands later)
 MAX_IMPACTS = 4
@@ -221,18 +224,44 @@ def dof_dot(a: int, art_table: kc.array(dtype=int, ndim=2), x: kc.array(dtype=fl
 
 
 @kc.func
-def contact_speed_change(a: int, art_table: kc.array(dtype=int, ndim=2), row: int, rows: kc.array(dtype=float),
+def contact_speed_change(a: int, art_table: kc.array(dtype=int, ndim=2), rows: kc.array(dtype=float), row_off: int,
                          first: int, count: int, y_n: kc.array(dtype=float), y_t: kc.array(dtype=float),
-                         dof_count: int, lam_n: kc.vec4, lam_t: kc.vec4) -> float:
-    """Change of the speed along ``rows``'s row ``row`` (its ``L^-1 J^T``) for the impulses ``lam_n``
-    (along the normals) and ``lam_t`` (against the sliding directions) of the event's contacts
-    ``first .. first + count``: ``sum_j y_row . (y_n_j lam_n_j - y_t_j lam_t_j)``."""
+                         dof_count: int, lam_n: kc.vec4, lam_1: kc.vec4, lam_2: kc.vec4) -> float:
+    """Change of the speed along the row of ``rows`` at ``row_off`` (its ``L^-1 J^T``) for the impulses
+    ``lam_n`` (along the normals), ``lam_1`` and ``lam_2`` (along the tangents t1, t2: ``y_t``'s two rows
+    per contact) of the event's contacts ``first .. first + count``:
+    ``sum_j y_row . (y_n_j lam_n_j + y_t1_j lam_1_j + y_t2_j lam_2_j)``."""
     total = float(0.0)
     for c in range(count):
         slot = (first + c) * dof_count
-        total = total + dof_dot(a, art_table, rows, row * dof_count, y_n, slot) * lam_n[c]
-        total = total - dof_dot(a, art_table, rows, row * dof_count, y_t, slot) * lam_t[c]
+        slot_t = 2 * slot
+        total = total + dof_dot(a, art_table, rows, row_off, y_n, slot) * lam_n[c]
+        total = total + dof_dot(a, art_table, rows, row_off, y_t, slot_t) * lam_1[c]
+        total = total + dof_dot(a, art_table, rows, row_off, y_t, slot_t + dof_count) * lam_2[c]
     return total
+
+
+@kc.func
+def tangent_step(v1: float, v2: float, k11: float, k12: float, k22: float) -> kc.vec2:
+    """Impulse change [N s] along (t1, t2) that stops the tangential velocity (``v1``, ``v2``) [m/s] of a
+    contact whose tangent-plane contact mass (the point's velocity change per unit impulse along t1, t2,
+    ``J_t H^-1 J_t^T``) is ``[[k11, k12], [k12, k22]]``: ``-K_t^-1 v``.  Linear in ``v`` (smooth
+    through a head-on hit, v = 0, unlike an impulse along ``-v / |v|``).  A link that can move along one
+    tangent direction only (a revolute pendulum bob: ``K_t`` of rank 1) has ``v`` in ``K_t``'s range, and
+    one Gauss-Seidel sweep over t1 then t2 stops it exactly."""
+    det = k11 * k22 - k12 * k12
+    d = kc.vec2(0.0, 0.0)
+    if det > 1.0e-4 * k11 * k22 and det > 0.0:
+        d = kc.vec2(-(k22 * v1 - k12 * v2) / det, -(k11 * v2 - k12 * v1) / det)
+    else:
+        d1 = float(0.0)
+        if k11 > 0.0:
+            d1 = -v1 / k11
+        d2 = float(0.0)
+        if k22 > 0.0:
+            d2 = -(v2 + k12 * d1) / k22
+        d = kc.vec2(d1, d2)
+    return d
 
 
 @kc.func
@@ -250,7 +279,7 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
     """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
     place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
     velocities ``qd_path`` row ``m``): (time of impact as a fraction of the rest, NO_HIT when none;
-    the collider's normal, the contact point [m], the restitution and friction coefficient of the contact).  ``spheres_solid`` 1: spheres
+    the collider's normal, the contact's material point [m] at the start of the step, where the Jacobian is taken, the restitution and friction coefficient of the contact).  ``spheres_solid`` 1: spheres
     take the solid path too (the model has static triangle meshes, which sim/toi.py's first_hit does
     not see)."""
     sh = toi_shape[i]
@@ -273,7 +302,11 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
         u = hit[3]
         if u <= 1.0:
             n_hit = kc.vec3(hit[0], hit[1], hit[2])
-            x_hit = c + d * u - n_hit * r  # the contact point at the time of impact
+            # the contact's material point where the step's Jacobian is taken (the start of the step),
+            # not where the point is at the impact: the displacement up to the impact would lengthen
+            # the lever (a ball dropped at 2 m/s with dt 0.02 by 20%) and give the normal impulse a
+            # spurious torque (a sticking ball then kept 0.55 of its sideways speed, not 5/7)
+            x_hit = c0 - n_hit * r
             mb = first_hit_material(c, d, r, ground, ground_normal, ground_offset, ground_material, shape_count,
                                     shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material)
             e_hit = 0.5 * (material_restitution[ma] + material_restitution[mb])
@@ -297,6 +330,9 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                 i, toi_shape, com_w, q_b, v_com, w, u * rest, body_com[b], ground, ground_normal, ground_offset,
                 ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
                 shape_material, shape_mesh, material_restitution, material_mu, shape_info)
+            # back to the material point at the start of the step (as a sphere's, above)
+            xs, qs, pos_unused2, rot_unused2 = pose_at(com_w, q_b, v_com, w, u * rest, offset, shape_rot[sh])
+            x_hit = com_0 + kc.quat_rotate(q_0, kc.quat_rotate_inv(qs, x_hit - xs))
     return u, n_hit, x_hit, e_hit, mu_hit
 
 
@@ -366,9 +402,12 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                 count = int(0)
                 target = kc.vec4(0.0, 0.0, 0.0, 0.0)
                 vn_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
-                vt_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                v1_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                v2_now = kc.vec4(0.0, 0.0, 0.0, 0.0)
                 w_n = kc.vec4(0.0, 0.0, 0.0, 0.0)
-                w_t = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                k11 = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                k12 = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                k22 = kc.vec4(0.0, 0.0, 0.0, 0.0)
                 mu = kc.vec4(0.0, 0.0, 0.0, 0.0)
                 for i in range(art_toi_start[a], art_toi_start[a + 1]):
                     slot_i = m * toi_count + i
@@ -396,44 +435,66 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                         rest_acc = kc.dot(n, v_free - v_start) * (1.0 - s_hit)
                         target[count] = kc.max(bounce * kc.max(-vn_hit, 0.0) + rest_acc, 0.0)
                         arm = x - origin
-                        f_t = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-                        vt = v_now - n * vn
-                        vt_len = kc.length(vt)
-                        vt_now[count] = vt_len
-                        if vt_len > 0.0:
-                            t = vt / vt_len
-                            f_t = kc.spatial_vector(kc.cross(arm, t), t)
+                        # friction along a fixed tangent basis (no sliding direction: that has no
+                        # derivative at a head-on hit, where the Tape then saw no friction)
+                        t1 = tangent_basis(n)
+                        t2 = kc.cross(n, t1)
+                        v1_now[count] = kc.dot(t1, v_now)
+                        v2_now[count] = kc.dot(t2, v_now)
                         slot = (first + count) * dof_count
+                        slot_t = 2 * slot
                         generalised_force_at(a, b, kc.spatial_vector(kc.cross(arm, n), n), art_table, joint_table,
                                              body_joint, joint_S, tau_n, slot)
-                        generalised_force_at(a, b, f_t, art_table, joint_table, body_joint, joint_S, tau_t, slot)
+                        generalised_force_at(a, b, kc.spatial_vector(kc.cross(arm, t1), t1), art_table, joint_table,
+                                             body_joint, joint_S, tau_t, slot_t)
+                        generalised_force_at(a, b, kc.spatial_vector(kc.cross(arm, t2), t2), art_table, joint_table,
+                                             body_joint, joint_S, tau_t, slot_t + dof_count)
                         w_n[count] = lower_solve_at(a, art_table, L, tau_n, y_n, slot)
-                        w_t[count] = lower_solve_at(a, art_table, L, tau_t, y_t, slot)
+                        k11[count] = lower_solve_at(a, art_table, L, tau_t, y_t, slot_t)
+                        k22[count] = lower_solve_at(a, art_table, L, tau_t, y_t, slot_t + dof_count)
+                        k12[count] = dof_dot(a, art_table, y_t, slot_t, y_t, slot_t + dof_count)
                         count = count + 1
                 # projected Gauss-Seidel over the contacts together (one pass is exact for one contact):
                 # normal impulses reach each contact's target speed (or leave it separating), friction
-                # stops the sliding up to mu times the normal impulse
+                # stops the tangential velocity (tangent_step) up to mu times the normal impulse
                 lam_n = kc.vec4(0.0, 0.0, 0.0, 0.0)
-                lam_t = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                lam_1 = kc.vec4(0.0, 0.0, 0.0, 0.0)
+                lam_2 = kc.vec4(0.0, 0.0, 0.0, 0.0)
                 passes = 1
                 if count > 1:
                     passes = CONTACT_PASSES
                 for _pass in range(passes):
                     for c in range(count):
-                        row = first + c
+                        slot = (first + c) * dof_count
+                        slot_t = 2 * slot
                         if w_n[c] > 0.0:
-                            vn_c = vn_now[c] + contact_speed_change(a, art_table, row, y_n, first, count, y_n, y_t,
-                                                                    dof_count, lam_n, lam_t)
+                            vn_c = vn_now[c] + contact_speed_change(a, art_table, y_n, slot, first, count, y_n, y_t,
+                                                                    dof_count, lam_n, lam_1, lam_2)
                             lam_n[c] = kc.max(lam_n[c] + (target[c] - vn_c) / w_n[c], 0.0)
-                        if w_t[c] > 0.0:
-                            vt_c = vt_now[c] + contact_speed_change(a, art_table, row, y_t, first, count, y_n, y_t,
-                                                                    dof_count, lam_n, lam_t)
-                            lam_t[c] = kc.min(kc.max(lam_t[c] + vt_c / w_t[c], 0.0), mu[c] * lam_n[c])
+                        cap = mu[c] * lam_n[c]
+                        l1 = float(0.0)
+                        l2 = float(0.0)
+                        if cap > 0.0 and k11[c] + k22[c] > 0.0:  # (mu = 0: no friction, in the adjoint too)
+                            v1 = v1_now[c] + contact_speed_change(a, art_table, y_t, slot_t, first, count, y_n, y_t,
+                                                                  dof_count, lam_n, lam_1, lam_2)
+                            v2 = v2_now[c] + contact_speed_change(a, art_table, y_t, slot_t + dof_count, first, count,
+                                                                  y_n, y_t, dof_count, lam_n, lam_1, lam_2)
+                            step = tangent_step(v1, v2, k11[c], k12[c], k22[c])
+                            l1 = lam_1[c] + step[0]
+                            l2 = lam_2[c] + step[1]
+                            sq = l1 * l1 + l2 * l2
+                            if sq > cap * cap:  # sliding: the cone's edge
+                                scale = cap / kc.sqrt(sq)
+                                l1 = l1 * scale
+                                l2 = l2 * scale
+                        lam_1[c] = l1
+                        lam_2[c] = l2
                 for k in range(d0, d1):
                     total = float(0.0)
                     for c in range(count):
                         slot = (first + c) * dof_count
-                        total = total + y_n[slot + k] * lam_n[c] - y_t[slot + k] * lam_t[c]
+                        total = total + y_n[slot + k] * lam_n[c] + y_t[2 * slot + k] * lam_1[c]
+                        total = total + y_t[2 * slot + dof_count + k] * lam_2[c]
                     impulse[off + k] = total
                 upper_solve_at(a, art_table, L, impulse, dqd, off)
                 nxt = off + dof_count
@@ -533,8 +594,8 @@ class ToiBuffers:
     """Per-step intermediates of the impacts, a row per impact (each element written once per step:
     the Tape's adjoint of a step needs that step's values).  ``qd_path``/``move``: dof-sized rows
     0..max_impacts (the velocities after each impact, the displacement up to it); ``hit_*``: one entry
-    per swept shape and impact; ``tau_*``/``y_*``: a dof-sized row per contact slot
-    (MAX_SIMULTANEOUS per impact); ``impulse``/``dqd``: a dof-sized row per impact."""
+    per swept shape and impact; ``tau_n``/``y_n``: a dof-sized row per contact slot
+    (MAX_SIMULTANEOUS per impact), ``tau_t``/``y_t`` two (the tangents t1, t2); ``impulse``/``dqd``: a dof-sized row per impact."""
 
     def __init__(self, model, max_impacts: int, toi_count: int):
         d, m = model.joint_dof_count, max_impacts
@@ -543,8 +604,8 @@ class ToiBuffers:
                  "hit_n": (m * toi_count, kc.vec3), "hit_x": (m * toi_count, kc.vec3),
                  "hit_e": (m * toi_count, float),
                  "hit_mu": (m * toi_count, float), "tau_n": (m * MAX_SIMULTANEOUS * d, float),
-                 "tau_t": (m * MAX_SIMULTANEOUS * d, float), "y_n": (m * MAX_SIMULTANEOUS * d, float),
-                 "y_t": (m * MAX_SIMULTANEOUS * d, float), "impulse": (m * d, float), "dqd": (m * d, float),
+                 "tau_t": (2 * m * MAX_SIMULTANEOUS * d, float), "y_n": (m * MAX_SIMULTANEOUS * d, float),
+                 "y_t": (2 * m * MAX_SIMULTANEOUS * d, float), "impulse": (m * d, float), "dqd": (m * d, float),
                  "qd_move": (d, float)}
         self.names = tuple(sizes)
         for name, (size, dtype) in sizes.items():

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FAR, MANIFOLD_TOL, MAX_CONTACTS, MESH, MESH_LOOKAHEAD,
-                         closest_feature, gather_manifold, pose_at, shape_reach, tangent_basis, vec8)
+from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FAR, MANIFOLD_TOL, MESH, MESH_LOOKAHEAD,
+                         closest_feature, gather_manifold_passes, pose_at, shape_reach, tangent_basis, vec8)
 
 NO_HIT = kc.constant(2.0)
 #: a feature joins the manifold only if its normal is this close to the closest feature's (cos ~25 deg)
@@ -103,37 +103,39 @@ def sweep_link_shape_mesh(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3,
     reach = link_shape_reach(shape_type[sh], shape_scale[sh], offset, info_a)
     bound = (kc.length(v_com) + kc.length(w) * reach) * dt  # [m] no point moves farther per unit of s
     look = bound + MESH_LOOKAHEAD
+    # one loop, one closest_feature call site (its static-mesh search is big: each call site is
+    # compiled again): conservative advancement (phase 0, never steps past the contact), then at the
+    # contact two Newton steps on the active feature (phase 1: they land on the root, so s is smooth
+    # in the inputs), then done (phase 2)
     s = float(0.0)
-    for _k in range(CA_ITERATIONS):  # conservative advancement: never steps past the contact
-        if s <= 1.0:
+    phase = int(0)
+    newton = int(0)
+    rate = float(0.0)
+    for _k in range(CA_ITERATIONS + 2):
+        if phase < 2 and s <= 1.0:
             d, n, p, xs = link_shape_closest_mesh(sh, com_w, q_b, v_com, w, s * dt, offset, ground, ground_normal,
                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
                                                   shape_rot, shape_scale, shape_mesh, look, info_a)
-            if d > CONTACT_TOL:
-                if bound > 0.0:
-                    s = s + d / bound
+            if phase == 0:
+                if d > CONTACT_TOL:
+                    if bound > 0.0:
+                        s = s + d / bound
+                    else:
+                        s = 2.0
                 else:
-                    s = 2.0
-    out = float(NO_HIT)
-    if s <= 1.0:
-        d, n, p, xs = link_shape_closest_mesh(sh, com_w, q_b, v_com, w, s * dt, offset, ground, ground_normal,
-                                              ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                              shape_rot, shape_scale, shape_mesh, look, info_a)
-        if d <= CONTACT_TOL:
-            rate = float(0.0)
-            # Newton on the active feature: lands on the root, so s is smooth in the inputs
-            for _newton in range(2):
-                d, n, p, xs = link_shape_closest_mesh(sh, com_w, q_b, v_com, w, s * dt, offset, ground,
-                                                      ground_normal, ground_offset, shape_count, shape_type,
-                                                      shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
-                                                      look, info_a)
+                    phase = 1
+            if phase == 1:
                 h = s * dt * 0.5
                 w_c = w / (1.0 + kc.dot(w, w) * h * h)  # the Cayley path's angular velocity at s
                 rate = kc.dot(n, v_com + kc.cross(w_c, p - xs)) * dt
                 if rate < 0.0:
                     s = kc.min(kc.max(s - d / rate, 0.0), 1.0)
-            if rate < 0.0:
-                out = s
+                newton = newton + 1
+                if newton == 2:
+                    phase = 2
+    out = float(NO_HIT)
+    if phase == 2 and rate < 0.0:
+        out = s
     return out
 
 
@@ -175,29 +177,10 @@ def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.ve
                                     shape_scale, 0, skip, 0, shape_mesh, look, shape_mesh[sh], shape_info[sh],
                                     PRIMITIVE_SPAN)
     rot = kc.quat_to_matrix(qs)
-    # two passes when there are more candidates than slots (the first scores them); a runtime bound, so
-    # the big gathering body is not unrolled into two copies
-    many = int(0)
-    best = vec8()
-    for j in range(MAX_CONTACTS):
-        best[j] = -FAR
-    count = int(0)
-    nx = vec8()
-    ny = vec8()
-    nz = vec8()
-    rx = vec8()
-    ry = vec8()
-    rz = vec8()
-    mu = vec8()
-    e = vec8()
-    passes = int(2)
-    for mode in range(passes):
-        count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
-            mode, many, best, d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset,
-            ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material,
-            shape_mesh, material_restitution, material_mu, look, shape_info)
-        if mode == 0 and candidates > MAX_CONTACTS:
-            many = 1
+    count, nx, ny, nz, rx, ry, rz, mu, e = gather_manifold_passes(
+        d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset, ground_material,
+        shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
+        material_restitution, material_mu, look, shape_info)
     # the centre of the kept points' extent across the normal (their bounding rectangle along t1, t2):
     # the face centre of a box or hull landing flat whichever of the tied points the slots took (their
     # plain mean leans towards an edge where several candidates tie), an edge's midpoint, a corner

@@ -589,6 +589,45 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
     return count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates
 
 
+@kc.func
+def gather_manifold_passes(d_min: float, n0: kc.vec3, first: int, nsh: int, shape_list: kc.array(dtype=int),
+                           com: kc.vec3, xs: kc.vec3, rot: kc.mat33, ground: int, ground_normal: kc.vec3,
+                           ground_offset: float, ground_material: int, shape_count: int,
+                           shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                           shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+                           shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
+                           shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
+                           material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3)):
+    """The contact manifold of shapes ``shape_list[first .. first + nsh]`` (centre of mass ``com`` in the
+    body frame, at ``xs`` [m] with rotation ``rot``; closest distance ``d_min`` [m] along ``n0``):
+    :func:`gather_manifold` once, and a second time to pick the slots when there are more candidates
+    than MAX_CONTACTS.  Returns (count, normals nx, ny, nz, lever arms rx, ry, rz [m], friction,
+    restitution).  One call site per solver: the pass loop has a runtime bound, so the big gathering
+    body (with its static-mesh triangle loop) is compiled once, not unrolled into two copies."""
+    many = int(0)
+    best = vec8()
+    for j in range(MAX_CONTACTS):
+        best[j] = -FAR
+    count = int(0)
+    nx = vec8()
+    ny = vec8()
+    nz = vec8()
+    rx = vec8()
+    ry = vec8()
+    rz = vec8()
+    mu = vec8()
+    e = vec8()
+    passes = int(2)
+    for mode in range(passes):
+        count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
+            mode, many, best, d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal, ground_offset,
+            ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material,
+            shape_mesh, material_restitution, material_mu, look, shape_info)
+        if mode == 0 and candidates > MAX_CONTACTS:
+            many = 1
+    return count, nx, ny, nz, rx, ry, rz, mu, e
+
+
 @kc.kernel
 def integrate_shape_bodies_toi_kernel(
         body_ids: kc.array(dtype=int), body_first: kc.array(dtype=int), body_shape_count: kc.array(dtype=int),
@@ -684,28 +723,10 @@ def integrate_shape_bodies_toi_kernel(
                                                         shape_count, shape_type, shape_body, shape_pos, shape_rot,
                                                         shape_scale, shape_mesh, look, shape_info, span)
                 rot = kc.quat_to_matrix(qs)
-                # the contact manifold, in two passes when it has more candidates than slots
-                count = int(0)
-                many = int(0)
-                best = vec8()
-                for j in range(MAX_CONTACTS):
-                    best[j] = -FAR
-                nx = vec8()
-                ny = vec8()
-                nz = vec8()
-                rx = vec8()
-                ry = vec8()
-                rz = vec8()
-                mu = vec8()
-                e = vec8()
-                passes = int(2)
-                for mode in range(passes):
-                    count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
-                        mode, many, best, d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal,
-                        ground_offset, ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                        shape_scale, shape_material, shape_mesh, material_restitution, material_mu, look, shape_info)
-                    if mode == 0 and candidates > MAX_CONTACTS:
-                        many = 1
+                count, nx, ny, nz, rx, ry, rz, mu, e = gather_manifold_passes(
+                    d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal, ground_offset,
+                    ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
+                    shape_material, shape_mesh, material_restitution, material_mu, look, shape_info)
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
