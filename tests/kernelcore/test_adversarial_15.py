@@ -152,3 +152,4 @@ def test_none_for_an_array_field_read_or_written_directly_is_an_error(field, wha
     setattr(s, field, None)
     with pytest.raises(ValueError, match=rf"argument 's': field '{field}' of struct Inner15 is None .* the kernel {what} it"):
         kc.launch(struct_direct, dim=2, inputs=[s], outputs=[kc.zeros(2, dtype=float)])
+
