@@ -252,9 +252,12 @@ def run_grid_fluid(scene, frames=None, substeps=None, device="cpu", out=None, pn
                     solver.emit(s0, *scene.source)
                 solver.step(s0, s1, dt)
                 s0, s1 = s1, s0
-            if not np.all(np.isfinite(s0.density.numpy())):
-                kept = f"; frames 0-{done} were saved to {writer.save(done)}" if writer is not None else ""
-                raise FloatingPointError(f"smoke scene {scene.path}: non-finite density at frame {f}{kept}")
+            bad = ~np.isfinite(s0.density.numpy())
+            if bad.any():  # exit status 2 with the frames before it saved, as for particle scenes
+                from .runner import SimulationError
+
+                raise SimulationError(f, "density", int(bad.sum()), int(np.flatnonzero(bad)[0]),
+                                      writer.save(done) if writer is not None else None)
             record(f, s0)
             done = f
             if progress:
