@@ -84,3 +84,12 @@ def test_a_smoke_blow_up_keeps_the_frames_written(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert rc == 2 and "frame 2: density has 96 non-finite value(s)" in err and f"frames 0-1 were saved to {out}" in err, err
     assert _end_time(out) == 1.0
+
+
+@pytest.mark.parametrize("name,expect", [("o.txt", "must end in one of"), ("missing/o.usda", "output directory does not exist"),
+                                         (".", "output path is a directory")])
+def test_a_bad_smoke_output_path_is_an_error_before_simulating(tmp_path, capsys, name, expect):
+    p = _scene(tmp_path)
+    rc = kcsim(["run", str(p), "--frames", "1", "--no-progress", "--out", str(tmp_path / name)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("kcsim: error: --out ") and expect in err[-1], err
