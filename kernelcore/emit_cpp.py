@@ -163,6 +163,9 @@ class Emitter:
             self.w(f"if (!kc::indexed_check({a[0]}, {a[1]}, {a[2]}, {a[3]}, __LINE__)) return {ret};")
         if self.debug and row.name == "wrap_index":
             self.w(f"if (!kc::component_check({s.args[0].cname}, {s.args[1].cname}, __LINE__)) return {ret};")
+        if not self.debug and row.name == "wrap_index":  # clamped and reported (kc_array.h wrap_component)
+            a = s.args
+            return self.w(f"{s.out.cname} = kc::wrap_component({a[0].cname}, {a[1].cname}, __LINE__);")
         if self.debug and row.name in _DIVISIONS and _is_integer(s.args[1].type):
             self.w(f"if (!kc::divisor_check({s.args[1].cname}, __LINE__)) return {ret};")
         sym = row.native + (f"<{s.template}>" if s.template else "")

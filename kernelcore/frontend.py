@@ -179,6 +179,10 @@ class FunctionIR:
         self.tid_arity = 0
         self.array_reads = set()      # argument names read through load
         self.array_writes = set()     # argument names written through store/atomics
+        # (argument, field, ...) paths of struct fields that are arrays, read / written (the
+        # launcher refuses None there: a null array's load or store would segfault)
+        self.field_reads = set()
+        self.field_writes = set()
         self.has_print = False
         self.loops = []
 
@@ -284,6 +288,7 @@ class _Builder:
         self.hidden_counter = 0
         self.grad_params = {}
         self._view_root = {}          # view of an array element's field -> the array it views
+        self._field_path = {}         # struct field (or struct argument) value -> (argument, field, ...)
         self._nonneg_ids = set()      # ids of integer values known to be >= 0 (array indices need no wrap)
         self._indexed = {}            # indexedarray argument -> (data array, [index array per dimension])
 
@@ -406,6 +411,9 @@ class _Builder:
 
     def _note_array_access(self, row, arr):
         arr = self._view_root.get(arr, arr)
+        path = self._field_path.get(arr)
+        if path is not None and len(path) > 1:
+            (self.ir.field_reads if row.name == "load" else self.ir.field_writes).add(path)
         name = arr.label if arr in self.arg_vars else None
         if name is None:
             return
@@ -1208,6 +1216,9 @@ class _Builder:
                     raise self.error(f"struct {bt._name} has no field '{e.attr}'")
                 out = Var(bt._fields[e.attr])
                 self.emit(GetAttr(out, base, e.attr))
+                root = self._field_path.get(base) or ((base.label,) if base in self.arg_vars else None)
+                if root is not None:
+                    self._field_path[out] = root + (e.attr,)
                 return out
             if (T.is_vector(bt) or T.is_quat(bt)) and len(e.attr) == 1 and e.attr in "xyzw" and "xyzw".index(e.attr) < bt._length:
                 return self.call("extract", [base, self.const("xyzw".index(e.attr), T.int32)])
@@ -1510,7 +1521,17 @@ class _Builder:
         rt = inst.result_type
         out = Var(rt) if rt is not None else None
         self.emit(FuncCall(out, inst, args))
-        for a, flags in zip(args, inst.array_flags()):
+        for a, flags, param in zip(args, inst.array_flags(), inst.defn.arg_names):
+            path = self._field_path.get(a)
+            if path is not None and isinstance(a.type, ArrayType):
+                if flags[0]:
+                    self.ir.field_reads.add(path)
+                if flags[1]:
+                    self.ir.field_writes.add(path)
+            root = path or ((a.label,) if a in self.arg_vars else None)
+            if root is not None and T.is_struct(a.type) and inst.ir is not None:
+                self.ir.field_reads.update(root + p[1:] for p in inst.ir.field_reads if p[0] == param)
+                self.ir.field_writes.update(root + p[1:] for p in inst.ir.field_writes if p[0] == param)
             if a in self.arg_vars and isinstance(a.type, ArrayType):
                 if flags[0]:
                     self.ir.array_reads.add(a.label)

@@ -97,6 +97,8 @@ def pack_value(t, value, name="", kernel=None):
             return array_ctypes()
         return pack_array(as_kc_array(value, t, kernel, name))
     if T.is_struct(t):
+        if kernel is not None:
+            _check_null_fields(kernel, name, value)
         return pack_struct(t, value)
     if T.is_scalar(t):
         if isinstance(value, (T.scalar_base,)):
@@ -144,6 +146,27 @@ def _check_null_array(kernel, name):
         raise _arg_error(kernel, name, f"got None (a null array), but the kernel {what} it "
                          f"({kernel.defn.file}:{kernel.defn.firstline}); pass an array, or kc.zeros(0, ...) "
                          f"if the access is never reached", ValueError)
+
+
+def _check_null_fields(kernel, name, value):
+    """None for an array field of struct argument ``name`` is a null array, as for an array
+    argument (_check_null_array): refused when the kernel (or a function it calls) loads from or
+    stores to that field."""
+    ir = kernel.ir()
+    for what, paths in (("reads", getattr(ir, "field_reads", ())), ("writes", getattr(ir, "field_writes", ()))):
+        for path in paths:
+            if path[0] != name:
+                continue
+            v = value
+            for k, field in enumerate(path[1:], 1):
+                v = getattr(v, field, None)
+                if v is None:
+                    break
+            if v is None:
+                raise _arg_error(kernel, name, f"field '{'.'.join(path[1:k + 1])}' of struct {type(value).__name__} is "
+                                 f"None (a null array), but the kernel {what} it ({kernel.defn.file}:"
+                                 f"{kernel.defn.firstline}); set it to an array, or kc.zeros(0, ...) if the access "
+                                 f"is never reached", ValueError)
 
 
 def _launch_device(device, params):
@@ -295,9 +318,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         if entry is None:
             raise RuntimeError(f"kernel '{kernel.key}' was built with enable_backward=False")
         entry(ctypes.addressof(bounds), ctypes.addressof(packed))
-        if config.mode == "debug":
-            _check_error_state(kernel, lk.chunk.error_state)
-        elif not adjoint:
+        # debug mode's checks; in release, run-time component indices out of range (clamped)
+        _check_error_state(kernel, lk.chunk.error_state)
+        if config.mode != "debug" and not adjoint:
             fast = kernel.__dict__.get("_fast_launch")
             if fast is None or fast.key != options_key():  # the next launches skip what this one did
                 kernel._fast_launch = FastLaunch.create(kernel, ir, lk, dev, args_struct)
@@ -445,6 +468,8 @@ def _check_error_state(kernel, st):
     st.flag = 0
     where = f"at {kernel.defn.file}:{line} (thread {thread})"
     if kind == 1:
+        if config.mode != "debug":  # release records no thread and clamps the index to 0
+            where = f"at {kernel.defn.file}:{line} (clamped to 0; the launch's results are unreliable)"
         raise KernelRuntimeError(f"kernel '{kernel.key}': component index {idx[0]} out of range for a value of "
                                  f"{shape[0]} components {where}")
     if kind == 2:
@@ -474,7 +499,7 @@ class FastLaunch:
     """
 
     __slots__ = ("kernel", "ir", "entry", "dev", "key", "kinds", "types", "fmt", "nargs", "needs_policy",
-                 "tid_arity", "has_arrays", "sizes", "value_slots", "array_slots", "composite", "memo")
+                 "tid_arity", "has_arrays", "sizes", "value_slots", "array_slots", "composite", "memo", "err")
 
     @classmethod
     def create(cls, kernel, ir, lk, dev, args_struct):
@@ -482,6 +507,7 @@ class FastLaunch:
             return None
         f = cls()
         f.kernel, f.ir, f.entry, f.dev, f.key = kernel, ir, lk.fwd, dev, options_key()
+        f.err = lk.chunk.error_state
         f.kinds, f.types, f.sizes, fmt, pos = [], list(kernel.arg_types), [], ["="], 0
         for (name, ctype_), t in zip(args_struct._fields_, kernel.arg_types):
             field = getattr(args_struct, name)
@@ -557,6 +583,8 @@ class FastLaunch:
                 return False
         if size:
             self.entry(_BOUNDS.pack(*shape, ndim, nthreads, size, 0, 0), self.fmt.pack(*values))
+            if self.err.flag:
+                _check_error_state(self.kernel, self.err)
         return True
 
     def _pack(self, params, serial):
@@ -618,7 +646,7 @@ class FastLaunch:
             b = v._v.tobytes()
         else:
             try:
-                b = bytes(pack_value(t, v, "", self.kernel))
+                b = bytes(pack_value(t, v, self.kernel.arg_names[k], self.kernel))
             except (TypeError, ValueError):
                 return None
         if len(b) != self.sizes[k]:  # struct's "Ns" would pad or cut it silently

@@ -67,6 +67,7 @@ class GridFluidScene:
         self.solver = "smoke"
         self.frame_dt, self.substeps, self.frames = 1.0 / 30.0, 2, 60
         self.res, self.dx = None, None
+        self.scene_prim = None  # the PhysicsScene's path (errors in its values name it)
         self.fluid = {}
         self.spheres, self.boxes = [], []
         self.source = None
@@ -88,12 +89,34 @@ class GridFluidScene:
         return "\n".join(lines)
 
     def make_solver(self, device=None):
-        s = sim.SolverGridFluid(self.res, dx=self.dx, device=device, **self.fluid)
-        for c, r in self.spheres:
-            s.add_solid_sphere(c[:len(self.res)], r)
-        for c, h in self.boxes:
-            s.add_solid_box(c[:len(self.res)], h[:len(self.res)])
+        """The solver with the scene's solids; a value the solver refuses is a SceneError naming
+        the prim it came from (the solver's own message says which value)."""
+        try:
+            s = sim.SolverGridFluid(self.res, dx=self.dx, device=device, **self.fluid)
+        except ValueError as e:
+            raise SceneError(self.path, str(e), self.scene_prim) from None
+        for (c, r, where) in self.spheres:
+            try:
+                s.add_solid_sphere(c[:len(self.res)], r)
+            except ValueError as e:
+                raise SceneError(self.path, str(e), where) from None
+        for (c, h, where) in self.boxes:
+            try:
+                s.add_solid_box(c[:len(self.res)], h[:len(self.res)])
+            except ValueError as e:
+                raise SceneError(self.path, str(e), where) from None
         return s
+
+
+def _whole(path, where, name, v):
+    """``v`` as an int; a fractional value (4.5 cells, 2.5 substeps) is an error, not truncated."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise SceneError(path, f"{name} must be whole numbers, got {v!r}", where) from None
+    if not f.is_integer():
+        raise SceneError(path, f"{name} must be whole numbers, got {v!r}", where)
+    return int(f)
 
 
 _FLUID_ATTRS = {"kc:fluid:viscosity": "viscosity", "kc:fluid:heatLift": "heat_lift",
@@ -119,13 +142,19 @@ def load_grid_fluid(path) -> GridFluidScene:
                     raise SceneError(path, f"unknown attribute '{n}' on a smoke scene", where)
             get = lambda n, d=None: prim.GetAttribute(n).Get() if prim.GetAttribute(n).HasAuthoredValue() else d  # noqa: E731
             sc.frame_dt = float(get("kc:timeStep", sc.frame_dt))
-            sc.substeps = int(get("kc:substeps", sc.substeps))
-            sc.frames = int(get("kc:frames", sc.frames))
+            sc.substeps = _whole(path, where, "kc:substeps", get("kc:substeps", sc.substeps))
+            sc.frames = _whole(path, where, "kc:frames", get("kc:frames", sc.frames))
+            if not (np.isfinite(sc.frame_dt) and sc.frame_dt > 0):
+                raise SceneError(path, f"kc:timeStep must be a number > 0, got {sc.frame_dt}", where)
+            if sc.substeps < 1 or sc.frames < 0:
+                raise SceneError(path, f"kc:substeps must be >= 1 and kc:frames >= 0, got {sc.substeps} and "
+                                 f"{sc.frames}", where)
             res = get("kc:fluid:res")
             dx = get("kc:fluid:dx")
             if res is None or dx is None:
                 raise SceneError(path, "a smoke scene needs int[] kc:fluid:res and float kc:fluid:dx", where)
-            sc.res, sc.dx = tuple(int(r) for r in res), float(dx)
+            sc.res, sc.dx = tuple(_whole(path, where, "kc:fluid:res", r) for r in res), float(dx)
+            sc.scene_prim = where
             for attr, kw in _FLUID_ATTRS.items():
                 v = get(attr)
                 if v is not None:
@@ -141,9 +170,9 @@ def load_grid_fluid(path) -> GridFluidScene:
             t = np.array(xf.ExtractTranslation(), np.float64)
             scale = np.array([Gf.Vec3d(*xf.GetRow3(k)).GetLength() for k in range(3)])
             if prim.IsA(UsdGeom.Sphere):
-                sc.spheres.append((t, float(UsdGeom.Sphere(prim).GetRadiusAttr().Get()) * float(scale.max())))
+                sc.spheres.append((t, float(UsdGeom.Sphere(prim).GetRadiusAttr().Get()) * float(scale.max()), where))
             else:
-                sc.boxes.append((t, 0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get()) * scale))
+                sc.boxes.append((t, 0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get()) * scale, where))
             sc.items.append((where, "solid"))
         elif prim.GetTypeName() not in ("", "Xform", "Scope", "PhysicsScene"):
             sc.warnings.append(f"{where}: {prim.GetTypeName()} prim ignored by the smoke solver")
@@ -208,22 +237,36 @@ def run_grid_fluid(scene, frames=None, substeps=None, device="cpu", out=None, pn
 
     t0 = time.perf_counter()
     if scene.source is not None:
-        solver.emit(s0, *scene.source)
+        try:
+            solver.emit(s0, *scene.source)
+        except ValueError as e:  # the source's values: the scene's fault, not an internal error
+            raise SceneError(scene.path, str(e), scene.scene_prim) from None
     record(0, s0)
-    for f in range(1, frames + 1):
-        if view is not None and not view.is_running():
-            frames = f - 1  # the window was closed
-            break
-        for _ in range(substeps):
-            if scene.source is not None:
-                solver.emit(s0, *scene.source)
-            solver.step(s0, s1, dt)
-            s0, s1 = s1, s0
-        if not np.all(np.isfinite(s0.density.numpy())):
-            raise FloatingPointError(f"smoke scene {scene.path}: non-finite density at frame {f}")
-        record(f, s0)
-        if progress:
-            print(f"frame {f}/{frames}", flush=True)
+    done = 0
+    try:
+        for f in range(1, frames + 1):
+            if view is not None and not view.is_running():
+                break  # the window was closed
+            for _ in range(substeps):
+                if scene.source is not None:
+                    solver.emit(s0, *scene.source)
+                solver.step(s0, s1, dt)
+                s0, s1 = s1, s0
+            bad = ~np.isfinite(s0.density.numpy())
+            if bad.any():  # exit status 2 with the frames before it saved, as for particle scenes
+                from .runner import SimulationError
+
+                raise SimulationError(f, "density", int(bad.sum()), int(np.flatnonzero(bad)[0]),
+                                      writer.save(done) if writer is not None else None)
+            record(f, s0)
+            done = f
+            if progress:
+                print(f"frame {f}/{frames}", flush=True)
+    except KeyboardInterrupt:  # Ctrl-C keeps the frames written so far, as the particle runner does
+        from .runner import SimulationInterrupted
+
+        raise SimulationInterrupted(done, [writer.save(done)] if writer is not None else []) from None
+    frames = done
     if writer is not None:
         writer.save(frames)
     cells = "x".join(str(r) for r in scene.res)
@@ -253,11 +296,11 @@ class _UsdSmokeWriter:
         self.points.GetPrim().SetDocumentation("grid-fluid smoke: cell centres holding smoke, primvars:density per "
                                                "cell (UsdVol fallback, see scenes/grid_fluid_scene.py)")
         self.dx, self.dim = solver.dx, solver.dim
-        for k, (c, r) in enumerate(scene.spheres):
+        for k, (c, r, _) in enumerate(scene.spheres):
             s = UsdGeom.Sphere.Define(self.stage, f"/World/solid_sphere_{k}")
             s.GetRadiusAttr().Set(float(r))
             s.AddTranslateOp().Set(tuple(float(x) for x in c))
-        for k, (c, h) in enumerate(scene.boxes):
+        for k, (c, h, _) in enumerate(scene.boxes):
             b = UsdGeom.Cube.Define(self.stage, f"/World/solid_box_{k}")
             b.GetSizeAttr().Set(2.0)
             b.AddTranslateOp().Set(tuple(float(x) for x in c))
@@ -279,6 +322,8 @@ class _UsdSmokeWriter:
         self.opacity.Set(Vt.FloatArray.FromNumpy(np.clip(vals, 0.0, 1.0)), f)
 
     def save(self, frames):
+        """Write frames 0..frames; returns the path."""
         self.stage.SetStartTimeCode(0)
         self.stage.SetEndTimeCode(frames)
         self.stage.GetRootLayer().Save()
+        return self.path

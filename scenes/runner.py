@@ -173,6 +173,13 @@ def run(scene, frames=None, substeps=None, device="cpu", out=None, viewer=False,
         # drawn as point sprites (render/grid_fluid.py) into the viewer, the recording and renderers
         views, closers, view, recorder = list(renderers), [], None, None
         fps = 1.0 / scene.frame_dt
+        if out:  # the smoke writer is its own: check the path as open_usd_output does, before simulating
+            from render.usd_writer import check_writable
+
+            try:
+                check_writable(out, "smoke USD output")
+            except (OSError, ValueError) as e:
+                raise RunSetupError(f"--out {out}: {_oserror_text(e)}") from None
         try:
             if viewer:
                 view = open_viewer(False, f"kcsim: {scene.path}", scene.up_axis) if viewer is True else viewer

@@ -163,6 +163,26 @@ KC_FUNC bool assert_check(bool cond, int32 id, int32 line) {
     return false;
 }
 KC_FUNC void adj_assert_check(bool, int32, int32, bool&, int32&, int32&) {}
+// Release mode's run-time component index: wrapped as wrap_index, and one still out of range is
+// recorded (as component_check) and clamped to 0, so the thread reads or writes its own value
+// rather than the stack beyond it; the launcher raises the recorded error after the launch.
+#if KC_CUDA
+KC_FUNC void component_out_of_range(int32 i, int32 n, int32 line) { component_check(i, n, line); }
+#define KC_UNLIKELY(c) (c)
+#else
+// out of line and cold: the check in the hot path stays one compare and a not-taken branch
+__attribute__((noinline, cold)) inline void component_out_of_range(int32 i, int32 n, int32 line) { component_check(i, n, line); }
+#define KC_UNLIKELY(c) __builtin_expect(!!(c), 0)
+#endif
+KC_FUNC int32 wrap_component(int32 i, int32 n, int32 line) {
+    int32 w = i < 0 ? i + n : i;
+    if (KC_UNLIKELY((uint32)w >= (uint32)n)) {
+        component_out_of_range(i, n, line);
+        return 0;
+    }
+    return w;
+}
+KC_FUNC void adj_wrap_component(int32, int32, int32, int32&, int32&, int32&, int32) {}
 template <int N, typename T> KC_FUNC bool divisor_check(const vec_t<N, T>& b, int32 line) {
     KC_FOR(i, N) if (!divisor_check(b.c[i], line)) return false;
     return true;
