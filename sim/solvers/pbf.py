@@ -167,7 +167,9 @@ class SolverPBF:
             per vector (sim/pbf_lanes.py: neighbour lists padded to a fixed length, bit-identical
             results); steps whose longest neighbour list exceeds pbf_lanes.CAPACITIES (or
             max_neighbors) take the scalar kernels.  Takes precedence over fast_math and pair_cache
-            for those passes (fast_math then applies to the neighbour search only).
+            for those passes (fast_math then applies to the neighbour search only).  Without a ground
+            plane, shapes or bodies, each iteration runs sim/pbf_lanes_box.py's two kernels (the box
+            walls inside the pair loops; the same results; ``solver.box_lanes = False`` turns it off).
         cell_sort: with ``lanes``, sort the particles by cell every step and search the neighbours in
             the sorted cell ranges (sim/pbf_sort.py; same neighbour sets, sums in another order, so
             results differ from ``cell_sort=False`` by rounding); the state keeps the user's order.

@@ -224,3 +224,14 @@ def test_lane_kernels_are_vectorised(which, tmp_path):
     kernel = pbf_lanes.pair_kernels(56)[which]   # the tests' one lanes module (spinning_block), also for the NVRTC gate
     assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
     assert _vectorised_loops(kernel, tmp_path) >= 1
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["lambda_box", "delta_box"])
+def test_box_only_lane_kernels_are_vectorised(which, tmp_path):
+    """sim/pbf_lanes_box.py: the walls and the box clamp inside the loop must not stop GCC (selects on
+    vec3 values and vec3 min / max did)."""
+    from sim import pbf_lanes_box
+
+    kernel = pbf_lanes_box.box_kernels(56)[which]
+    assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
+    assert _vectorised_loops(kernel, tmp_path) >= 1
