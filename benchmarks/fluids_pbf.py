@@ -27,7 +27,14 @@ Both sides also report CPU seconds per step (``time.process_time``, all threads 
 process): on a shared machine a process gets a varying share of the cores, so wall times
 swing by 2x between minutes while CPU times stay within a few percent; the ``*_cpu_*``
 ratios are the steadier comparison of the work each side does (both include their thread
-pools' spin-waiting, if any).
+pools' spin-waiting, if any).  ``*_one_thread_*``: both on one thread (``KERNELCORE_NUM_THREADS=1``,
+``ti.init(cpu_max_num_threads=1)``), the comparison least disturbed by other processes.
+
+Same problem: ``same_problem`` runs both from the same block and compares them after 1 and 5
+steps (mean y, mean and max position difference, compression, neighbours per particle): the
+neighbour sets are identical (same 1.1 h search, no cap reached) and the positions agree to
+float32 rounding (session 15, 64K particles: mean |dx| 2.5e-7 m, max 3e-6 m after 5 steps).
+``kernelcore_mean_y`` and ``taichi_mean_y`` are after different step counts (``*_steps_run``).
 """
 
 import argparse
@@ -61,7 +68,7 @@ def initial_block(side, seed=5):
 # kernelcore
 # ----------------------------------------------------------------------------------------------
 class KcPBF:
-    def __init__(self, side):
+    def __init__(self, side, **solver_kw):
         import sim
 
         b = sim.ModelBuilder(gravity=(0.0, -9.81, 0.0))
@@ -70,7 +77,7 @@ class KcPBF:
         self.model = b.finalize()
         upper = tuple(n * SPACING for n in BOX)
         self.solver = sim.SolverPBF(self.model, smoothing_length=2 * SPACING, bounds=((0.0, 0.0, 0.0), upper),
-                                    max_neighbors=MAX_NEIGHBORS, check_input=False, **PARAMS)
+                                    max_neighbors=MAX_NEIGHBORS, check_input=False, **PARAMS, **solver_kw)
         self.states = [self.model.state(), self.model.state()]
 
     def steps(self, n):
@@ -295,6 +302,7 @@ def taichi_pbf(side, threads=None, fast_math=True):
             step()
         ti.sync()
 
+    steps.neighbor_counts = nb_count.to_numpy   # (N,) ints of the last step's lists
     return steps, x, ti
 
 
@@ -311,6 +319,55 @@ def taichi_worker(side, steps, repeats, threads, fast_math=True):
     pos = x.to_numpy()
     print(json.dumps({"taichi_version": ".".join(map(str, ti.__version__)), "samples": samples, "cpu_samples": cpu,
                       "finite": bool(np.all(np.isfinite(pos))), "mean_y": float(pos[:, 1].mean())}))
+
+
+def taichi_dump(side, marks, path, fast_math=True):
+    """Run Taichi's PBF from the initial block and save the positions after each step count in
+    ``marks`` (and the neighbour counts of that step) to ``path`` (.npz): the same-problem check."""
+    run, x, ti = taichi_pbf(side, None, fast_math)
+    out, done = {}, 0
+    for m in sorted(marks):
+        run(m - done)
+        done = m
+        out[f"q{m}"] = x.to_numpy()
+        out[f"count{m}"] = run.neighbor_counts()
+    np.savez(path, **out)
+
+
+def same_problem(side, marks=(1, 5), fast_math=True, **solver_kw):
+    """Both solvers from the same block for max(marks) steps; per mark: mean y of each, mean and max
+    |x_kc - x_ti| [m], the compression max(rho / rho0 - 1) of each (kernelcore's SPH density sum
+    of the particles alone on both position sets: the walls' share is left out, so values near the
+    walls are low, alike on both sides) and the neighbour-count statistics of each (the work per particle)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "taichi.npz")
+        cmd = [sys.executable, os.path.abspath(__file__), "--taichi-dump", path, "--side", str(side), "--marks",
+               ",".join(map(str, marks))] + ([] if fast_math else ["--no-fast-math"])
+        subprocess.run(cmd, capture_output=True, text=True, check=True)
+        ti_res = dict(np.load(path))
+    kc_pbf = KcPBF(side, **solver_kw)
+    res, done = {}, 0
+    for m in sorted(marks):
+        kc_pbf.steps(m - done)
+        done = m
+        q_kc, q_ti = kc_pbf.positions().astype(np.float64), ti_res[f"q{m}"].astype(np.float64)
+        dist = np.linalg.norm(q_kc - q_ti, axis=1)
+        state = kc_pbf.model.state()
+        rho_kc = kc_pbf.solver.density(kc_pbf.states[0]) / kc_pbf.solver.rest_density
+        state.particle_q.assign(q_ti.astype(np.float32))
+        rho_ti = kc_pbf.solver.density(state) / kc_pbf.solver.rest_density
+        c_kc = kc_pbf.states[0].pbf_buffers.neighbors.count.numpy()
+        c_ti = ti_res[f"count{m}"]
+        res[f"step_{m}"] = {
+            "kernelcore_mean_y": float(q_kc[:, 1].mean()), "taichi_mean_y": float(q_ti[:, 1].mean()),
+            "mean_position_difference_m": float(dist.mean()), "max_position_difference_m": float(dist.max()),
+            "kernelcore_compression_max": float(np.max(rho_kc - 1.0)),
+            "taichi_compression_max": float(np.max(rho_ti - 1.0)),
+            "kernelcore_neighbors_mean_max": [float(c_kc.mean()), int(c_kc.max())],
+            "taichi_neighbors_mean_max": [float(c_ti.mean()), int(c_ti.max())]}
+    return res
 
 
 def run_taichi(side, steps, repeats, threads=None, fast_math=True):
@@ -384,11 +441,32 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         kc_pbf.solver.cell_sort = True
         return out
 
+    one_thread = []   # CPU seconds per step of SolverPBF(lanes=True) on one thread (KERNELCORE_NUM_THREADS=1)
+
+    def kc_one_thread():
+        old = os.environ.get("KERNELCORE_NUM_THREADS")
+        os.environ["KERNELCORE_NUM_THREADS"] = "1"   # read by every launch (kernelcore.device.num_threads)
+        kc_pbf.solver.lanes = True
+        try:
+            for _ in range(repeats):
+                c0 = time.process_time()
+                kc_pbf.steps(steps)
+                one_thread.append((time.process_time() - c0) / steps)
+        finally:
+            kc_pbf.solver.lanes = False
+            if old is None:
+                del os.environ["KERNELCORE_NUM_THREADS"]
+            else:
+                os.environ["KERNELCORE_NUM_THREADS"] = old
+
     kc_times = kc_samples()
+    kc_one_thread()
     ti_res = run_taichi(side, steps, repeats) if taichi else None
     kc_times += kc_samples()
     ti_strict = run_taichi(side, steps, repeats, fast_math=False) if taichi else None
     kc_times += kc_samples()
+    ti_one = run_taichi(side, steps, repeats, threads=1) if taichi else None
+    kc_one_thread()
     res = {"particles": side ** 3, "steps_per_sample": steps, "dt_s": DT, "params": PARAMS,
            "kernelcore_step_s": statistics.median(kc_times), "kernelcore_samples": kc_times}
     res["kernelcore_steps_per_s"] = 1.0 / res["kernelcore_step_s"]
@@ -404,9 +482,21 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         res[f"kernelcore_{name}_step_s"] = statistics.median(wall)
         res[f"kernelcore_{name}_cpu_step_s"] = statistics.median(cpu)
         res[f"{name}_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
+    res["kernelcore_lanes_one_thread_cpu_step_s"] = statistics.median(one_thread)
     q = kc_pbf.positions()
     res["kernelcore_finite"] = bool(np.all(np.isfinite(q)))
+    # the two runs' end states are after different step counts (kernelcore runs every variant on one
+    # block): same_problem below compares them step for step
     res["kernelcore_mean_y"] = float(q[:, 1].mean())
+    res["kernelcore_steps_run"] = 5 + steps * repeats * (6 * 3 + 2)
+    if taichi:
+        res["taichi_steps_run"] = 2 + steps * repeats
+        res["same_problem"] = same_problem(side, (1, 5))
+    if ti_one and ti_one.get("cpu_samples"):
+        c = statistics.median(ti_one["cpu_samples"])
+        res["taichi_one_thread_cpu_step_s"] = c
+        res["taichi_one_thread_cpu_over_kernelcore_lanes_one_thread"] = float(
+            f"{c / res['kernelcore_lanes_one_thread_cpu_step_s']:.4g}")
     if ti_res:
         t = statistics.median(ti_res["samples"])
         res.update(taichi_version=ti_res["taichi_version"], taichi_step_s=t, taichi_steps_per_s=1.0 / t,
@@ -441,8 +531,12 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-fast-math", action="store_true")
+    ap.add_argument("--taichi-dump", default=None, help="same_problem's Taichi run: positions to this .npz")
+    ap.add_argument("--marks", default="1,5")
     a = ap.parse_args()
-    if a.taichi_worker:
+    if a.taichi_dump:
+        taichi_dump(a.side, [int(m) for m in a.marks.split(",")], a.taichi_dump, not a.no_fast_math)
+    elif a.taichi_worker:
         taichi_worker(a.side, a.steps, a.repeats, a.threads, not a.no_fast_math)
     else:
         print(json.dumps(pbf_case(a.side, a.steps, a.repeats), indent=2))

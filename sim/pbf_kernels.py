@@ -267,15 +267,20 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, pa
     kc.launch(pick(lambda_kernel, fast_math), dim=model.particle_count,
               inputs=[p, volume, nbl.nb, nbl.count, h, poly6_coefficient(h), spiky_coefficient(h), eps, int(walls),
                       *bounds, *shape_inputs(model), bodies.count, bodies.body_q, int(store)],
-              outputs=[lam, pairs if store else _no_pairs(model.device)], device=model.device)
+              outputs=[lam, pairs if store else _no_pairs(model.device, "written")], device=model.device)
 
 
 _NO_PAIRS = {}
 
 
-def _no_pairs(device):
-    """A (1, 1) array standing in for the pair cache when it is off (kernels need an array)."""
-    key = str(device)
+def _no_pairs(device, side):
+    """A (1, 1) array standing in for the pair cache when it is off (kernels need an array).
+
+    ``side`` ("written" or "read"): the kernels that would store pairs get one placeholder and the
+    kernels that would read them another, so that a Tape does not see a (never used) float array
+    written from grad arrays and read by the next launch (its gradless-intermediate warning).
+    """
+    key = (str(device), side)
     if key not in _NO_PAIRS:
         _NO_PAIRS[key] = kc.zeros((1, 1), dtype=float, device=device)
     return _NO_PAIRS[key]
@@ -357,7 +362,7 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
               inputs=[p, volume, model.particle_inv_mass, model.particle_radius, nbl.nb, nbl.count, lam, h,
                       poly6_coefficient(h), spiky_coefficient(h), k_h2, inv_w, int(walls), *bounds,
                       *shape_inputs(model), *bodies.inputs(model, dt), int(use),
-                      pairs if use else _no_pairs(model.device)],
+                      pairs if use else _no_pairs(model.device, "read")],
               outputs=[p_out, *bodies.outputs()], device=model.device)
 
 
@@ -402,7 +407,7 @@ def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, pairs=None
     store = pairs is not None
     kc.launch(pick(vorticity_kernel, fast_math), dim=model.particle_count,
               inputs=[p, v, volume, nbl.nb, nbl.count, h, spiky_coefficient(h), poly6_coefficient(h), int(store)],
-              outputs=[omega, omega_norm, pairs if store else _no_pairs(model.device)], device=model.device)
+              outputs=[omega, omega_norm, pairs if store else _no_pairs(model.device, "written")], device=model.device)
 
 
 @kc.kernel
@@ -446,7 +451,7 @@ def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confin
     kc.launch(pick(finish_kernel, fast_math), dim=model.particle_count,
               inputs=[p, v, omega, omega_norm, volume, model.particle_inv_mass, nbl.nb, nbl.count, h,
                       poly6_coefficient(h), spiky_coefficient(h), xsph, confinement, float(dt), int(use),
-                      pairs if use else _no_pairs(model.device)],
+                      pairs if use else _no_pairs(model.device, "read")],
               outputs=[v_out], device=model.device)
 
 

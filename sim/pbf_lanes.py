@@ -263,13 +263,14 @@ def delta_finish_kernel(p: kc.array(dtype=kc.vec3), dp_pairs: kc.array(dtype=kc.
 
 class LaneScratch:
     """The lanes' scratch arrays (solver-owned, reused by every iteration and step; forward only):
-    px, py, pz float (N,) [m]; vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
+    px, py, pz float (N,) [m] (and qx, qy, qz: the other half of sim/pbf_lanes_box.py's double buffer); vx, vy, vz float (N,) [m/s]; sums vec4 (N,) (grad [1/m], rho / rho0); sum_sq float (N,) [1/m^2];
     dp vec3 (N,) [m]; wall vec4 (N,) (the walls' density gradient [1/m] and volume fraction at the
     iteration's positions, pbf_kernels.boundary_density: computed once for both finish kernels)."""
 
     def __init__(self, n, device):
         self.px, self.py, self.pz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
         self.vx, self.vy, self.vz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))
+        self.qx, self.qy, self.qz = (kc.zeros(n, dtype=float, device=device) for _ in range(3))   # pbf_lanes_box
         self.sums = kc.zeros(n, dtype=kc.vec4, device=device)
         self.sum_sq = kc.zeros(n, dtype=float, device=device)
         self.dp = kc.zeros(n, dtype=kc.vec3, device=device)

@@ -33,3 +33,19 @@ def test_taichi_pbf_matches_kernelcore_on_a_small_block():
     kc_pbf.steps(2 + 3)                       # the worker's warm-up plus one sample
     assert res["finite"] and len(res["cpu_samples"]) == 1 and res["cpu_samples"][0] > 0
     assert abs(res["mean_y"] - float(np.mean(kc_pbf.positions()[:, 1]))) < 1e-4
+
+
+def test_same_problem_both_runs_agree_step_for_step():
+    """The benchmark's two solvers solve the same problem: same neighbour counts, same positions."""
+    import pytest
+
+    pytest.importorskip("taichi")
+    import fluids_pbf
+
+    res = fluids_pbf.same_problem(8, (1, 3), lanes=True)
+    for m in ("step_1", "step_3"):
+        r = res[m]
+        assert r["kernelcore_mean_y"] == pytest.approx(r["taichi_mean_y"], rel=1e-3)
+        assert r["max_position_difference_m"] < 1e-5    # float32 rounding of a 1/64 m lattice
+        assert r["kernelcore_neighbors_mean_max"] == r["taichi_neighbors_mean_max"]
+        assert r["kernelcore_compression_max"] == pytest.approx(r["taichi_compression_max"], abs=1e-4)

@@ -167,7 +167,9 @@ class SolverPBF:
             per vector (sim/pbf_lanes.py: neighbour lists padded to a fixed length, bit-identical
             results); steps whose longest neighbour list exceeds pbf_lanes.CAPACITIES (or
             max_neighbors) take the scalar kernels.  Takes precedence over fast_math and pair_cache
-            for those passes (fast_math then applies to the neighbour search only).
+            for those passes (fast_math then applies to the neighbour search only).  Without a ground
+            plane, shapes or bodies, each iteration runs sim/pbf_lanes_box.py's two kernels (the box
+            walls inside the pair loops; the same results; ``solver.box_lanes = False`` turns it off).
         cell_sort: with ``lanes``, sort the particles by cell every step and search the neighbours in
             the sorted cell ranges (sim/pbf_sort.py; same neighbour sets, sums in another order, so
             results differ from ``cell_sort=False`` by rounding); the state keeps the user's order.
@@ -241,6 +243,7 @@ class SolverPBF:
         self._lane_current = self.lane_capacity   # the capacity the lanes run (grow-only when not fixed)
         self._lane_warnings = set()   # reasons already warned about (each once per solver)
         self.cell_sort = cell_sort is None or bool(cell_sort)
+        self.box_lanes = True   # with lanes and no shapes or ground: sim/pbf_lanes_box.py (False: the general lanes)
         if cell_sort and not lanes:
             warnings.warn("SolverPBF(cell_sort=True) has no effect without lanes=True: the scalar kernels "
                           "search the hash grid in the user's particle order", UserWarning, stacklevel=2)
@@ -404,7 +407,14 @@ class SolverPBF:
         x_prev = state_in.particle_q if srt is None else srt.x_prev
         eps = self.relaxation / (self.h * self.h)
         pairs = self._pair_cache(state_in, state_out)
-        for k in range(self.iterations):
+        box_lanes = lanes is not None and self.box_lanes and model.shape_count == 0 and not model.ground
+        if box_lanes:   # the box is the only boundary: two kernels per iteration (sim/pbf_lanes_box.py)
+            from .. import pbf_lanes, pbf_lanes_box
+
+            pbf_lanes_box.iterate(model, positions, vol_k, nbl, buf.lam, self.h, eps, self.scorr_k, self.scorr_dq,
+                                  self.wall_density, self._bounds, self._lane_scratch, lanes,
+                                  pbf_lanes.ModelParticles(model) if srt is None else srt)
+        for k in range(0 if box_lanes else self.iterations):
             if lanes is not None:   # the same multipliers and positions, 8 particles per vector
                 L, scratch = self._lanes_module, self._lane_scratch
                 L.compute_lambda(model, positions[k], vol_k, nbl, self.h, eps, self.wall_density, self._bounds,

@@ -94,3 +94,23 @@ def test_gradient_without_walls_is_one_step_free_flight():
     grad = states[0].particle_qd.grad.numpy()
     np.testing.assert_allclose(grad[:, 0], STEPS * DT / model.particle_count, rtol=1e-5)
     np.testing.assert_allclose(grad[:, 1:], 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(vorticity_confinement=0.5)])
+def test_taped_steps_raise_no_gradless_intermediate_warning(kw, monkeypatch):
+    """The pair cache is off in taped steps; its placeholders must not look like a float intermediate
+    computed from grad arrays (kernelcore/tape.py warns about those: the gradient would stop there)."""
+    import warnings
+
+    import kernelcore.tape as tape_mod
+
+    monkeypatch.setattr(tape_mod, "_warned_gradless", set())   # warnings are once per process
+    model, solver = setup(**kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tape = kc.Tape()
+        loss, states = run(model, solver, model.particle_qd.numpy().astype(np.float64), tape)
+        tape.backward(loss=loss)
+    gradless = [str(w.message) for w in caught if "without requires_grad" in str(w.message)]
+    assert gradless == []
+    assert np.abs(states[0].particle_qd.grad.numpy()).max() > 0

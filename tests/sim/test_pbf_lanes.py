@@ -61,6 +61,35 @@ def test_lanes_steps_are_bit_identical_to_scalar_steps():
     np.testing.assert_array_equal(v1, v_ref)
 
 
+@pytest.mark.parametrize("cell_sort", [False, True])
+def test_box_only_lanes_match_the_general_lanes_bit_for_bit(cell_sort, monkeypatch):
+    """No shapes, no ground: the walls and the box projection run inside the vectorised pair kernels
+    (sim/pbf_lanes_box.py), with the same operations as the general lanes' finish kernels."""
+    from sim import pbf_lanes_box
+
+    calls = []
+    real = pbf_lanes_box.iterate
+    monkeypatch.setattr(pbf_lanes_box, "iterate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = []
+    for box in (True, False):
+        model, solver, states = spinning_block(6, 0.02, True, cell_sort=cell_sort)
+        solver.box_lanes = box
+        for _ in range(8):
+            solver.step(model, states[0], states[1], None, 2e-3)
+            states.reverse()
+        res.append((states[0].particle_q.numpy().copy(), states[0].particle_qd.numpy().copy()))
+    assert len(calls) == 8, "the box-only kernels must run in the box_lanes steps only"
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])
+
+
+def test_box_only_lanes_do_not_run_with_a_ground_or_shapes(monkeypatch):
+    from sim import pbf_lanes_box
+
+    monkeypatch.setattr(pbf_lanes_box, "iterate", lambda *a, **k: pytest.fail("box-only lanes with a shape"))
+    run(True, steps=2, shapes=lambda b: b.add_shape_sphere(pos=(0.16, 0.03, 0.06), radius=0.03))
+
+
 def test_lanes_with_static_and_body_shapes_are_bit_identical():
     """Walls counted as fluid, a static sphere and a free box (the fluid's reaction on it): the
     per-particle parts after the pair sums (lambda_finish_kernel, delta_finish_kernel)."""
@@ -193,5 +222,16 @@ def _vectorised_loops(kernel, tmp_path):
 @pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["lambda_pairs", "delta_pairs", "vorticity_pairs", "finish_pairs"])
 def test_lane_kernels_are_vectorised(which, tmp_path):
     kernel = pbf_lanes.pair_kernels(56)[which]   # the tests' one lanes module (spinning_block), also for the NVRTC gate
+    assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
+    assert _vectorised_loops(kernel, tmp_path) >= 1
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["lambda_box", "delta_box"])
+def test_box_only_lane_kernels_are_vectorised(which, tmp_path):
+    """sim/pbf_lanes_box.py: the walls and the box clamp inside the loop must not stop GCC (selects on
+    vec3 values and vec3 min / max did)."""
+    from sim import pbf_lanes_box
+
+    kernel = pbf_lanes_box.box_kernels(56)[which]
     assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
     assert _vectorised_loops(kernel, tmp_path) >= 1
