@@ -195,7 +195,7 @@ def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.ve
         count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
             mode, many, best, d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset,
             ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material,
-            shape_mesh, material_restitution, material_mu, look, shape_info)
+            shape_mesh, material_restitution, material_mu, look, shape_info, com_b * 0.0, com_b * 0.0, FAR)  # all
         if mode == 0 and candidates > MAX_CONTACTS:
             many = 1
     # the centre of the kept points' extent across the normal (their bounding rectangle along t1, t2):
