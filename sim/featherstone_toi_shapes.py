@@ -177,10 +177,11 @@ def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.ve
                                     shape_scale, 0, skip, 0, shape_mesh, look, shape_mesh[sh], shape_info[sh],
                                     PRIMITIVE_SPAN)
     rot = kc.quat_to_matrix(qs)
+    # every near point joins (no approach-speed rule here: v = w = 0, slow = FAR)
     count, nx, ny, nz, rx, ry, rz, mu, e = gather_manifold_passes(
         d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset, ground_material,
         shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
-        material_restitution, material_mu, look, shape_info)
+        material_restitution, material_mu, look, shape_info, com_b * 0.0, com_b * 0.0, FAR)
     # the centre of the kept points' extent across the normal (their bounding rectangle along t1, t2):
     # the face centre of a box or hull landing flat whichever of the tied points the slots took (their
     # plain mean leans towards an edge where several candidates tie), an edge's midpoint, a corner
