@@ -1,8 +1,9 @@
-"""What SolverFeatherstone's fused link-static contacts share (funcs): the static collider of a pair, a
-link shape's world frame and bounding radius, and the penalty wrench of one contact point.
+"""What SolverFeatherstone's fused link contacts share (funcs): the static collider of a pair, a link
+shape's world frame, bounding radius and contact point count, and the penalty wrench of one contact point.
 
-Used by sim/featherstone_contacts.py (primitive links against the ground and static primitives) and
-sim/featherstone_mesh_contacts.py (static triangle meshes and mesh links).
+Used by sim/featherstone_contacts.py (primitive links against the ground and static primitives),
+sim/featherstone_mesh_contacts.py (static triangle meshes and mesh links) and
+sim/featherstone_self_contacts.py (link-link pairs).
 """
 from __future__ import annotations
 
@@ -26,6 +27,20 @@ def link_shape_bound(kind: int, scale: kc.vec3, info: kc.vec3) -> float:
     elif kind == MESH:
         r = info[2]
     return r
+
+
+@kc.func
+def link_point_count(kind: int, info: kc.vec3) -> int:
+    """Contact points of a link shape: a mesh's vertices (``info``: its mesh info, as :func:`link_shape_bound`),
+    a box's corners, a capsule's ends, a sphere's centre (sim/collide_bodies.py ``shape_point``)."""
+    count = 1
+    if kind == CAPSULE:
+        count = 2
+    elif kind == BOX:
+        count = 8
+    elif kind == MESH:
+        count = int(info[0])
+    return count
 
 
 @kc.func

@@ -37,25 +37,11 @@ import numpy as np
 import kernelcore as kc
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
-from .collide_bodies import BOX, CAPSULE, SPHERE, shape_point, static_distance
+from .collide_bodies import SPHERE, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
-from .featherstone_link_points import MESH, link_shape_bound, link_shape_frame, point_wrench, static_collider
+from .featherstone_link_points import (MESH, link_point_count, link_shape_bound, link_shape_frame, point_wrench,
+                                      static_collider)
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-
-
-@kc.func
-def link_point_count(kind: int, c_kind: int, info: kc.vec3) -> int:
-    """Contact points of a link shape against a static collider of kind ``c_kind`` (module docstring)."""
-    count = 1
-    if kind == CAPSULE:
-        count = 2
-    elif kind == BOX:
-        count = 8
-    elif kind == MESH:
-        count = int(info[0])
-        if c_kind == SPHERE:
-            count = 1
-    return count
 
 
 @kc.func
@@ -101,7 +87,10 @@ def mesh_pair_contact_wrench(
         inv_inertia_world = rot * body_inv_inertia[b] * kc.transpose(rot)
         # query radius beyond a point's own: the reach, and some overlap to recover from (as the rigid solver)
         margin = reach + 0.5 * radius
-        for k in range(link_point_count(kind, c_kind, info)):
+        count = link_point_count(kind, info)
+        if kind == MESH and c_kind == SPHERE:
+            count = 1  # the sphere's centre against the link's mesh
+        for k in range(count):
             gap = FAR
             n = kc.vec3(0.0, 1.0, 0.0)
             contact = pos_s

@@ -7,14 +7,20 @@ at the joint by design).
 Sorted by articulation, they are handled by the articulation's own thread in the step
 launch, so the wrench on each link and its reaction on the other need no atomics.
 
-The narrow phase is that of sim/collide_body_pairs.py: two round shapes (sphere,
-capsule) by the closest points of their core segments; a round shape against a box by
-its centre / capsule ends against the box's signed distance; a box against a capsule or
-box by its eight corners, and two boxes also edge to edge (separating-axis test).  A pair
-with a mesh shape (:func:`add_mesh_link_pair_contacts`): each shape's points (a mesh's vertices,
-a primitive's ``shape_point``s with their radius) against the other's signed distance (a mesh's
-through its BVH, sim/collide_mesh.py ``mesh_surface_distance``), once the shapes' bounding balls
-are within reach; a mesh's edges crossing the other's face between vertices are not seen.  Each
+The narrow phase: two round shapes (sphere, capsule) by the closest points of their core
+segments; a round shape against a box by its centre / capsule ends against the box's signed
+distance; a box against a capsule by its eight corners (as sim/collide_body_pairs.py).  Two
+boxes by the separating-axis test (:func:`box_link_pair_wrenches`): edge to edge when an edge axis
+separates them most, else the incident face clipped to the reference face
+(sim/collide_box_faces.py), since the corners of two boxes of equal extent lie on each other's
+faces at distance 0.  A pair with a mesh shape (:func:`add_mesh_link_pair_contacts`): each
+shape's points (a mesh's vertices, a primitive's ``shape_point``s with their radius) against the
+other's signed distance (a mesh's through its BVH, sim/collide_mesh.py ``mesh_surface_distance``),
+once the shapes' bounding balls are within reach.  Two convex meshes give a vertex on or inside
+the other hull the pair's axis of least overlap (sim/collide_hull_pairs.py), for the same reason
+as boxes, and each one's edges get contacts where they cross into the other hull
+(sim/collide_hull_edges.py); a non-convex mesh's edges crossing the other's face between
+vertices are not seen.  Each
 contact's force is the contact law of sim/contact.py (the materials of both shapes
 averaged) on the relative velocity of the two surface points, with the sum of both
 links' effective inverse masses along the normal; it acts on link a and its reaction on
@@ -28,12 +34,16 @@ import kernelcore as kc
 
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
-from .collide_bodies import (BOX, CAPSULE, MAX_POINTS, SPHERE, box_edge_contact, segment_params, shape_point,
+from .collide_bodies import (BOX, CAPSULE, MAX_POINTS, box_edge_contact, segment_params, shape_point,
                              spatial_wrench, static_distance)
+from .collide_body_mesh import COINCIDENT, HULL_SKIN
 from .collide_body_pairs import core_half_axis, pair_relative_velocity
+from .collide_box_faces import box_face_axis, box_face_manifold
+from .collide_hull_edges import hull_edge_crossings
+from .collide_hull_pairs import hull_extent, hull_has_vertex_near, hull_pair_normal, shape_convex_flags
 from .collide_mesh import FAR, mesh_surface_distance
 from .contact import mixed_contact_force
-from .featherstone_link_points import MESH, link_shape_bound
+from .featherstone_link_points import MESH, link_point_count, link_shape_bound
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 
 POINTS = kc.constant(MAX_POINTS)
@@ -43,8 +53,8 @@ POINTS = kc.constant(MAX_POINTS)
 def point_against(k: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, kb: int, pos_b: kc.vec3,
                   rot_b: kc.mat33, scale_b: kc.vec3):
     """Contact point ``k`` of shape a against shape b's signed distance, when the pair uses a's
-    points (a round shape against a box, a box against a capsule or box): (found, normal from b
-    to a, gap [m], contact point on a's surface)."""
+    points (a round shape against a box, a box against a capsule): (found, normal from b to a,
+    gap [m], contact point on a's surface)."""
     found = int(0)
     n = kc.vec3(0.0, 1.0, 0.0)
     gap = float(1.0e30)
@@ -53,7 +63,7 @@ def point_against(k: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.
     if ka != BOX:
         if kb == BOX:
             uses = 1
-    elif kb != SPHERE:
+    elif kb == CAPSULE:
         uses = 1
     if uses != 0:
         pt = shape_point(ka, scale_a, k)
@@ -94,17 +104,98 @@ def link_contact_force(n: kc.vec3, gap: float, contact: kc.vec3, ba: int, bb: in
 
 
 @kc.func
-def link_point_count(kind: int, info: kc.vec3) -> int:
-    """Contact points of a link shape against another link: a mesh's vertices (``info``: its mesh info),
-    a box's corners, a capsule's ends, a sphere's centre (sim/collide_bodies.py ``shape_point``)."""
-    count = 1
-    if kind == CAPSULE:
-        count = 2
-    elif kind == BOX:
-        count = 8
-    elif kind == MESH:
-        count = int(info[0])
-    return count
+def hull_point_gap(side: int, x: kc.vec3, n_h: kc.vec3, low_a: float, top_b: float):
+    """(normal [unit], gap [m], < 0: inside) of a contact point ``x`` of hull pair (a, b) along the pair's
+    axis of least overlap ``n_h`` (from b to a): a's point (``side`` 0) against b's support plane
+    ``top_b`` [m] along it, or b's point (``side`` 1) against a's ``low_a``."""
+    n = n_h
+    gap = kc.dot(n_h, x) - top_b
+    if side == 1:
+        n = -n_h
+        gap = low_a - kc.dot(n_h, x)
+    return n, gap
+
+
+@kc.func
+def pair_point_wrenches(side: int, n: kc.vec3, gap: float, contact: kc.vec3, ba: int, bb: int, ma: int, mb: int,
+                        com_a: kc.vec3, com_b: kc.vec3, body_q: kc.array(dtype=kc.transform),
+                        body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+                        body_inv_mass: kc.array(dtype=float), body_inv_inertia: kc.array(dtype=kc.mat33),
+                        cohesion_reach: float, material_ke: kc.array(dtype=float),
+                        material_damping_ratio: kc.array(dtype=float), material_mu: kc.array(dtype=float),
+                        material_cohesion: kc.array(dtype=float), material_cohesion_distance: kc.array(dtype=float),
+                        dt: float):
+    """Wrenches on links a and b (materials ``ma``, ``mb``, centres of mass ``com_a``, ``com_b`` [m]) of one
+    contact: ``side`` 0: a point of link a, normal ``n`` from b to a; 1: a point of link b, normal from a
+    to b.  The force on the point's link, its reaction on the other."""
+    b1 = ba
+    b2 = bb
+    m1 = ma
+    m2 = mb
+    if side == 1:
+        b1 = bb
+        b2 = ba
+        m1 = mb
+        m2 = ma
+    f = link_contact_force(n, gap, contact, b1, b2, m1, m2, body_q, body_qd, body_com, body_inv_mass,
+                           body_inv_inertia, cohesion_reach, material_ke, material_damping_ratio, material_mu,
+                           material_cohesion, material_cohesion_distance, dt)
+    if side == 1:
+        f = -f
+    return spatial_wrench(f, contact - com_a), spatial_wrench(-f, contact - com_b)
+
+
+@kc.func
+def box_link_pair_wrenches(ba: int, bb: int, ma: int, mb: int, pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3,
+                           pos_b: kc.vec3, rot_b: kc.mat33, half_b: kc.vec3, body_q: kc.array(dtype=kc.transform),
+                           body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+                           body_inv_mass: kc.array(dtype=float), body_inv_inertia: kc.array(dtype=kc.mat33),
+                           cohesion_reach: float, material_ke: kc.array(dtype=float),
+                           material_damping_ratio: kc.array(dtype=float), material_mu: kc.array(dtype=float),
+                           material_cohesion: kc.array(dtype=float),
+                           material_cohesion_distance: kc.array(dtype=float), dt: float):
+    """Wrenches on links a and b (force [N], torque about each centre of mass [N m]) of two box shapes
+    (world ``pos``, ``rot``, half extents ``half`` [m]): the edge-edge contact when an edge axis separates
+    them most, else the face manifold of sim/collide_box_faces.py (the incident box's clipped face
+    against the reference box's; the force on the incident box, its reaction on the other)."""
+    wa = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    wb = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    com_a = kc.transform_point(body_q[ba], body_com[ba])
+    com_b = kc.transform_point(body_q[bb], body_com[bb])
+    gap_e, n_e, contact_e, found_e = box_edge_contact(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
+    if found_e != 0:
+        wa, wb = pair_point_wrenches(0, n_e, gap_e, contact_e, ba, bb, ma, mb, com_a, com_b, body_q, body_qd,
+                                     body_com, body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
+                                     material_damping_ratio, material_mu, material_cohesion,
+                                     material_cohesion_distance, dt)
+    else:
+        face = box_face_axis(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
+        # reference box r (owner of the face axis), incident box i whose points take the force (side 1: b)
+        side = int(0)
+        if face[0] < 0.5:
+            side = 1
+        pos_r = pos_b
+        rot_r = rot_b
+        half_r = half_b
+        pos_i = pos_a
+        rot_i = rot_a
+        half_i = half_a
+        if side != 0:
+            pos_r = pos_a
+            rot_r = rot_a
+            half_r = half_a
+            pos_i = pos_b
+            rot_i = rot_b
+            half_i = half_b
+        count, x, y, z, gap, n = box_face_manifold(pos_r, rot_r, half_r, int(face[1]), pos_i, rot_i, half_i)
+        for k in range(count):
+            w1, w2 = pair_point_wrenches(side, n, gap[k], kc.vec3(x[k], y[k], z[k]), ba, bb, ma, mb, com_a, com_b,
+                                         body_q, body_qd, body_com, body_inv_mass, body_inv_inertia, cohesion_reach,
+                                         material_ke, material_damping_ratio, material_mu, material_cohesion,
+                                         material_cohesion_distance, dt)
+            wa = wa + w1
+            wb = wb + w2
+    return wa, wb
 
 
 @kc.func
@@ -140,19 +231,25 @@ def point_against_link_shape(k: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, s
 
 @kc.func
 def add_mesh_link_pair_contacts(
-        sa: int, sb: int, body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
-        body_com: kc.array(dtype=kc.vec3), body_inv_mass: kc.array(dtype=float),
-        body_inv_inertia: kc.array(dtype=kc.mat33), shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
-        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+        sa: int, sb: int, hulls: int, body_q: kc.array(dtype=kc.transform),
+        body_qd: kc.array(dtype=kc.spatial_vector), body_com: kc.array(dtype=kc.vec3),
+        body_inv_mass: kc.array(dtype=float), body_inv_inertia: kc.array(dtype=kc.mat33),
+        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+        shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
         shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
         shape_info: kc.array(dtype=kc.vec3), cohesion_reach: float, material_ke: kc.array(dtype=float),
         material_damping_ratio: kc.array(dtype=float), material_mu: kc.array(dtype=float),
         material_cohesion: kc.array(dtype=float), material_cohesion_distance: kc.array(dtype=float), dt: float,
         wrenches: kc.array(dtype=kc.spatial_vector)):
     """Add the contact wrenches of the self pair (``sa``, ``sb``), one of them a mesh link shape, to both
-    links' ``wrenches``: each shape's points (:func:`link_point_count`) against the other's signed
-    distance, the force on the point's link and its reaction on the other.  Skipped when the shapes'
-    bounding balls are out of the contact law's reach."""
+    links' ``wrenches``: each shape's points (sim/featherstone_link_points.py ``link_point_count``)
+    against the other's signed distance, the force on the point's link and its reaction on the other.
+    ``hulls`` 1: both are convex meshes, and a vertex on or inside the other hull takes the pair's axis
+    of least overlap as its normal and its depth below the other hull's support plane along it as its
+    gap (sim/collide_hull_pairs.py: equal hulls side by side have their vertices on each other's
+    coplanar faces, at distance 0), and so do the points where each hull's edges cross into the other
+    (sim/collide_hull_edges.py).  Skipped when the shapes' bounding balls are out of the contact law's
+    reach."""
     ba = shape_body[sa]
     bb = shape_body[sb]
     tfa = body_q[ba]
@@ -172,6 +269,19 @@ def add_mesh_link_pair_contacts(
     if kc.length(pos_a - pos_b) - bound_a - bound_b <= reach:
         wa = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         wb = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        # the hull pair's axis of least overlap (normal from b to a) and both hulls' support planes along it
+        n_h = kc.vec3(0.0, 1.0, 0.0)
+        low_a = float(0.0)
+        top_b = float(0.0)
+        if hulls != 0:
+            rot_a = kc.quat_to_matrix(kc.transform_get_rotation(tfa)) * shape_rot[sa]
+            rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
+            nva = int(shape_info[sa][0])
+            nvb = int(shape_info[sb][0])
+            n_h = hull_pair_normal(shape_mesh[sa], nva, int(shape_info[sa][1]), pos_a, rot_a, shape_mesh[sb], nvb,
+                                   int(shape_info[sb][1]), pos_b, rot_b)
+            low_a = hull_extent(shape_mesh[sa], nva, pos_a, rot_a, n_h)[0]
+            top_b = hull_extent(shape_mesh[sb], nvb, pos_b, rot_b, n_h)[1]
         sides = int(2)  # a runtime bound: the body is not unrolled twice
         for side in range(sides):  # a's points against b, then b's points against a
             s1 = sa
@@ -187,29 +297,53 @@ def add_mesh_link_pair_contacts(
             p2 = kc.transform_point(body_q[b2], shape_pos[s2])
             r1 = kc.quat_to_matrix(kc.transform_get_rotation(body_q[b1])) * shape_rot[s1]
             r2 = kc.quat_to_matrix(kc.transform_get_rotation(body_q[b2])) * shape_rot[s2]
-            c1 = com_a
-            c2 = com_b
+            skin = HULL_SKIN * bound_a
+            bound2 = bound_b
             if side == 1:
-                c1 = com_b
-                c2 = com_a
+                skin = HULL_SKIN * bound_b
+                bound2 = bound_a
             # round shapes against each other: handled by the round shape's point against the mesh (a mesh
             # vertex against a sphere is counted too: a vertex poking into it)
             for k in range(link_point_count(k1, shape_info[s1])):
                 gap, n, contact = point_against_link_shape(k, k1, p1, r1, shape_scale[s1], shape_mesh[s1], k2, p2, r2,
                                                            shape_scale[s2], shape_mesh[s2], reach)
+                if hulls != 0 and gap <= skin:
+                    n, gap = hull_point_gap(side, contact, n_h, low_a, top_b)
+                    if side == 1:
+                        if hull_has_vertex_near(contact, shape_mesh[sa], int(shape_info[sa][0]), p2, r2,
+                                                COINCIDENT * bound_a) != 0:
+                            gap = FAR  # a's vertex here is the contact already: not twice the stiffness
                 if gap < reach:
-                    f = link_contact_force(n, gap, contact, b1, b2, shape_material[s1], shape_material[s2], body_q,
-                                           body_qd, body_com, body_inv_mass, body_inv_inertia, cohesion_reach,
-                                           material_ke, material_damping_ratio, material_mu, material_cohesion,
-                                           material_cohesion_distance, dt)
-                    w1 = spatial_wrench(f, contact - c1)
-                    w2 = spatial_wrench(-f, contact - c2)
-                    if side == 0:
-                        wa = wa + w1
-                        wb = wb + w2
-                    else:
-                        wb = wb + w1
-                        wa = wa + w2
+                    w1, w2 = pair_point_wrenches(side, n, gap, contact, ba, bb, shape_material[sa],
+                                                 shape_material[sb], com_a, com_b, body_q, body_qd, body_com,
+                                                 body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
+                                                 material_damping_ratio, material_mu, material_cohesion,
+                                                 material_cohesion_distance, dt)
+                    wa = wa + w1
+                    wb = wb + w2
+            if hulls != 0 and low_a < top_b:
+                # s1's edges where they cross into s2 (sim/collide_hull_edges.py): no vertex sees them; none
+                # while the pair's axis separates the hulls
+                for e in range(3 * int(shape_info[s1][1])):
+                    enters, x_in, leaves, x_out = hull_edge_crossings(shape_mesh[s1], e, p1, r1, shape_mesh[s2],
+                                                                      int(shape_info[s2][1]), p2, r2, bound2)
+                    ends = int(2)
+                    for end in range(ends):
+                        x = x_in
+                        crosses = enters
+                        if end == 1:
+                            x = x_out
+                            crosses = leaves
+                        if crosses != 0:
+                            n, gap = hull_point_gap(side, x, n_h, low_a, top_b)
+                            if gap < reach:
+                                w1, w2 = pair_point_wrenches(side, n, gap, x, ba, bb, shape_material[sa],
+                                                             shape_material[sb], com_a, com_b, body_q, body_qd,
+                                                             body_com, body_inv_mass, body_inv_inertia, cohesion_reach,
+                                                             material_ke, material_damping_ratio, material_mu,
+                                                             material_cohesion, material_cohesion_distance, dt)
+                                wa = wa + w1
+                                wb = wb + w2
         wrenches[ba] = wrenches[ba] + wa
         wrenches[bb] = wrenches[bb] + wb
 
@@ -231,8 +365,12 @@ def add_link_pair_contacts(
     sim/toi_mesh_body.py's mesh_shape_info of every shape."""
     sa = self_shape_a[p]
     sb = self_shape_b[p]
+    hulls = int(0)
+    if sb < 0:  # two convex meshes (:func:`self_contact_pairs`)
+        sb = -1 - sb
+        hulls = 1
     if shape_type[sa] == MESH or shape_type[sb] == MESH:
-        add_mesh_link_pair_contacts(sa, sb, body_q, body_qd, body_com, body_inv_mass, body_inv_inertia, shape_type,
+        add_mesh_link_pair_contacts(sa, sb, hulls, body_q, body_qd, body_com, body_inv_mass, body_inv_inertia, shape_type,
                                     shape_body, shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
                                     shape_info, cohesion_reach, material_ke, material_damping_ratio, material_mu,
                                     material_cohesion, material_cohesion_distance, dt, wrenches)
@@ -290,43 +428,46 @@ def add_primitive_link_pair_contacts(
                                material_mu, material_cohesion, material_cohesion_distance, dt)
         wa = wa + spatial_wrench(f, contact - com_a)
         wb = wb + spatial_wrench(-f, contact - com_b)
+    elif ka == BOX and kb == BOX:
+        wa, wb = box_link_pair_wrenches(ba, bb, ma, mb, pos_a, rot_a, scale_a, pos_b, rot_b, scale_b, body_q, body_qd,
+                                        body_com, body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
+                                        material_damping_ratio, material_mu, material_cohesion,
+                                        material_cohesion_distance, dt)
     else:
-        for k in range(POINTS):
-            # a's points against b (force on a), then b's points against a (force on b)
-            found, n, gap, contact = point_against(k, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b)
+        # a round shape and a box: the round shape's points against the box, the box's corners against a capsule
+        points = int(2 * POINTS)  # a runtime bound: the body is not unrolled 16 times
+        for j in range(points):
+            # a's points against b (side 0: force on a), then b's points against a (side 1: force on b)
+            side = j // POINTS
+            found = int(0)
+            n = kc.vec3(0.0, 1.0, 0.0)
+            gap = float(FAR)
+            contact = pos_a
+            if side == 0:
+                found, n, gap, contact = point_against(j, ka, pos_a, rot_a, scale_a, kb, pos_b, rot_b, scale_b)
+            else:
+                found, n, gap, contact = point_against(j - POINTS, kb, pos_b, rot_b, scale_b, ka, pos_a, rot_a, scale_a)
             if found != 0:
-                f = link_contact_force(n, gap, contact, ba, bb, ma, mb, body_q, body_qd, body_com, body_inv_mass,
-                                       body_inv_inertia, cohesion_reach, material_ke, material_damping_ratio,
-                                       material_mu, material_cohesion, material_cohesion_distance, dt)
-                wa = wa + spatial_wrench(f, contact - com_a)
-                wb = wb + spatial_wrench(-f, contact - com_b)
-            found2, n2, gap2, contact2 = point_against(k, kb, pos_b, rot_b, scale_b, ka, pos_a, rot_a, scale_a)
-            if found2 != 0:
-                f2 = link_contact_force(n2, gap2, contact2, bb, ba, mb, ma, body_q, body_qd, body_com, body_inv_mass,
-                                        body_inv_inertia, cohesion_reach, material_ke, material_damping_ratio,
-                                        material_mu, material_cohesion, material_cohesion_distance, dt)
-                wb = wb + spatial_wrench(f2, contact2 - com_b)
-                wa = wa + spatial_wrench(-f2, contact2 - com_a)
-        if ka == BOX and kb == BOX:
-            gap_e, n_e, contact_e, found_e = box_edge_contact(pos_a, rot_a, scale_a, pos_b, rot_b, scale_b)
-            if found_e != 0:
-                f = link_contact_force(n_e, gap_e, contact_e, ba, bb, ma, mb, body_q, body_qd, body_com,
-                                       body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
-                                       material_damping_ratio, material_mu, material_cohesion,
-                                       material_cohesion_distance, dt)
-                wa = wa + spatial_wrench(f, contact_e - com_a)
-                wb = wb + spatial_wrench(-f, contact_e - com_b)
+                w1, w2 = pair_point_wrenches(side, n, gap, contact, ba, bb, ma, mb, com_a, com_b, body_q, body_qd,
+                                             body_com, body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
+                                             material_damping_ratio, material_mu, material_cohesion,
+                                             material_cohesion_distance, dt)
+                wa = wa + w1
+                wb = wb + w2
     wrenches[ba] = wrenches[ba] + wa
     wrenches[bb] = wrenches[bb] + wb
 
 
 def self_contact_pairs(model, body_joint, enabled: bool):
     """(self_shape_a, self_shape_b, art_self_start (A+1,)) kc int arrays: the link-link shape pairs of
-    each articulation (module docstring), sorted by articulation; empty when not ``enabled``."""
+    each articulation (module docstring), sorted by articulation; empty when not ``enabled``.  A pair
+    of two convex mesh shapes has ``-1 - sb`` in ``self_shape_b`` (:func:`add_mesh_link_pair_contacts`'s
+    ``hulls``)."""
     pairs = []
     if enabled and model.shape_count:
         shape_body = model.shape_body.numpy()
         shape_type = model.shape_type.numpy()
+        convex = shape_convex_flags(model)
         parent = model.joint_parent.numpy()
         art_of_joint = model.joint_articulation.numpy()
         by_art = {}
@@ -341,7 +482,7 @@ def self_contact_pairs(model, body_joint, enabled: bool):
                     ba, bb = int(shape_body[sa]), int(shape_body[sb])
                     if ba == bb or parent[body_joint[bb]] == ba or parent[body_joint[ba]] == bb:
                         continue
-                    pairs.append((a, sa, sb))
+                    pairs.append((a, sa, -1 - sb if convex[sa] and convex[sb] else sb))
     table = np.array(pairs, np.int32).reshape(-1, 3)
     start = np.searchsorted(table[:, 0], np.arange(model.articulation_count + 1)).astype(np.int32)
     dev = model.device
