@@ -72,6 +72,8 @@ def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.
     p = kc.tid()
     inv_dx = 1.0 / dx
     bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
     aq = adj_q_out[p]
     av = adj_qd_out[p]
     aC = adj_C_out[p]
@@ -111,6 +113,8 @@ def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.
     mp = mass[p]
     A = kc.mat22(affine[p, 0] * dx, affine[p, 1] * dx, affine[p, 3] * dx, affine[p, 4] * dx)
     bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
     vp = qd[p]
     mv = kc.vec2(vp[0], vp[1]) * mp
     a_mv = kc.vec2(0.0, 0.0)

@@ -167,8 +167,8 @@ def g2p_2d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, nd
     xp = x - grid_lower
     gx = xp[0] * inv_dx
     gy = xp[1] * inv_dx
-    bx = stencil_base(gx, nx)
-    by = stencil_base(gy, ny)
+    bx = kc.max(stencil_base(gx, nx), 0)   # known >= 0: no negative-index wrap per grid read
+    by = kc.max(stencil_base(gy, ny), 0)
     fx = kc.vec2(gx - float(bx), gy - float(by))
     wx = bspline_weights(fx[0])
     wy = bspline_weights(fx[1])
