@@ -72,6 +72,8 @@ def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.
     p = kc.tid()
     inv_dx = 1.0 / dx
     bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
     aq = adj_q_out[p]
     av = adj_qd_out[p]
     aC = adj_C_out[p]
@@ -105,12 +107,15 @@ def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.
     """The adjoint of mpm_transfer.p2g_scatter_2d_kernel: a gather of the grid's adjoints into
     the particles' (``adj_mass``: a scratch array when the masses take no gradient).  The affine
     matrices and their adjoints come as (n, 9) float rows (``float_rows``: GCC vectorises those
-    loads across particles, not mat33 ones)."""
+    loads across particles, not mat33 ones); their 2 x 2 blocks are overwritten (the scatter is
+    the affine matrix's only reader, so its adjoint is this kernel's alone)."""
     p = kc.tid()
     inv_dx = 1.0 / dx
     mp = mass[p]
     A = kc.mat22(affine[p, 0] * dx, affine[p, 1] * dx, affine[p, 3] * dx, affine[p, 4] * dx)
     bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
     vp = qd[p]
     mv = kc.vec2(vp[0], vp[1]) * mp
     a_mv = kc.vec2(0.0, 0.0)
@@ -132,10 +137,11 @@ def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.
     adj_q[p] = adj_q[p] + kc.vec3(a_fx[0] * inv_dx, a_fx[1] * inv_dx, 0.0)
     adj_qd[p] = adj_qd[p] + kc.vec3(a_mv[0] * mp, a_mv[1] * mp, 0.0)
     adj_mass[p] = adj_mass[p] + a_m + kc.dot(a_mv, kc.vec2(vp[0], vp[1]))
-    adj_affine[p, 0] = adj_affine[p, 0] + a_A[0, 0] * dx
-    adj_affine[p, 1] = adj_affine[p, 1] + a_A[0, 1] * dx
-    adj_affine[p, 3] = adj_affine[p, 3] + a_A[1, 0] * dx
-    adj_affine[p, 4] = adj_affine[p, 4] + a_A[1, 1] * dx
+    # set, not added: the scatter is the affine matrix's only reader in a step
+    adj_affine[p, 0] = a_A[0, 0] * dx
+    adj_affine[p, 1] = a_A[0, 1] * dx
+    adj_affine[p, 3] = a_A[1, 0] * dx
+    adj_affine[p, 4] = a_A[1, 1] * dx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -255,11 +261,13 @@ stress_log_j_2d_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small 
 def material_gradients_kernel(material: kc.array(dtype=kc.int32), adj_E_p: kc.array(dtype=float),
                               adj_nu_p: kc.array(dtype=float), adj_E: kc.array(dtype=float),
                               adj_nu: kc.array(dtype=float)):
-    """Adds each particle's share of the E and nu adjoints into its material's."""
+    """Adds each particle's share of the E and nu adjoints into its material's, and clears the shares."""
     p = kc.tid()
     mi = material[p]
     kc.atomic_add(adj_E, mi, adj_E_p[p])
     kc.atomic_add(adj_nu, mi, adj_nu_p[p])
+    adj_E_p[p] = 0.0
+    adj_nu_p[p] = 0.0
 
 
 # one thread: a few adds per particle into one entry per material, for which a second thread's
@@ -352,7 +360,8 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     scatter (which reads the affine matrix's upper-left 2 x 2 block only): from the adjoints of
     ``A = -dt V (4 / dx^2) tau + m C`` (``adj_affine``), F_out and Jp_out (all three consumed,
     as by a store's adjoint) to those of C, F, Jp, m, V, the actuation, and each particle's
-    share of E's and nu's (``adj_E_p``, ``adj_nu_p``: overwritten).  ``log_J``: log(max(J, 1e-4))
+    share of E's and nu's (``adj_E_p``, ``adj_nu_p``: added into, summed per material once per
+    backward pass by material_gradients_kernel).  ``log_J``: log(max(J, 1e-4))
     of the updated F per particle (stress_log_j_2d_kernel; GCC has no vector log without
     -ffast-math, so a log here would keep the loop scalar).
 
@@ -455,8 +464,8 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     # Lame parameters from E and nu
     # Lame parameters from E and nu: this particle's share, summed per material by
     # material_gradients_kernel (atomics in this loop would keep GCC from vectorising it)
-    adj_E_p[p] = a_mu * k_mu + a_la * k_la
-    adj_nu_p[p] = -a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om)
+    adj_E_p[p] = adj_E_p[p] + a_mu * k_mu + a_la * k_la
+    adj_nu_p[p] = adj_nu_p[p] - a_mu * E * k_mu / op + a_la * E * (1.0 + 2.0 * nu * nu) / (op * op * om * om)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -464,7 +473,8 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
 # ------------------------------------------------------------------------------------------------
 class _Buffers:
     """Stand-ins for gradient arrays that do not exist (an input without requires_grad):
-    ``sink`` ones are only added into (never read), ``zeros`` ones are read and stay zero."""
+    ``sink`` ones are only added into (never read), ``zeros`` ones are read and stay zero; and
+    scratch arrays a step's backward uses and leaves (the grid's adjoints, kinds ``adj_*``)."""
 
     def __init__(self):
         self._arrays = {}
@@ -581,39 +591,53 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     s_in, s_out = state_in, state_out
 
     def backward():
+        # the grid's adjoints live only inside this call: scratch arrays shared by every step
+        # (warm in cache, and never left for Tape.zero to clear), used in the box only.  adj_v
+        # is zero between calls: made so, the G2P adjoint adds into it and the grid update's
+        # clears what it read (the same box); a launch that fails in between clears it all
+        adj_v, adj_mv, adj_m = (_buffers.get(kind, a) for kind, a in
+                                (("adj_grid_v", grid.v), ("adj_grid_mv", grid.mv), ("adj_grid_m", grid.m)))
+        try:
+            adjoints(adj_v, adj_mv, adj_m)
+        except BaseException:
+            adj_v.zero_()
+            for a in material_shares(model):
+                a.zero_()
+            raise
+
+    def adjoints(adj_v, adj_mv, adj_m):
         kc.launch(g2p_2d_adjoint_kernel, dim=n,
                   inputs=[s_in.particle_q, grid.v, grid.lower, grid.dx, nx, ny, float(dt),
                           _adj_in(s_out.particle_q), _adj_in(s_out.particle_qd), _adj_in(s_out.particle_C),
-                          _adj_out(s_in.particle_q), grid.v.grad], device=device, record_tape=False)
+                          _adj_out(s_in.particle_q), adj_v], device=device, record_tape=False)
         kc.launch(grid_update_2d_adjoint_kernel, dim=shape,
                   inputs=[grid.mv, grid.m, float(solver.min_node_mass), solver.gravity, float(dt), nx, ny, grid.pad,
                           solver.boundary, float(solver.friction), int(model.ground), model.ground_normal,
-                          float(model.ground_offset), grid.lower, grid.dx, *lo, grid.v.grad, grid.mv.grad,
-                          grid.m.grad], device=device, record_tape=False)
+                          float(model.ground_offset), grid.lower, grid.dx, *lo, adj_v, adj_mv, adj_m],
+                  device=device, record_tape=False)
         affine = grid.affine
+        # neo-Hookean: the affine matrices' adjoint, too, is read by this call alone (the hand
+        # stress adjoint below); the automatic one of other materials reads affine.grad
+        adj_affine = _buffers.get("adj_affine", float_rows(affine)) if neo_hookean else float_rows(affine.grad)
         kc.launch(scatter_2d_adjoint_kernel, dim=n,
                   inputs=[s_in.particle_q, s_in.particle_qd, model.particle_mass, float_rows(affine), grid.lower,
-                          grid.dx, nx, ny, grid.mv.grad, grid.m.grad, _adj_out(s_in.particle_q),
-                          _adj_out(s_in.particle_qd), _adj_out(model.particle_mass), float_rows(affine.grad)],
+                          grid.dx, nx, ny, adj_mv, adj_m, _adj_out(s_in.particle_q),
+                          _adj_out(s_in.particle_qd), _adj_out(model.particle_mass), adj_affine],
                   device=device, record_tape=False)
         if neo_hookean:
             C_rows, F_rows = float_rows(s_in.particle_C), float_rows(s_in.particle_F)
             log_J = step_log_j(grid, model.particle_mass)   # the forward's, from the same C and F
             E, nu = model.material_youngs_modulus, model.material_poisson_ratio
-            adj_E_p, adj_nu_p = _buffers.get("adj_E_p", model.particle_mass), _buffers.get("adj_nu_p", model.particle_mass)
+            adj_E_p, adj_nu_p = material_shares(model)
             kc.launch(stress_neo_hookean_2d_adjoint_kernel, dim=n,
                       inputs=[C_rows, F_rows, model.particle_mass, model.particle_volume,
                               model.particle_material, E, nu, actuation, solver.actuation_axis, grid.dx, float(dt),
-                              log_J, float_rows(affine.grad), float_rows(_adj_in(s_out.particle_F)),
+                              log_J, adj_affine, float_rows(_adj_in(s_out.particle_F)),
                               _adj_in(s_out.particle_Jp), float_rows(_adj_out(s_in.particle_C)),
                               float_rows(_adj_out(s_in.particle_F)), _adj_out(s_in.particle_Jp),
                               _adj_out(model.particle_mass), _adj_out(model.particle_volume), _adj_out(actuation),
                               adj_E_p, adj_nu_p],
                       device=device, record_tape=False)
-            if E.grad is not None or nu.grad is not None:
-                kc.launch(material_gradients_kernel, dim=n,
-                          inputs=[model.particle_material, adj_E_p, adj_nu_p, _adj_out(E), _adj_out(nu)],
-                          device=device, record_tape=False)
             return
         kc.launch(p2g_stress_kernel(solver.model_code, 2), dim=n,
                   inputs=[s_in.particle_C, s_in.particle_F, s_in.particle_Jp, model.particle_mass,
@@ -621,12 +645,53 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
                   outputs=[s_out.particle_F, s_out.particle_Jp, affine], device=device, adjoint=True,
                   record_tape=False)
 
+    # the grid's arrays are not listed: backward never writes their gradients (scratch above), so
+    # Tape.zero need not clear them (~0.55 MB a step at the diffmpm size)
     arrays = [s_in.particle_q, s_in.particle_qd, s_in.particle_C, s_in.particle_F, s_in.particle_Jp,
               s_out.particle_q, s_out.particle_qd, s_out.particle_C, s_out.particle_F, s_out.particle_Jp,
-              grid.v, grid.mv, grid.m, model.particle_mass, model.particle_volume, model.material_youngs_modulus,
-              model.material_poisson_ratio, actuation, grid.affine]
+              model.particle_mass, model.particle_volume, model.material_youngs_modulus,
+              model.material_poisson_ratio, actuation] + ([] if neo_hookean else [grid.affine])
+    sum_shares = neo_hookean and (model.material_youngs_modulus.grad is not None or
+                                  model.material_poisson_ratio.grad is not None)
     seen = set()
     for tape in reversed(tapes):   # every enclosing tape records it, as it would the launches
         if id(tape) not in seen:
             seen.add(id(tape))
+            if sum_shares:
+                _record_material_sum(tape, model)
             tape.record_func(backward, arrays)
+
+
+_material_shares = weakref.WeakKeyDictionary()
+
+
+def material_shares(model):
+    """The model's per-particle shares of the E and nu adjoints (n,) each, added into by every
+    taped step's stress adjoint and summed per material once per backward pass (zero between passes)."""
+    shares = _material_shares.get(model)
+    if shares is None:
+        n, device = model.particle_count, model.device
+        shares = _material_shares[model] = (kc.zeros(n, dtype=float, device=device),
+                                            kc.zeros(n, dtype=float, device=device))
+    return shares
+
+
+def _record_material_sum(tape, model):
+    """Before a tape's first taped 2-D step of ``model``: a record_func whose backward, the last
+    of the pass, sums the steps' shares of the E and nu adjoints per material (one launch per
+    pass instead of one per step: 35-45 us of one-thread work each at 6.4K particles)."""
+    mark = tape.__dict__.get("_mpm2d_material_sums")
+    if mark is None or mark[0] is not tape.launches:   # (Tape.reset starts a new list)
+        mark = tape._mpm2d_material_sums = (tape.launches, weakref.WeakSet())
+    if model in mark[1]:
+        return
+    mark[1].add(model)
+    E, nu = model.material_youngs_modulus, model.material_poisson_ratio
+
+    def backward():
+        adj_E_p, adj_nu_p = material_shares(model)
+        kc.launch(material_gradients_kernel, dim=model.particle_count,
+                  inputs=[model.particle_material, adj_E_p, adj_nu_p, _adj_out(E), _adj_out(nu)],
+                  device=model.device, record_tape=False)
+
+    tape.record_func(backward, [E, nu])

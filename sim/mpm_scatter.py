@@ -48,12 +48,14 @@ def scatter_apic_2d(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(d
     """Add one particle's mass and APIC momentum to its 3 x 3 nodes (atomic adds)."""
     wx = bspline_weights(fx[0])
     wy = bspline_weights(fx[1])
+    i0 = kc.max(bx, 0)   # the callers' stencil base is >= 0; said so, the adds skip the negative-index wrap
+    j0 = kc.max(by, 0)
     for i in range(3):
         for j in range(3):
             dpos = (kc.vec2(float(i), float(j)) - fx) * dx
             w = wx[i] * wy[j]
-            grid_mv[bx + i, by + j] += (mv + affine * dpos) * w
-            grid_m[bx + i, by + j] += w * mp
+            grid_mv[i0 + i, j0 + j] += (mv + affine * dpos) * w
+            grid_m[i0 + i, j0 + j] += w * mp
 
 
 @kc.func_grad(scatter_apic_2d)
