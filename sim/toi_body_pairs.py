@@ -85,6 +85,7 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
+from .toi import contact_mass, friction_impulse
 from .toi_mesh_body import mesh_body_reach
 from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
@@ -316,29 +317,19 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
                  mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
     """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
     ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
-    world inverse inertias; restitution ``e``, Coulomb ``mu``."""
+    world inverse inertias; restitution ``e``, Coulomb ``mu``.
+
+    The normal impulse first (Newton's law), then the friction impulse of sim/toi.py
+    (``-K_t^-1 u_t`` on the cone ``mu j_n``) on the tangential velocity that the normal impulse
+    leaves: off a body's axis the normal impulse also turns it, and so changes ``u_t``."""
     un = kc.dot(n, u)
     j = kc.vec3(0.0, 0.0, 0.0)
     if un < 0.0:
-        ran = kc.cross(ra, n)
-        rbn = kc.cross(rb, n)
-        w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
+        k = contact_mass(ra, ma_inv, ia_inv) + contact_mass(rb, mb_inv, ib_inv)
+        w_n = kc.dot(n, k * n)
         jn = -(1.0 + e) * un / w_n
-        # friction along the sliding direction, capped at the impulse that stops it. Not sim/toi.py's
-        # friction_impulse (the tangent-plane contact mass, smooth through a head-on hit): with it a
-        # 3-stack of hull cubes pushed sideways with toi kept rocking (0.05 m/s after 2 s,
-        # test_rigid_toi_stack_push.py), so the head-on pair gradient is still the frictionless one
-        # (strict xfail in test_rigid_toi_friction_grad.py; issue 15)
-        j = n * jn
-        ut = u - n * un
-        ut_len = kc.length(ut)
-        if ut_len > 0.0:
-            t = ut / ut_len
-            rat = kc.cross(ra, t)
-            rbt = kc.cross(rb, t)
-            w_t = ma_inv + mb_inv + kc.dot(rat, ia_inv * rat) + kc.dot(rbt, ib_inv * rbt)
-            jt = kc.min(mu * jn, ut_len / w_t)
-            j = j - t * jt
+        u1 = u + k * (n * jn)
+        j = n * jn + friction_impulse(n, u1 - n * kc.dot(n, u1), k, w_n, mu * jn)
     return j
 
 
