@@ -48,8 +48,7 @@ bodies and momentum is conserved exactly.
 
 **Several impacts per step (``max_impacts``).**  Pair by pair, in time order, not island-wise:
 up to ``max_impacts`` passes, each a find launch (every body's earliest partner on the rest of the
-step, its time of impact and shape pair) and an apply launch (the pairs that are both bodies' earliest;
-two Newton steps on the found shape pair from the found time, not a second sweep).  Each pass resolves at least
+step) and an apply launch (the pairs that are both bodies' earliest).  Each pass resolves at least
 the step's earliest remaining impact (its two bodies name each other), and all disjoint pairs at once.
 A body struck in a pass continues from its virtual start (below), and its later pairs are swept
 from the time of its last impact (``s_last``): before it, its virtual path is not the real one.  A
