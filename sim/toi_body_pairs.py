@@ -235,11 +235,9 @@ def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3,
                         info_a: kc.vec3, xa: kc.vec3, qa: kc.quat, va: kc.vec3, wa: kc.vec3,
                         kb: int, scale_b: kc.vec3, off_b: kc.vec3, rl_b: kc.mat33, mesh_b: kc.uint64,
                         info_b: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float,
-                        s0: float, s_init: float):
+                        s0: float):
     """First time of impact of shapes A and B on their paths at or after ``s0``, as a fraction s of the step
     (NO_HIT when none): (s, depth at s [m] (< 0: overlap), normal from B to A, point on A).
-    The advancement starts at ``s_init`` (``s0``, or a time of impact found before: then only the Newton
-    steps run, which give s its gradient).
 
     ``is_mesh``: 1 when either shape is a mesh (``mesh``, ``info``: sim/toi_mesh_body.py
     ``mesh_shape_info``; the features of sim/toi_mesh_pairs.py, queried only once the shapes'
@@ -255,7 +253,7 @@ def pair_time_of_impact(is_mesh: int, ka: int, scale_a: kc.vec3, off_a: kc.vec3,
     look = bound + LOOKAHEAD
     # (meshes) while the bounding balls are farther apart than this, their distance is the step's lower bound
     ball_gap = 0.1 * kc.min(rad_a, rad_b)
-    s = s_init
+    s = s0
     done = int(0)  # converged: the remaining iterations evaluate nothing
     for _k in range(CA_ITERATIONS):
         if s <= 1.0 and done == 0:
@@ -326,41 +324,6 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
 
 
 @kc.func
-def shape_pair_time_of_impact(sa: int, sb: int, lo: int, hi: int, body_com: kc.array(dtype=kc.vec3),
-                              shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
-                              shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
-                              shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
-                              shape_convex: kc.array(dtype=int), xa: kc.vec3, qa: kc.quat, va: kc.vec3,
-                              wa: kc.vec3, xb: kc.vec3, qb: kc.quat, vb: kc.vec3, wb: kc.vec3, dt: float, s0: float,
-                              s_init: float):
-    """:func:`pair_time_of_impact` of shape ``sa`` of body ``lo`` and shape ``sb`` of body ``hi``, with the
-    face-axis normal of two hulls: (s, depth [m], normal from hi to lo, point on lo)."""
-    off_a = shape_pos[sa] - body_com[lo]
-    off_b = shape_pos[sb] - body_com[hi]
-    is_mesh = int(0)
-    if shape_type[sa] == MESH or shape_type[sb] == MESH:
-        is_mesh = 1
-    s, d, nn, pp = pair_time_of_impact(is_mesh, shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
-                                       shape_mesh[sa], shape_info[sa], xa, qa, va, wa, shape_type[sb],
-                                       shape_scale[sb], off_b, shape_rot[sb], shape_mesh[sb], shape_info[sb],
-                                       xb, qb, vb, wb, dt, s0, s_init)
-    if s <= 1.0 and shape_convex[sa] + shape_convex[sb] == 2:
-        # two hulls: the closest feature's normal unless a face axis separates them better (on coplanar
-        # faces a corner's closest face may be a side face, along which the hulls overlap by a whole
-        # width; sim/collide_hull_pairs.py).  Edge or vertex first, the feature's normal separates them.
-        x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, shape_rot[sa])
-        x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, shape_rot[sb])
-        nva = int(shape_info[sa][0])
-        nvb = int(shape_info[sb][0])
-        sep = hull_pair_separation(shape_mesh[sa], nva, int(shape_info[sa][1]), pa, ra, shape_mesh[sb], nvb,
-                                   int(shape_info[sb][1]), pb, rb)
-        if hull_separation_along(shape_mesh[sa], nva, pa, ra, shape_mesh[sb], nvb, pb, rb, nn) < (
-                sep[3] - HULL_FACE_TOL):
-            nn = kc.vec3(sep[0], sep[1], sep[2])
-    return s, d, nn, pp
-
-
-@kc.func
 def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count: kc.array(dtype=int),
                                 shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
                                 shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
@@ -381,11 +344,34 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
     s_hi = shape_list[first[hi]]
     for ka in range(count[lo]):
         sa = shape_list[first[lo] + ka]
+        off_a = shape_pos[sa] - body_com[lo]
         for kb in range(count[hi]):
             sb = shape_list[first[hi] + kb]
-            s, d, nn, pp = shape_pair_time_of_impact(sa, sb, lo, hi, body_com, shape_type, shape_pos, shape_rot,
-                                                     shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va,
-                                                     wa, xb, qb, vb, wb, dt, s0, s0)
+            off_b = shape_pos[sb] - body_com[hi]
+            s = float(NO_HIT)
+            d = float(0.0)
+            nn = kc.vec3(0.0, 1.0, 0.0)
+            pp = xa
+            is_mesh = int(0)
+            if shape_type[sa] == MESH or shape_type[sb] == MESH:
+                is_mesh = 1
+            s, d, nn, pp = pair_time_of_impact(is_mesh, shape_type[sa], shape_scale[sa], off_a, shape_rot[sa],
+                                               shape_mesh[sa], shape_info[sa], xa, qa, va, wa, shape_type[sb],
+                                               shape_scale[sb], off_b, shape_rot[sb], shape_mesh[sb], shape_info[sb],
+                                               xb, qb, vb, wb, dt, s0)
+            if s <= 1.0 and shape_convex[sa] + shape_convex[sb] == 2:
+                # two hulls: the closest feature's normal unless a face axis separates them better (on coplanar
+                # faces a corner's closest face may be a side face, along which the hulls overlap by a whole
+                # width; sim/collide_hull_pairs.py).  Edge or vertex first, the feature's normal separates them.
+                x_a, q_a, pa, ra = pose_at(xa, qa, va, wa, s * dt, off_a, shape_rot[sa])
+                x_b, q_b, pb, rb = pose_at(xb, qb, vb, wb, s * dt, off_b, shape_rot[sb])
+                nva = int(shape_info[sa][0])
+                nvb = int(shape_info[sb][0])
+                sep = hull_pair_separation(shape_mesh[sa], nva, int(shape_info[sa][1]), pa, ra, shape_mesh[sb], nvb,
+                                           int(shape_info[sb][1]), pb, rb)
+                if hull_separation_along(shape_mesh[sa], nva, pa, ra, shape_mesh[sb], nvb, pb, rb, nn) < (
+                        sep[3] - HULL_FACE_TOL):
+                    nn = kc.vec3(sep[0], sep[1], sep[2])
             if s < best:
                 best = s
                 depth = d
@@ -436,9 +422,8 @@ def body_pair_toi_find_kernel(
         shape_convex: kc.array(dtype=int), grid: kc.uint64, grid_bodies: kc.array(dtype=int),
         body_q_grid: kc.array(dtype=kc.transform), max_reach: float, speed_bound: kc.array(dtype=float),
         s_last: kc.array(dtype=float), first_pass: int, partner_prev: kc.array(dtype=int),
-        s_best_prev: kc.array(dtype=float), shape_lo_prev: kc.array(dtype=int), shape_hi_prev: kc.array(dtype=int),
-        partner: kc.array(dtype=int), found: kc.array(dtype=int), s_best: kc.array(dtype=float),
-        shape_lo: kc.array(dtype=int), shape_hi: kc.array(dtype=int)):
+        s_best_prev: kc.array(dtype=float),
+        partner: kc.array(dtype=int), found: kc.array(dtype=int), s_best: kc.array(dtype=float)):
     """Each swept body's earliest impact partner on the rest of the step (-1: none), ties to the lower index.
 
     ``body_q0``/``body_qd0``: the start of this pass (``state_in`` or the previous pass's virtual start);
@@ -448,13 +433,10 @@ def body_pair_toi_find_kernel(
     pairs with a body the previous pass struck (its two bodies named each other): every other pair is where
     the bodies were, so its time of impact is the same.  A body keeps its previous partner when neither was
     struck, else it sweeps all its pairs again (its second earliest is not kept).  ``s_best``: each body's
-    time of impact with ``partner`` (NO_HIT: none), ``shape_lo``/``shape_hi``: the shapes of the lower and the
-    higher body index that meet there (the apply launch refines that one shape pair's impact only)."""
+    time of impact with ``partner`` (NO_HIT: none)."""
     i = kc.tid()
     other = int(-1)
     best = float(NO_HIT)
-    best_lo = int(-1)
-    best_hi = int(-1)
     if body_shape_count[i] > 0:
         every = first_pass
         if first_pass == 0:
@@ -466,8 +448,6 @@ def body_pair_toi_find_kernel(
                 else:
                     other = partner_prev[i]
                     best = s_best_prev[i]
-                    best_lo = shape_lo_prev[i]
-                    best_hi = shape_hi_prev[i]
         com_i = kc.transform_point(body_q_grid[i], body_com[i])
         reach_i = swept_body_reach(body_first[i], body_shape_count[i], shape_list, shape_type, shape_pos, shape_scale,
                                    shape_info, body_com[i])
@@ -521,12 +501,8 @@ def body_pair_toi_find_kernel(
                                     inv_inertia, gravity, dt) >= threshold:
                         best = s
                         other = bj
-                        best_lo = s_lo
-                        best_hi = s_hi
     partner[i] = other
     s_best[i] = best
-    shape_lo[i] = best_lo
-    shape_hi[i] = best_hi
     if other >= 0:
         kc.atomic_add(found, 0, 1)
 
@@ -544,16 +520,10 @@ def body_pair_toi_apply_kernel(
         material_mu: kc.array(dtype=float),
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
         shape_convex: kc.array(dtype=int), partner: kc.array(dtype=int), s_last: kc.array(dtype=float),
-        s_best: kc.array(dtype=float), shape_lo: kc.array(dtype=int), shape_hi: kc.array(dtype=int),
         body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector),
         s_last_out: kc.array(dtype=float)):
     """The impact of each body whose earliest partner (``partner``, from :func:`body_pair_toi_find_kernel`) has
-    it as its earliest too, as a new virtual start; every other body keeps its start of this pass.
-
-    The find launch's time of impact ``s_best`` and shape pair (``shape_lo``, ``shape_hi``; the lower body's
-    entries, so that both threads compute the same impulse) are the start of the Newton steps of that one
-    shape pair: they land on the same time (the advancement is not repeated) and give it its gradient
-    (the find launch is not taped)."""
+    it as its earliest too, as a new virtual start; every other body keeps its start of this pass."""
     i = kc.tid()
     q_out = body_q0[i]
     qd_out = body_qd0[i]
@@ -566,11 +536,10 @@ def body_pair_toi_apply_kernel(
                                        gravity, dt)
         xb, qb, vb, wb, ab = body_path(hi, body_q0, body_qd0, body_f, body_com, inv_mass, inertia, inv_inertia,
                                        gravity, dt)
-        s_lo = shape_lo[lo]
-        s_hi = shape_hi[lo]
-        s, depth, n, p = shape_pair_time_of_impact(s_lo, s_hi, lo, hi, body_com, shape_type, shape_pos, shape_rot,
-                                                   shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va,
-                                                   wa, xb, qb, vb, wb, dt, pair_start(lo, hi, s_last), s_best[lo])
+        s, depth, n, p, s_lo, s_hi = compound_time_of_impact(
+            lo, hi, body_first, body_shape_count, shape_list, body_com, shape_type, shape_pos, shape_rot,
+            shape_scale, shape_mesh, shape_info, shape_convex, xa, qa, va, wa, xb, qb, vb, wb, dt,
+            pair_start(lo, hi, s_last))
         s_out = s
         tau = s * dt
         no_offset = kc.vec3(0.0, 0.0, 0.0)
@@ -733,8 +702,6 @@ class _ImpactPass:
         # gradient (nonzero where a sweep is clamped to it) and the Tape has no gradless intermediate to warn about
         self.s_last = kc.zeros(n, dtype=float, device=dev, requires_grad=grad)
         self.s_best = kc.zeros(n, dtype=float, device=dev)
-        self.shape_lo = kc.zeros(n, dtype=kc.int32, device=dev)
-        self.shape_hi = kc.zeros(n, dtype=kc.int32, device=dev)
 
 
 def _impact_passes(model, state_out, count: int):
@@ -765,9 +732,7 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
     body_shape.rebuild(model, state_in.body_q)
     q, qd = state_in.body_q, state_in.body_qd
     s_last = body_shape.no_impact
-    # unread: the first pass sweeps all
-    partner_prev, s_best_prev, lo_prev, hi_prev = (body_shape.no_partner, body_shape.no_impact, body_shape.no_partner,
-                                                   body_shape.no_partner)
+    partner_prev, s_best_prev = body_shape.no_partner, body_shape.no_impact  # unread: the first pass sweeps all
     for k in range(max_impacts):
         # after an impact a body may be faster than at the start: the search radius grows with it
         kc.launch(body_speed_bound_kernel, dim=model.body_count,
@@ -784,9 +749,8 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           model.shape_scale, resting_speed(model, dt), model.shape_mesh, body_shape.swept.info,
                           body_shape.shape_convex, body_shape.grid.id, body_shape.grid_bodies, state_in.body_q,
                           body_shape.max_reach, body_shape.speed_bound, s_last, int(k == 0), partner_prev,
-                          s_best_prev, lo_prev, hi_prev],
-                  outputs=[out.partner, out.found, out.s_best, out.shape_lo, out.shape_hi], device=dev,
-                  record_tape=False)
+                          s_best_prev],
+                  outputs=[out.partner, out.found, out.s_best], device=dev, record_tape=False)
         if int(out.found.numpy()[0]) == 0:
             break
         kc.launch(body_pair_toi_apply_kernel, dim=model.body_count,
@@ -795,10 +759,9 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           body_shape.swept.shapes, model.gravity, float(dt), model.shape_type, model.shape_pos,
                           model.shape_rot, model.shape_scale, model.shape_material, model.material_restitution,
                           model.material_mu, model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
-                          out.partner, s_last, out.s_best, out.shape_lo, out.shape_hi],
+                          out.partner, s_last],
                   outputs=[out.body_q, out.body_qd, out.s_last], device=dev)
-        q, qd, s_last = out.body_q, out.body_qd, out.s_last
-        partner_prev, s_best_prev, lo_prev, hi_prev = out.partner, out.s_best, out.shape_lo, out.shape_hi
+        q, qd, s_last, partner_prev, s_best_prev = out.body_q, out.body_qd, out.s_last, out.partner, out.s_best
     return _StartState(q, qd)
 
 
