@@ -8,7 +8,8 @@ after this step's forces), against the ground and every static plane, sphere and
 work out the same impulse), and takes the earliest hit ``s``.  There it applies the impact impulse
 
     normal:   j_n = -(1 + e) v_n / w_n                 (e = 0 below the resting speed)
-    friction: j_t = -K_t^-1 v_t, scaled back to |j_t| <= mu j_n   (K_t: :func:`friction_impulse`)
+    friction: j_t = -K_t^-1 v_t, scaled back to |j_t| <= mu j_n   (K_t: :func:`friction_impulse`;
+              v_t after the normal impulse: :func:`contact_impulse`)
 
 (``w`` the effective inverse mass of the contact point along the direction) to the
 velocity at the time of impact, ``v0 + s dt a``, adds the rest of the step's acceleration
@@ -232,24 +233,38 @@ def friction_impulse(n: kc.vec3, vt: kc.vec3, k: kc.mat33, w_n: float, cap: floa
 
 
 @kc.func
+def contact_impulse(n: kc.vec3, u: kc.vec3, k: kc.mat33, e: float, mu: float) -> kc.vec3:
+    """Impulse [N s] at a contact whose point moves at ``u`` [m/s] relative to the other side
+    (approaching when ``u . n < 0``), ``k`` the contact mass [1/kg] (:func:`contact_mass`, both
+    bodies' summed): restitution ``e``, Coulomb ``mu``.
+
+    The normal impulse first (Newton's law), then :func:`friction_impulse` on the tangential
+    velocity the normal impulse leaves.  Off a body's axis the normal impulse also turns it, and so
+    changes ``u_t``; taking the friction on the ``u_t`` from before could gain energy through that
+    normal-tangent coupling of ``k`` (up to the whole kinetic energy at ``e = 1``; tests/sim/
+    test_rigid_toi_body_pairs.py), this way each of the two impulses loses energy for ``e <= 1``."""
+    un = kc.dot(n, u)
+    j = kc.vec3(0.0, 0.0, 0.0)
+    if un < 0.0:
+        w_n = kc.dot(n, k * n)
+        jn = -(1.0 + e) * un / w_n
+        u1 = u + k * (n * jn)
+        j = n * jn + friction_impulse(n, u1 - n * kc.dot(n, u1), k, w_n, mu * jn)
+    return j
+
+
+@kc.func
 def impact_impulse(n: kc.vec3, v: kc.vec3, arm: kc.vec3, inv_mass: float, inv_inertia: kc.mat33, e: float,
                    mu: float, resting_speed: float) -> kc.vec3:
     """Impulse [N s] on a body whose contact point (``arm`` [m] from its centre of mass, velocity
-    ``v`` [m/s]) hits a static surface of normal ``n``: restitution ``e``, Coulomb ``mu``
-    (:func:`friction_impulse`).
+    ``v`` [m/s]) hits a static surface of normal ``n``: restitution ``e`` (none below
+    ``resting_speed`` [m/s]), Coulomb ``mu`` (:func:`contact_impulse`).
 
     ``inv_inertia``: world inverse inertia [1/(kg m^2)] (zero for a particle)."""
-    vn = kc.dot(n, v)
-    j = kc.vec3(0.0, 0.0, 0.0)
-    if vn < 0.0:
-        rn = kc.cross(arm, n)
-        w_n = inv_mass + kc.dot(rn, inv_inertia * rn)
-        bounce = e
-        if -vn < resting_speed:
-            bounce = 0.0
-        jn = -(1.0 + bounce) * vn / w_n
-        j = n * jn + friction_impulse(n, v - n * vn, contact_mass(arm, inv_mass, inv_inertia), w_n, mu * jn)
-    return j
+    bounce = e
+    if kc.dot(n, v) > -resting_speed:
+        bounce = 0.0
+    return contact_impulse(n, v, contact_mass(arm, inv_mass, inv_inertia), bounce, mu)
 
 
 @kc.kernel

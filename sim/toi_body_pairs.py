@@ -26,9 +26,10 @@ angular momentum by nothing); the contact
 point is the centroid of the features within 1 mm of the closest one (a box landing flat
 on a box touches on a face, not at one corner), the normal that of the closest feature.
 The impulse on the relative velocity of the two material points, with both bodies'
-effective inverse masses, is Newton's impact law with Coulomb friction capped at the
-impulse that stops sliding (``j_n = -(1 + e) u_n / w_n``, ``|j_t| <= min(mu j_n, |u_t| / w_t)``),
-which never gains energy for ``e <= 1``.
+effective inverse masses, is Newton's impact law, then the Coulomb friction impulse that stops the
+sliding the normal impulse leaves, ``-K_t^-1 u_t`` scaled back to ``|j_t| <= mu j_n`` (sim/toi.py
+``contact_impulse``): linear in ``u_t`` where it sticks, so the gradient through a head-on hit has
+its friction, and it never gains energy for ``e <= 1``.
 
 **Impacts only.**  Only hits approaching at ``resting_speed`` (two steps of gravity) or faster
 are impacts here; slower contacts (resting stacks, sliding, rolling) are left to the penalty
@@ -85,6 +86,7 @@ import geometry  # noqa: F401  (adds the hash_grid_* builtins)
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
+from .toi import contact_impulse, contact_mass
 from .toi_mesh_body import mesh_body_reach
 from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
@@ -316,30 +318,9 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
                  mb_inv: float, ib_inv: kc.mat33, e: float, mu: float) -> kc.vec3:
     """Impulse [N s] on body A (B takes its negative) at a contact where A's material point moves at
     ``u`` [m/s] relative to B's; ``n`` from B to A, arms ``ra``/``rb`` [m] from the centres of mass,
-    world inverse inertias; restitution ``e``, Coulomb ``mu``."""
-    un = kc.dot(n, u)
-    j = kc.vec3(0.0, 0.0, 0.0)
-    if un < 0.0:
-        ran = kc.cross(ra, n)
-        rbn = kc.cross(rb, n)
-        w_n = ma_inv + mb_inv + kc.dot(ran, ia_inv * ran) + kc.dot(rbn, ib_inv * rbn)
-        jn = -(1.0 + e) * un / w_n
-        # friction along the sliding direction, capped at the impulse that stops it. Not sim/toi.py's
-        # friction_impulse (the tangent-plane contact mass, smooth through a head-on hit): with it a
-        # 3-stack of hull cubes pushed sideways with toi kept rocking (0.05 m/s after 2 s,
-        # test_rigid_toi_stack_push.py), so the head-on pair gradient is still the frictionless one
-        # (strict xfail in test_rigid_toi_friction_grad.py; issue 15)
-        j = n * jn
-        ut = u - n * un
-        ut_len = kc.length(ut)
-        if ut_len > 0.0:
-            t = ut / ut_len
-            rat = kc.cross(ra, t)
-            rbt = kc.cross(rb, t)
-            w_t = ma_inv + mb_inv + kc.dot(rat, ia_inv * rat) + kc.dot(rbt, ib_inv * rbt)
-            jt = kc.min(mu * jn, ut_len / w_t)
-            j = j - t * jt
-    return j
+    world inverse inertias; restitution ``e``, Coulomb ``mu`` (sim/toi.py :func:`contact_impulse`
+    with both bodies' contact masses)."""
+    return contact_impulse(n, u, contact_mass(ra, ma_inv, ia_inv) + contact_mass(rb, mb_inv, ib_inv), e, mu)
 
 
 @kc.func
@@ -717,7 +698,9 @@ class _ImpactPass:
         self.found = kc.zeros(1, dtype=kc.int32, device=dev)
         self.body_q = kc.zeros(n, dtype=kc.transform, device=dev, requires_grad=grad)
         self.body_qd = kc.zeros(n, dtype=kc.spatial_vector, device=dev, requires_grad=grad)
-        self.s_last = kc.zeros(n, dtype=float, device=dev)
+        # the next pass's sweeps start at s_last: a time the impacts computed from the state, so it carries a
+        # gradient (nonzero where a sweep is clamped to it) and the Tape has no gradless intermediate to warn about
+        self.s_last = kc.zeros(n, dtype=float, device=dev, requires_grad=grad)
         self.s_best = kc.zeros(n, dtype=float, device=dev)
 
 

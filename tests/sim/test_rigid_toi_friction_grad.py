@@ -5,10 +5,11 @@ A head-on hit has no tangential velocity at the contact, u_t = 0.  The friction 
 frictionless gradient there while the finite differences (stable from eps = 1e-2 to 1e-4, so not a
 step crossing a kink) saw the friction.  With a body-body pair (sphere on a free box) ``w_t``
 depends on the direction, so that impulse was not even differentiable at u_t = 0.  Impacts with static
-shapes now take ``-K_t^-1 u_t`` capped by the cone (sim/toi.py ``friction_impulse``): linear in u_t
-where it sticks.  Body-body impacts still take the old impulse: with the new one a 3-stack of hull
-cubes pushed sideways with toi kept rocking (test_rigid_toi_stack_push.py), so their head-on gradient
-is a strict xfail here until that is understood.
+shapes and body-body impacts now take ``-K_t^-1 u_t`` capped by the cone (sim/toi.py
+``friction_impulse``): linear in u_t where it sticks.  For a body pair, u_t is the tangential
+velocity the normal impulse leaves (sim/toi_body_pairs.py ``pair_impulse``): taken from before it, the
+friction impulse could gain energy through the normal-tangent coupling of the contact mass, and a
+3-stack of hull cubes pushed sideways with toi kept rocking (test_rigid_toi_stack_push.py).
 No gravity, SI units.
 """
 import numpy as np
@@ -50,8 +51,6 @@ def _sphere_on_box(mu):
     return b.finalize(requires_grad=True)
 
 
-@pytest.mark.xfail(strict=True, reason="body-body impacts keep the friction impulse along -u_t/|u_t|, skipped at "
-                   "u_t = 0 (head-on): the tangent-plane impulse made a toi 3-stack rock (issue 15, session 14)")
 def test_sphere_on_free_box_with_friction_gradient_matches_finite_differences():
     """A sphere hits a free box off its centre (sim/toi_body_pairs.py, max_impacts = 4 as in the
     multi-impact scenes): the Tape gradient of a weighted sum of both final poses w.r.t. the sphere's

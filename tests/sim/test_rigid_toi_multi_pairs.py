@@ -1,6 +1,8 @@
 """Several body-body time-of-impact impacts per body and step (sim/toi_body_pairs.py, ``max_impacts``):
 Newton's cradle against the analytic exchange, a fast ball between two free plates, and the Tape
 through two impacts in one step against float64 central differences."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -114,6 +116,22 @@ def test_tape_through_two_impacts_in_one_step_matches_finite_differences():
     fd = np.array([(run(v0 + e) - run(v0 - e)) / (2 * eps) for e in np.eye(3) * eps])
     assert np.abs(fd).min() > 0.01
     np.testing.assert_allclose(grad, fd, rtol=0.02, atol=2e-2 * np.abs(fd).max())
+
+
+def test_taped_step_with_two_impact_passes_warns_about_no_gradless_intermediate(monkeypatch):
+    # the second pass reads the first pass's s_last (each body's last impact time, computed from arrays
+    # that require grad): it has a gradient of its own, so the Tape's check for float intermediates
+    # without requires_grad (kernelcore/tape.py) stays quiet
+    import kernelcore.tape as tape_module
+
+    monkeypatch.setattr(tape_module, "_warned_gradless", set())  # (it warns once per process)
+    m, states, w, run, a, last = _two_impact_case(4, steps=1)
+    with pytest.warns() as record:
+        with kc.Tape():
+            run(np.array([4.0, 0.0, 0.0]))
+        warnings.warn("sentinel", UserWarning)  # (pytest.warns needs one)
+    assert np.linalg.norm(states[1].body_qd.numpy()[last, :3]) > 0.5  # two passes ran
+    assert not [str(r.message) for r in record if "requires_grad" in str(r.message)]
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, True])
