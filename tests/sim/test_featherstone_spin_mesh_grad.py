@@ -9,6 +9,10 @@ than 1e-3, so central differences at eps >= 1e-3 straddle kinks and scatter (toi
 1e-5 they agree with the Tape to 3 digits (+3.301, +3.299).  With penalty contacts (toi=False) the
 box rocks on its corners and the gradient grows ~100x in 10 steps of contact, so beyond ~40 steps
 no eps gives a stable difference (chaos, not a Tape bug); at 17 steps eps 3e-4..1e-5 agree (-80.2 / -80.22).
+A line scan of the 60-step penalty loss along the q0 direction (41 points over +-1e-3) is smooth for
+h < -2e-4 (slope -16, Tape -15.99) and rough beyond: the first landing flings the box into a spin
+that grows continuously but steeply with h (|w| 11.4 -> 12.8 rad/s over h = 1e-4 .. 2e-4) and the
+second landing, 40 ms later, turns that into kinks every ~5e-5 with local slopes of 1e3 - 1e4.
 """
 import numpy as np
 import pytest
