@@ -109,9 +109,9 @@ def weighted_sum_kernel(x: kc.array(dtype=float), w: kc.array(dtype=float), loss
     kc.atomic_add(loss, 0, x[i] * w[i])
 
 
-def rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None, toi=True, self_collision=False):
-    """``steps`` steps (``toi``, ``self_collision``: SolverFeatherstone's) from joint_q ``q0`` / joint_qd ``qd0``
-    (numpy) through distinct states:
+def rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None, toi=True, self_collision=False, control=None):
+    """``steps`` steps (``toi``, ``self_collision``: SolverFeatherstone's; every step under ``control``) from
+    joint_q ``q0`` / joint_qd ``qd0`` (numpy) through distinct states:
     (the states, loss = wq . joint_q_T + wqd . joint_qd_T (kc (1,))), recorded on ``tape`` when given."""
     states = [model.state() for _ in range(steps + 1)]
     states[0].joint_q.assign(q0.astype(np.float32))
@@ -120,7 +120,7 @@ def rollout(model, q0, qd0, steps, dt, wq, wqd, tape=None, toi=True, self_collis
     solver = sim.SolverFeatherstone(model, toi=toi, self_collision=self_collision)
     with (tape if tape is not None else contextlib.nullcontext()):
         for k in range(steps):
-            solver.step(model, states[k], states[k + 1], None, dt)
+            solver.step(model, states[k], states[k + 1], control, dt)
         kc.launch(weighted_sum_kernel, dim=model.joint_coord_count,
                   inputs=[states[-1].joint_q, kc.array(wq.astype(np.float32), dtype=float)], outputs=[loss])
         kc.launch(weighted_sum_kernel, dim=model.joint_dof_count,
