@@ -65,17 +65,18 @@ def _deepest_overlap(kind, states):
     return depth
 
 
-def _loss(model, q0, qd0, self_collision=True):
-    states, loss = rollout(model, q0, qd0, STEPS, DT, W, np.zeros(3), toi=False, self_collision=self_collision)
+def _loss(model, q0, qd0, self_collision=True, toi=False):
+    states, loss = rollout(model, q0, qd0, STEPS, DT, W, np.zeros(3), toi=toi, self_collision=self_collision)
     return float(loss.numpy()[0]), states
 
 
+@pytest.mark.parametrize("toi", [False, True])
 @pytest.mark.parametrize("kind", ["box", "sphere"])
-def test_self_contact_gradients_match_finite_differences(kind):
+def test_self_contact_gradients_match_finite_differences(kind, toi):
     model = _chain(kind)
     q0, qd0 = model.joint_q.numpy().astype(np.float64), model.joint_qd.numpy().astype(np.float64)
     tape = kc.Tape()
-    states, loss = rollout(model, q0, qd0, STEPS, DT, W, np.zeros(3), tape, toi=False, self_collision=True)
+    states, loss = rollout(model, q0, qd0, STEPS, DT, W, np.zeros(3), tape, toi=toi, self_collision=True)
     tape.backward(loss)
     gq = states[0].joint_q.grad.numpy().astype(np.float64)
     gqd = states[0].joint_qd.grad.numpy().astype(np.float64)
@@ -84,13 +85,13 @@ def test_self_contact_gradients_match_finite_differences(kind):
     # without self contacts it swings on at ~2 rad/s
     assert _deepest_overlap(kind, states) > 0.0
     assert float(states[-1].joint_qd.numpy()[2]) < -1.0
-    free_end = _loss(model, q0, qd0, self_collision=False)[1][-1]
+    free_end = _loss(model, q0, qd0, self_collision=False, toi=toi)[1][-1]
     assert float(free_end.joint_qd.numpy()[2]) > 1.5
 
     for i in range(3):
         e = np.eye(3)[i]
-        fd_q = (_loss(model, q0 + 1e-3 * e, qd0)[0] - _loss(model, q0 - 1e-3 * e, qd0)[0]) / 2e-3
-        fd_qd = (_loss(model, q0, qd0 + 1e-2 * e)[0] - _loss(model, q0, qd0 - 1e-2 * e)[0]) / 2e-2
+        fd_q = (_loss(model, q0 + 1e-3 * e, qd0, toi=toi)[0] - _loss(model, q0 - 1e-3 * e, qd0, toi=toi)[0]) / 2e-3
+        fd_qd = (_loss(model, q0, qd0 + 1e-2 * e, toi=toi)[0] - _loss(model, q0, qd0 - 1e-2 * e, toi=toi)[0]) / 2e-2
         assert gq[i] == pytest.approx(fd_q, rel=1e-2, abs=2e-3), (i, gq[i], fd_q)
         assert gqd[i] == pytest.approx(fd_qd, rel=2e-2, abs=5e-4), (i, gqd[i], fd_qd)
     # the gradient is the contact's: without it turning link 3 further (q0[2]) moves its end angle one
