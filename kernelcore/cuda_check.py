@@ -149,8 +149,7 @@ def check_modules(modules=None, arch=ARCH) -> list:
     """[(kernel or module name, first NVRTC log lines)] of the ``modules`` (default: every module of
     this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
     modules = session_modules() if modules is None else modules
-    units = [(m, valid_kernels(m), None) for m in modules]
-    units = [(m, ks, source(m, ks)) for m, ks, _ in units]
+    units = [(m, ks, source(m, ks)) for m, ks in ((m, valid_kernels(m)) for m in modules)]
     # A passed unit is a CUBIN in the kernel cache, keyed by its source, and a mark per kernel: a
     # warm cache compiles nothing. Modules another process checks right now (the other xdist
     # worker checks the same sim modules) are taken last, when their kernels are usually marked.
