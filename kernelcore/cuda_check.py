@@ -123,11 +123,12 @@ def _mark(entry):
     cache.store(entry, ".ok", lambda tmp: open(tmp, "wb").close())
 
 
-def check_module(module, kernels, arch=ARCH):
+def check_module(module, kernels, arch=ARCH, whole=None):
     """None, or the NativeBuildError of the unit compiled for ``kernels`` of ``module``: those no
-    earlier unit passed (all of them on a cold cache); each kernel of a passed unit is marked."""
+    earlier unit passed (all of them on a cold cache); each kernel of a passed unit is marked.
+    ``whole``: ``source(module, kernels)`` when the caller has it already."""
     with cache.entry_lock(module_lock(module)):
-        whole = source(module, kernels)
+        whole = whole or source(module, kernels)
         if cache.lookup(cubin_entry(whole, arch), ".cubin") is not None:
             return None
         marks = [kernel_mark(module, k, arch) for k in kernels]
@@ -148,11 +149,18 @@ def check_modules(modules=None, arch=ARCH) -> list:
     """[(kernel or module name, first NVRTC log lines)] of the ``modules`` (default: every module of
     this process) that compile on the CPU but not to a CUBIN for ``arch``; [] when all compile."""
     modules = session_modules() if modules is None else modules
-    units = [(m, valid_kernels(m)) for m in modules]
+    units = [(m, ks, source(m, ks)) for m, ks in ((m, valid_kernels(m)) for m in modules)]
     # A passed unit is a CUBIN in the kernel cache, keyed by its source, and a mark per kernel: a
     # warm cache compiles nothing. Modules another process checks right now (the other xdist
     # worker checks the same sim modules) are taken last, when their kernels are usually marked.
-    errors = cache.build_each_once(units, lambda u: module_lock(u[0]), lambda u: check_module(u[0], u[1], arch))
+    # Largest units first: the costly ones (NVVM on long functions, tens of seconds) start while the
+    # other worker still has work, so the two workers do not end one long compile apart.
+    order = sorted(range(len(units)), key=lambda i: -len(units[i][2][1]))
+    done = cache.build_each_once([units[i] for i in order], lambda u: module_lock(u[0]),
+                                 lambda u: check_module(u[0], u[1], arch, whole=u[2]))
+    errors = [None] * len(units)
+    for i, err in zip(order, done):
+        errors[i] = err
     return failures(modules, errors, lambda ks, name: compile_unit(ks, name, arch))
 
 

@@ -139,3 +139,27 @@ def test_a_failed_unit_marks_nothing(module_name):
     assert cuda_check.check_module(module, [k_add]) is None  # k_add alone compiles, and is marked now
     assert cache.lookup(cuda_check.kernel_mark(module, k_add), ".ok") is not None
     assert cuda_check.check_module(module, [k_add, bad]) is not None  # still fails: bad was never marked
+
+
+def test_the_largest_unit_is_compiled_first_and_failures_keep_their_module(module_name, monkeypatch):
+    """End of an xdist worker: the costliest (largest) units start first, so the two workers do not
+    end one long compile apart; a failure is still named by its own module."""
+    small = _kernel_calling(MISSING_BUILTIN, module_name)
+    big_name = f"{module_name}_big"
+    try:
+        big = _three_kernels(big_name)[0].module
+        sizes = {m.name: len(cuda_check.source(m, cuda_check.valid_kernels(m))[1]) for m in (small.module, big)}
+        assert sizes[big_name] > sizes[module_name]
+        order = []
+        real = cuda_check.check_module
+
+        def spy(module, kernels, arch=cuda_check.ARCH, whole=None):
+            order.append(module.name)
+            return real(module, kernels, arch, whole)
+
+        monkeypatch.setattr(cuda_check, "check_module", spy)
+        found = cuda_check.check_modules([small.module, big])
+        assert order == [big_name, module_name]
+        assert [name for name, _ in found] == [f"{module_name}.uses_native"]
+    finally:
+        get_runtime().modules.pop(big_name, None)
