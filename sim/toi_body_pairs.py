@@ -107,7 +107,7 @@ TOI_GAP = kc.constant(1.0e-5)
 #: fastest it separates them with [m/s] (:func:`recovery_speed`)
 OVERLAP_SLOP = kc.constant(2.0e-4)
 RECOVERY_RATE = kc.constant(0.2)
-RECOVERY_SPEED = kc.constant(0.2)
+RECOVERY_SPEED = kc.constant(0.0)
 #: two hulls take a face axis for their impact normal when it separates them by this much [m] more than
 #: the closest feature's normal does
 HULL_FACE_TOL = kc.constant(1.0e-3)
@@ -408,6 +408,7 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                 if hull_separation_along(shape_mesh[sa], nva, pa, ra, shape_mesh[sb], nvb, pb, rb, nn) < (
                         sep[3] - HULL_FACE_TOL):
                     nn = kc.vec3(sep[0], sep[1], sep[2])
+                    d = sep[3]  # the depth along that normal (the feature's can be a whole width)
             if s < best:
                 best = s
                 depth = d
