@@ -103,11 +103,6 @@ EDGE_TIE = kc.constant(1.0e-5)
 #: the impact is taken this far [m] before touching, where the normals are those of the gap (two
 #: equal boxes meeting face to face touch corner to corner, and a corner on a corner has no normal)
 TOI_GAP = kc.constant(1.0e-5)
-#: overlap [m] a pair's impact leaves as it is, the share of a deeper one it takes out a step, and the
-#: fastest it separates them with [m/s] (:func:`recovery_speed`)
-OVERLAP_SLOP = kc.constant(2.0e-4)
-RECOVERY_RATE = kc.constant(0.2)
-RECOVERY_SPEED = kc.constant(0.0)
 #: two hulls take a face axis for their impact normal when it separates them by this much [m] more than
 #: the closest feature's normal does
 HULL_FACE_TOL = kc.constant(1.0e-3)
@@ -329,37 +324,6 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
 
 
 @kc.func
-def pair_rest_impulse(n: kc.vec3, u: kc.vec3, jimp: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float,
-                      ia_inv: kc.mat33, mb_inv: float, ib_inv: kc.mat33, a_rel: kc.vec3, rest: float,
-                      mu: float, depth: float, dt: float) -> kc.vec3:
-    """Impulse [N s] on body A (B takes its negative) after the impact impulse ``jimp`` [N s] (``u`` [m/s]:
-    A's contact point relative to B's before it; ``n`` from B to A; arms ``ra``/``rb`` [m]; world inverse
-    inertias), inelastic with friction ``mu``, so that the pair separates at :func:`recovery_speed` at the
-    step's end: what the rest of the step's relative acceleration ``a_rel`` [m/s^2] (A's less B's, over
-    ``rest`` [s]) presses into the contact is stopped (the second solve of sim/toi_shapes.py's sweep, for
-    two bodies; a sphere resting on a sphere on a box sank 0.013 mm a step without it), and a pair caught
-    overlapping by ``-depth`` [m] is driven apart.  Zero for two free bodies that touch from outside
-    (``a_rel`` = 0, ``depth`` = TOI_GAP): the impact's own gradients are kept."""
-    k = contact_mass(ra, ma_inv, ia_inv) + contact_mass(rb, mb_inv, ib_inv)
-    return contact_impulse(n, u + k * jimp + a_rel * rest - n * recovery_speed(depth, dt), k, 0.0, mu)
-
-
-@kc.func
-def recovery_speed(depth: float, dt: float) -> float:
-    """Separating speed [m/s] that a pair overlapping by ``-depth`` [m] at its impact leaves with: RECOVERY_RATE
-    of the overlap beyond OVERLAP_SLOP a step (``dt`` [s]), at most RECOVERY_SPEED.  Why a speed and not a
-    position shift: the pair's impulse treats both bodies as free, but one may rest on the ground (a box
-    under a capsule in a pile); moved, it would go into the ground, whose sweep stops velocities only, while
-    its share of a velocity is stopped there and the other body keeps its own.  Such a pair approached faster
-    than the resting speed, so its penalty contact was off, and with its partner's impulse absorbed by the
-    ground it kept sinking (0.1 mm a step in benchmarks/bench_rigid.py's toi pile)."""
-    out = float(0.0)
-    if depth < -OVERLAP_SLOP:
-        out = kc.min(RECOVERY_RATE * (-depth - OVERLAP_SLOP) / dt, RECOVERY_SPEED)
-    return out
-
-
-@kc.func
 def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count: kc.array(dtype=int),
                                 shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
                                 shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
@@ -408,7 +372,6 @@ def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count:
                 if hull_separation_along(shape_mesh[sa], nva, pa, ra, shape_mesh[sb], nvb, pb, rb, nn) < (
                         sep[3] - HULL_FACE_TOL):
                     nn = kc.vec3(sep[0], sep[1], sep[2])
-                    d = sep[3]  # the depth along that normal (the feature's can be a whole width)
             if s < best:
                 best = s
                 depth = d
@@ -598,8 +561,6 @@ def body_pair_toi_apply_kernel(
         e = 0.5 * (material_restitution[ma] + material_restitution[mb])
         mu = 0.5 * (material_mu[ma] + material_mu[mb])
         jimp = pair_impulse(n, u, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv, e, mu)
-        jimp = jimp + pair_rest_impulse(n, u, jimp, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv,
-                                        aa - ab, (1.0 - s) * dt, mu, depth, dt)
         # this body's share
         x_hit = xa_hit
         q_hit = qa_hit
