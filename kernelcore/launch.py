@@ -424,10 +424,11 @@ def _prepare_backward(lk, fwd_bounds, ir, values, args_struct, params, grain):
     ``values`` are the forward's packed arguments (already copied into its struct), reused
     here with the adjoint's own thread policy: repacking them is cheaper than copying the
     forward struct and walking its fields (a taped launch cost 12 us more than an untaped one).
-    ``grain``: the kernel's parallel_grain, which its adjoint keeps too.
+    ``grain``: the kernel's parallel_grain; a larger one than config's keeps the adjoint on one
+    thread too (a small 2-D MPM loss), a smaller one does not lower the adjoint's (not measured).
     """
     b = launch_bounds_ctypes.from_buffer_copy(fwd_bounds)
-    b.nthreads = num_threads() if b.size >= grain else 1
+    b.nthreads = num_threads() if b.size >= max(grain, config.parallel_grain) else 1
     for v in values:
         if type(v) is array_ctypes:
             v.serial = 0
