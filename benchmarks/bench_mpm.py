@@ -61,6 +61,11 @@ def mean_x_loss(q: kc.array(dtype=kc.vec3), scale: float, loss: kc.array(dtype=f
     kc.atomic_add(loss, 0, q[p][0] * scale)
 
 
+# the loss, too, is part of the 2-D step's fwd+bwd: one thread at the 2-D solver's sizes (its
+# backward keeps this grain too, kernelcore/launch.py _prepare_backward)
+sim.mpm_transfer.serial_2d(mean_x_loss)
+
+
 class KcMpm:
     def __init__(self, dim, n_side, grid, steps=1, requires_grad=False):
         size = 0.4 if dim == 2 else 0.5

@@ -333,7 +333,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         if rt.tape_stack:
             native = None
             if not dev.is_cuda and lk.bwd is not None and config.mode != "debug":
-                native = _prepare_backward(lk, bounds, ir, values, args_struct, params)
+                native = _prepare_backward(lk, bounds, ir, values, args_struct, params, parallel_grain(kernel))
             # every enclosing tape records the launch (a nested tape's work belongs to the outer ones too)
             inner = rt.tape_stack[-1]
             inner.record_launch(kernel, dims, params, dev, ir, len(inputs), native, stream)
@@ -418,15 +418,17 @@ def _contiguous(d, itemsize):
     return True
 
 
-def _prepare_backward(lk, fwd_bounds, ir, values, args_struct, params):
+def _prepare_backward(lk, fwd_bounds, ir, values, args_struct, params, grain):
     """Everything Tape.backward needs to call the adjoint entry point directly.
 
     ``values`` are the forward's packed arguments (already copied into its struct), reused
     here with the adjoint's own thread policy: repacking them is cheaper than copying the
     forward struct and walking its fields (a taped launch cost 12 us more than an untaped one).
+    ``grain``: the kernel's parallel_grain; a larger one than config's keeps the adjoint on one
+    thread too (a small 2-D MPM loss), a smaller one does not lower the adjoint's (not measured).
     """
     b = launch_bounds_ctypes.from_buffer_copy(fwd_bounds)
-    b.nthreads = num_threads() if b.size >= config.parallel_grain else 1
+    b.nthreads = num_threads() if b.size >= max(grain, config.parallel_grain) else 1
     for v in values:
         if type(v) is array_ctypes:
             v.serial = 0

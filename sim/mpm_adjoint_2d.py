@@ -38,7 +38,7 @@ import kernelcore as kc
 from .mpm_colliders import collide_node_velocity
 from .mpm_constitutive import lame_lambda, lame_mu
 from .mpm_scatter import bspline_weight_slopes, bspline_weights
-from .mpm_transfer import LIGHT_2D_GRAIN, collide_walls
+from .mpm_transfer import collide_walls, serial_2d
 
 
 @kc.func
@@ -61,6 +61,7 @@ def stencil_weights_slopes_2d(x: kc.vec3, grid_lower: kc.vec3, inv_dx: float, nx
         bspline_weight_slopes(fx[0]), bspline_weight_slopes(fx[1])
 
 
+@serial_2d
 @kc.kernel(simd=True)
 def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_lower: kc.vec3,
                           dx: float, nx: int, ny: int, dt: float,
@@ -98,6 +99,7 @@ def g2p_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.
     adj_q[p] = adj_q[p] + kc.vec3(aq[0] + a_fx[0] * inv_dx, aq[1] + a_fx[1] * inv_dx, aq[2])
 
 
+@serial_2d
 @kc.kernel(simd=True)
 def scatter_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
                               affine: kc.array(dtype=float, ndim=2), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
@@ -193,6 +195,7 @@ def collide_walls_adjoint(v: kc.vec3, i: int, n: int, pad: int, axis: kc.vec3, b
     return a_v
 
 
+@serial_2d
 @kc.kernel
 def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid_m: kc.array(dtype=float, ndim=2),
                                   min_mass: float, gravity: kc.vec3, dt: float, nx: int, ny: int, pad: int,
@@ -231,12 +234,10 @@ def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid
     adj_grid_m[i, j] = a_m
 
 
-grid_update_2d_adjoint_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small grids (mpm_transfer.LIGHT_2D_GRAIN)
-
-
 # ------------------------------------------------------------------------------------------------
 # the P2G stress kernel of a neo-Hookean plane-strain solid (straight-line code: simd=True vectorises it)
 # ------------------------------------------------------------------------------------------------
+@serial_2d
 @kc.kernel
 def stress_log_j_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2), dt: float,
                            log_J: kc.array(dtype=float)):
@@ -252,9 +253,6 @@ def stress_log_j_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=f
     f10 = A10 * F[p, 0] + A11 * F[p, 3]
     f11 = A10 * F[p, 1] + A11 * F[p, 4]
     log_J[p] = kc.log(kc.max(f00 * f11 - f01 * f10, 1.0e-4))
-
-
-stress_log_j_2d_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small launches (mpm_transfer.LIGHT_2D_GRAIN)
 
 
 @kc.kernel
@@ -276,6 +274,7 @@ def material_gradients_kernel(material: kc.array(dtype=kc.int32), adj_E_p: kc.ar
 material_gradients_kernel.parallel_grain = 1 << 30
 
 
+@serial_2d
 @kc.kernel(simd=True)
 def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
                                  Jp: kc.array(dtype=float), mass: kc.array(dtype=float), volume: kc.array(dtype=float),
@@ -341,9 +340,9 @@ def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(d
     affine_out[p, 8] = t22 * s + C[p, 8] * mp
 
 
-stress_neo_hookean_2d_kernel.parallel_grain = LIGHT_2D_GRAIN   # one thread for small launches (mpm_transfer.LIGHT_2D_GRAIN)
 
 
+@serial_2d
 @kc.kernel(simd=True)
 def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
                                          mass: kc.array(dtype=float), volume: kc.array(dtype=float),

@@ -26,7 +26,7 @@ import numpy as np
 import kernelcore as kc
 from kernelcore.device import get_runtime
 
-from .mpm_colliders import collide_node_shapes, collide_node_velocity
+from .mpm_colliders import body_contact_mass_2d_kernel, collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, MODEL_UPDATES_PLANE, update_particle_material
 from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
 from .mpm_volume_colliders import collide_node_volumes
@@ -44,6 +44,27 @@ BOUNDARY_CODES = {"sticky": BOUNDARY_STICKY, "slip": BOUNDARY_SLIP, "separate": 
 def stencil_base(xg: float, n: int):
     """Lowest node of a particle's stencil, kept inside the grid (escaped particles are clamped, never written out of bounds)."""
     return kc.clamp(int(xg - 0.5), 0, n - 3)
+
+
+#: The 2-D solver's one switch for threads: every kernel of a 2-D step (forward and adjoint:
+#: clear, P2G, grid update, G2P, the taped path's stress kernels and hand adjoints) runs a
+#: launch of fewer than this many threads (particles, or nodes of the active box) on one
+#: thread.  A 2-D step is many small launches (the diffmpm size: 6.4K particles, 135^2 nodes,
+#: ~10 launches of 40-600 us a step), and a second thread's fork/join and the scatters'
+#: per-thread grid copies cost more than it saves there: 2-D diffmpm fwd+bwd at 6.4K particles
+#: was faster on one thread than on two in 6 of 7 idle runs (session 16).  Larger 2-D runs
+#: and every 3-D kernel keep all cores.  (The shared any-material stress kernel, 3-D's too,
+#: keeps kernelcore's grain.)
+SERIAL_2D_GRAIN = 1 << 15
+
+
+def serial_2d(kernel):
+    """``kernel`` (a 2-D step's) with launches below SERIAL_2D_GRAIN threads kept on one thread."""
+    kernel.parallel_grain = SERIAL_2D_GRAIN
+    return kernel
+
+
+serial_2d(body_contact_mass_2d_kernel)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -85,7 +106,7 @@ def make_p2g_2d_kernel(update, name):
         scatter_apic_2d(grid_mv, grid_m, grid_mv_grad, grid_m_grad, bx, by, fx, mv, affine, mp, dx)
 
     p2g_2d_kernel.__qualname__ = f"p2g_2d_kernel_{name}"
-    return kc.kernel(p2g_2d_kernel)
+    return serial_2d(kc.kernel(p2g_2d_kernel))
 
 
 @kc.func
@@ -142,21 +163,15 @@ def make_grid_update_2d_kernel(shapes: bool, volumes: bool = False):
         grid_v[i, j] = kc.vec2(v[0], v[1])
 
     grid_update_2d_kernel.__qualname__ = f"grid_update_2d_kernel_{'shapes' if shapes else 'walls'}{'_sdf' if volumes else ''}"
-    return kc.kernel(grid_update_2d_kernel)
+    return serial_2d(kc.kernel(grid_update_2d_kernel))
 
 
 grid_update_2d_kernel = make_grid_update_2d_kernel(True)
 grid_update_2d_walls_kernel = make_grid_update_2d_kernel(False)
 
-#: launches of the 2-D step's light kernels (a few ns per node or particle: the grid clear, the
-#: walls-only grid update, the taped path's log J, stress and grid-update adjoint) below this
-#: many threads run on one thread.  A second thread's wake-up and join cost more than it saves
-#: there: on a 6.4K-particle, 128^2 diffmpm step each such launch took 40-60 us more CPU on two
-#: threads than on one (38-99 us of work), and the 2-D benchmark runs ten launches a step.
-LIGHT_2D_GRAIN = 1 << 15
-grid_update_2d_walls_kernel.parallel_grain = LIGHT_2D_GRAIN
 
 
+@serial_2d
 @kc.kernel(simd=True)
 def g2p_2d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec2, ndim=2), grid_lower: kc.vec3,
                   dx: float, nx: int, ny: int, dt: float,
@@ -336,6 +351,7 @@ def make_p2g_stress_kernel(update, name):
     return kc.kernel(p2g_stress_kernel)
 
 
+@serial_2d
 @kc.kernel
 def p2g_scatter_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3), mass: kc.array(dtype=float),
                           affine: kc.array(dtype=kc.mat33), grid_lower: kc.vec3, dx: float, nx: int, ny: int,
@@ -375,6 +391,7 @@ def p2g_scatter_3d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3
 # ------------------------------------------------------------------------------------------------
 # launchers
 # ------------------------------------------------------------------------------------------------
+@serial_2d
 @kc.kernel
 def zero_grid_2d_kernel(i0: int, j0: int, grid_mv: kc.array(dtype=kc.vec2, ndim=2),
                         grid_m: kc.array(dtype=float, ndim=2)):
@@ -382,8 +399,6 @@ def zero_grid_2d_kernel(i0: int, j0: int, grid_mv: kc.array(dtype=kc.vec2, ndim=
     grid_mv[ti + i0, tj + j0] = kc.vec2(0.0, 0.0)
     grid_m[ti + i0, tj + j0] = 0.0
 
-
-zero_grid_2d_kernel.parallel_grain = LIGHT_2D_GRAIN
 
 
 @kc.kernel
@@ -454,7 +469,8 @@ def p2g_stress_kernel(model_code=None, dim=3):
     and, where that is cheaper, to the 2-D solver's plane strain."""
     key = (3 if model_code is None else dim, model_code)
     if key not in _p2g_stress_kernels:
-        _p2g_stress_kernels[key] = make_p2g_stress_kernel(*model_update(dim, model_code))
+        kernel = make_p2g_stress_kernel(*model_update(dim, model_code))
+        _p2g_stress_kernels[key] = serial_2d(kernel) if key[0] == 2 else kernel
     return _p2g_stress_kernels[key]
 
 

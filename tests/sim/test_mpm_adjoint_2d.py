@@ -188,54 +188,6 @@ def test_checkpointed_run_replays_the_hand_adjoints():
         assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
 
 
-def test_light_kernels_run_on_one_thread_and_two_threads_give_the_same_gradients(monkeypatch):
-    """A 4096-particle block (every particle kernel past the 4096-thread parallel grain): the step's
-    light kernels stay on one thread (mpm_transfer.LIGHT_2D_GRAIN), the others use two, and the
-    gradients agree with a one-thread run to float32 round-off (the scatters' per-thread copies
-    sum in another order)."""
-    import importlib
-
-    from sim import mpm_adjoint_2d as A
-    from sim import mpm_transfer as T
-
-    launch_mod = importlib.import_module("kernelcore.launch")
-    b = sim.ModelBuilder(gravity=(0.0, -4.0, 0.0))
-    mat = b.add_material(model="neo_hookean", youngs_modulus=3.0e3, poisson_ratio=0.3)
-    b.add_particle_grid((0.3, 0.2, 0.0), (0.5, -0.8, 0.0), 64, 64, 1, 1.0 / 256, density=1000.0, material=mat,
-                        jitter=0.001, seed=2)
-    model = b.finalize(requires_grad=True)
-    solver = sim.SolverMPM(model, dx=1.0 / 128, bounds=((0.0, 0.0), (1.0, 1.0)), dim=2, boundary="separate")
-    n = model.particle_count
-    assert n == 4096 and solver._hand_adjoints
-    w = kc.array(np.tile(np.float32([1.0, 0.5, 0.0]), (n, 1)), dtype=kc.vec3)
-    threads = {}
-    real_grain = launch_mod.parallel_grain
-
-    def grain(kernel):   # which kernels asked for more than one thread (nthreads is decided from the grain)
-        g = real_grain(kernel)
-        threads.setdefault(kernel.key, g)
-        return g
-
-    monkeypatch.setattr(launch_mod, "parallel_grain", grain)
-    grads = []
-    for nt in ("1", "2"):
-        monkeypatch.setenv("KERNELCORE_NUM_THREADS", nt)
-        tape = kc.Tape()
-        loss, states, _ = run(model, solver, w, 3, tape=tape)
-        tape.backward(loss=loss)
-        grads.append(states[0].particle_qd.grad.numpy().astype(np.float64).copy())
-        tape.zero()
-    light = [T.zero_grid_2d_kernel, T.grid_update_2d_walls_kernel, A.stress_log_j_2d_kernel,
-             A.stress_neo_hookean_2d_kernel, A.grid_update_2d_adjoint_kernel]
-    box_nodes = int(np.prod(solver.grid_shape))
-    for k in light:
-        assert threads[k.key] > max(n, box_nodes), k.key   # one thread for every launch of this step
-    assert threads[A.g2p_2d_adjoint_kernel.key] <= n       # the heavy ones may use two
-    scale = np.abs(grads[0]).max()
-    assert scale > 0
-    np.testing.assert_allclose(grads[1], grads[0], rtol=0, atol=1e-4 * scale)
-
-
 def test_backward_scratch_is_clean_between_passes_and_per_model():
     """A taped step's backward keeps the grid's adjoints in scratch arrays shared by every step and
     sums each particle's E / nu shares once per pass (mpm_adjoint_2d.material_shares): a second
