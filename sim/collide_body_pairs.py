@@ -11,17 +11,21 @@ Narrow phase, one thread per (shape, contact point k):
   sphere is a segment of length 0), once per pair (the lower index does it, k = 0);
 - a round shape against a box: the sphere's centre or the capsule's two ends against
   the box's signed distance (the round shape's thread);
-- a box against a capsule or box: its eight corners against the other's signed
-  distance (each box does its own corners);
-- two boxes: also an edge-edge contact when the separating-axis test says they meet edge
-  to edge (``sim.collide_bodies.box_edge_contact``; once per pair, k = 0, lower index).
+- a box against a capsule: its eight corners against the capsule's signed distance;
+- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index,
+  point k of the manifold in thread k): the edge-edge contact when an edge axis of the
+  separating-axis test separates them most, else the incident box's face clipped to the
+  reference box's face (up to 8 points on the incident box, the normal from the reference
+  box to it).  Corners would miss equal boxes: stacked exactly or side by side, each
+  corner lies on the other box's face plane, at distance 0, and a box sinks into the other.
 
 Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
 writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
 output state, ``state_out.body_pair_contacts``); thread (shape i, point k) owns the
 ``slots_per_thread`` slots from ``(i * MAX_POINTS + k) * slots_per_thread`` and fills them
-in the grid query's order (``shape_a`` is the shape of that thread, the normal points
-from ``shape_b`` to ``shape_a``, the point lies on ``shape_a``'s surface).  The force
+in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
+incident box; the normal points from ``shape_b`` to ``shape_a``, the point lies on
+``shape_a``'s surface, or between the edges of an edge-edge contact).  The force
 launch then applies the contact law of sim/contact.py on the relative velocity of the
 two surface points, with the sum of both bodies' effective inverse masses along the
 normal; the force goes to body a and its reaction to body b (``atomic_add``).  Both read
