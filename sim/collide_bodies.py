@@ -161,7 +161,10 @@ def box_edge_contact(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc
     """
     d = pos_a - pos_b
     face_best = float(-1.0e30)
-    for k in range(6):
+    # runtime loop bounds: unrolled, these bodies are copied into every kernel that calls this (NVRTC size)
+    faces = int(6)
+    edges = int(9)
+    for k in range(faces):
         axis = kc.vec3(rot_a[0, k % 3], rot_a[1, k % 3], rot_a[2, k % 3])
         if k >= 3:
             axis = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
@@ -171,7 +174,7 @@ def box_edge_contact(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc
     edge_i = int(0)
     edge_j = int(0)
     edge_axis = kc.vec3(0.0, 1.0, 0.0)
-    for k in range(9):
+    for k in range(edges):
         ua = kc.vec3(rot_a[0, k // 3], rot_a[1, k // 3], rot_a[2, k // 3])
         ub = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
         c = kc.cross(ua, ub)

@@ -11,17 +11,21 @@ Narrow phase, one thread per (shape, contact point k):
   sphere is a segment of length 0), once per pair (the lower index does it, k = 0);
 - a round shape against a box: the sphere's centre or the capsule's two ends against
   the box's signed distance (the round shape's thread);
-- a box against a capsule or box: its eight corners against the other's signed
-  distance (each box does its own corners);
-- two boxes: also an edge-edge contact when the separating-axis test says they meet edge
-  to edge (``sim.collide_bodies.box_edge_contact``; once per pair, k = 0, lower index).
+- a box against a capsule: its eight corners against the capsule's signed distance;
+- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index,
+  point k of the manifold in thread k): the edge-edge contact when an edge axis of the
+  separating-axis test separates them most, else the incident box's face clipped to the
+  reference box's face (up to 8 points on the incident box, the normal from the reference
+  box to it).  Corners would miss equal boxes: stacked exactly or side by side, each
+  corner lies on the other box's face plane, at distance 0, and a box sinks into the other.
 
 Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
 writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
 output state, ``state_out.body_pair_contacts``); thread (shape i, point k) owns the
 ``slots_per_thread`` slots from ``(i * MAX_POINTS + k) * slots_per_thread`` and fills them
-in the grid query's order (``shape_a`` is the shape of that thread, the normal points
-from ``shape_b`` to ``shape_a``, the point lies on ``shape_a``'s surface).  The force
+in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
+incident box; the normal points from ``shape_b`` to ``shape_a``, the point lies on
+``shape_a``'s surface, or between the edges of an edge-edge contact).  The force
 launch then applies the contact law of sim/contact.py on the relative velocity of the
 two surface points, with the sum of both bodies' effective inverse masses along the
 normal; the force goes to body a and its reaction to body b (``atomic_add``).  Both read
@@ -41,6 +45,7 @@ from kernelcore.device import get_runtime
 
 from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
                              spatial_wrench, static_distance)
+from .collide_box_faces import box_pair_manifold
 from .contact import material_inputs, mixed_contact_force
 from .contacts import OVERFLOW_BODY_PAIR, check_contact_overflow, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
@@ -143,16 +148,19 @@ def generate_body_pair_contacts_kernel(
                                     round_pair = 1
                     else:
                         pt = shape_point(ka, scale_a, k)
-                elif kb != SPHERE:
+                elif kb == CAPSULE:  # box-box pairs: box_pair below
                     pt = shape_point(ka, scale_a, k)
-            use = round_pair
+            # two boxes: the face manifold or edge contact of the pair (sim/collide_box_faces.py), point k
+            # of it in thread k of the lower index; their corners lie on each other's faces when equal
+            box_pair = int(0)
+            if ka == BOX and kb == BOX and bb != ba and same_world and i < j:
+                box_pair = 1
+            use = round_pair + box_pair
             if pt[3] >= 0.0:
                 use = 1
-            near = int(1)
             # bounding spheres apart (with the margin of the query): nothing to do
             if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
                 use = 0
-                near = 0
             if use != 0:
                 tfb = body_q[bb]
                 rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
@@ -161,6 +169,9 @@ def generate_body_pair_contacts_kernel(
                 n = kc.vec3(0.0, 1.0, 0.0)
                 gap = float(1.0e30)
                 contact = pos_a
+                # the contact's shapes: the normal points from s2 to s1, the point lies on s1
+                s1 = sa
+                s2 = sb
                 if round_pair != 0:
                     ha = core_half_axis(ka, rot_a, scale_a)
                     hb = core_half_axis(kb, rot_b, scale_b)
@@ -173,38 +184,35 @@ def generate_body_pair_contacts_kernel(
                         n = sep / dist
                     gap = dist - scale_a[0] - scale_b[0]
                     contact = ca - n * scale_a[0]
+                elif box_pair != 0:
+                    n_points, px, py, pz, gaps, n_f, side = box_pair_manifold(pos_a, rot_a, scale_a, pos_b, rot_b,
+                                                                              scale_b)
+                    if k < n_points:
+                        contact = kc.vec3(px[k], py[k], pz[k])
+                        n = n_f
+                        gap = gaps[k]
+                        if side != 0:
+                            s1 = sb
+                            s2 = sa
                 else:
                     x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
                     nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
                     n = kc.vec3(nd[0], nd[1], nd[2])
                     gap = nd[3] - pt[3]
                     contact = x - n * pt[3]
-                v_rel = pair_relative_velocity(contact, tfa, body_qd[ba], body_com[ba], tfb, body_qd[bb],
-                                               body_com[bb])
+                b1 = shape_body[s1]
+                b2 = shape_body[s2]
+                v_rel = pair_relative_velocity(contact, body_q[b1], body_qd[b1], body_com[b1], body_q[b2],
+                                               body_qd[b2], body_com[b2])
                 # two bodies swept by sim/toi_body_pairs.py: it takes every normal speed from impact_speed
                 # up (approaching), and a pair moving apart that fast needs no force (the onset window
                 # would push it, and hard: it is as wide as the step's motion)
                 if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
                     gap = 1.0e30
                 if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, sa, sb, active, point,
+                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, s1, s2, active, point,
                                               normal, depth, shape_a, shape_b, count, overflow,
                                               OVERFLOW_BODY_PAIR)
-            if k == 0 and i < j and ka == BOX and kb == BOX and bb != ba and same_world and near != 0:
-                # crossed edges, which no corner sees (sim/collide_bodies.box_edge_contact)
-                tfe = body_q[bb]
-                gap_e, n_e, contact_e, found = box_edge_contact(
-                    pos_a, rot_a, scale_a, kc.transform_point(tfe, shape_pos[sb]),
-                    kc.quat_to_matrix(kc.transform_get_rotation(tfe)) * shape_rot[sb], shape_scale[sb])
-                if found != 0:
-                    v_e = pair_relative_velocity(contact_e, tfa, body_qd[ba], body_com[ba], tfe, body_qd[bb],
-                                                 body_com[bb])
-                    if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n_e, v_e)) >= impact_speed:
-                        gap_e = 1.0e30
-                    if gap_e < cohesion_reach + 0.5 * dt * kc.length(v_e):
-                        used = write_contact_slot(used, base, slots_per_thread, contact_e, n_e, gap_e, sa, sb, active,
-                                                  point, normal, depth, shape_a, shape_b, count, overflow,
-                                                  OVERFLOW_BODY_PAIR)
 
 
 @kc.kernel

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_bodies import box_extent
+from .collide_bodies import box_edge_contact, box_extent
 
 vec8 = kc.vector(length=8, dtype=float)
 
@@ -161,3 +161,50 @@ def box_face_manifold(pos_r: kc.vec3, rot_r: kc.mat33, half_r: kc.vec3, axis: in
         y[k] = p[1]
         z[k] = p[2]
     return count, x, y, z, h, n
+
+
+@kc.func
+def box_pair_manifold(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33,
+                      half_b: kc.vec3):
+    """Contact points of boxes A and B (world ``pos`` [m], ``rot``, half extents ``half`` [m]): the
+    edge-edge contact of sim/collide_bodies.box_edge_contact when an edge axis separates them most
+    (one point between the two edges), else :func:`box_face_manifold` with the owner of the face
+    axis of least overlap as the reference box (up to 8 points on the other box's face).
+
+    Returns (count, x, y, z: the points [m], gap: their separations [m] (< 0: overlap), n: the unit
+    normal, side): side 0: the normal points from B to A and the points lie on A (or between the
+    edges); side 1: from A to B, the points lie on B."""
+    gap_e, n_e, contact_e, found_e = box_edge_contact(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
+    count = int(0)
+    x = vec8()
+    y = vec8()
+    z = vec8()
+    gap = vec8()
+    n = n_e
+    side = int(0)
+    if found_e != 0:
+        count = 1
+        x[0] = contact_e[0]
+        y[0] = contact_e[1]
+        z[0] = contact_e[2]
+        gap[0] = gap_e
+    else:
+        face = box_face_axis(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
+        # the face's owner is the reference box; the other one's face is clipped (side 1: that is B)
+        pos_r = pos_b
+        rot_r = rot_b
+        half_r = half_b
+        pos_i = pos_a
+        rot_i = rot_a
+        half_i = half_a
+        if face[0] < 0.5:
+            side = 1
+            pos_r = pos_a
+            rot_r = rot_a
+            half_r = half_a
+            pos_i = pos_b
+            rot_i = rot_b
+            half_i = half_b
+        # one call site: the clipper is large (NVRTC code size)
+        count, x, y, z, gap, n = box_face_manifold(pos_r, rot_r, half_r, int(face[1]), pos_i, rot_i, half_i)
+    return count, x, y, z, gap, n, side

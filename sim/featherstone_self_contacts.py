@@ -34,11 +34,11 @@ import kernelcore as kc
 
 import geometry  # noqa: F401  (adds the mesh_* builtins)
 
-from .collide_bodies import (BOX, CAPSULE, MAX_POINTS, box_edge_contact, segment_params, shape_point,
+from .collide_bodies import (BOX, CAPSULE, MAX_POINTS, segment_params, shape_point,
                              spatial_wrench, static_distance)
 from .collide_body_mesh import COINCIDENT, HULL_SKIN
 from .collide_body_pairs import core_half_axis, pair_relative_velocity
-from .collide_box_faces import box_face_axis, box_face_manifold
+from .collide_box_faces import box_pair_manifold
 from .collide_hull_edges import hull_edge_crossings
 from .collide_hull_pairs import hull_extent, hull_has_vertex_near, hull_pair_normal, shape_convex_flags
 from .collide_mesh import FAR, mesh_surface_distance
@@ -162,39 +162,14 @@ def box_link_pair_wrenches(ba: int, bb: int, ma: int, mb: int, pos_a: kc.vec3, r
     wb = kc.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     com_a = kc.transform_point(body_q[ba], body_com[ba])
     com_b = kc.transform_point(body_q[bb], body_com[bb])
-    gap_e, n_e, contact_e, found_e = box_edge_contact(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
-    if found_e != 0:
-        wa, wb = pair_point_wrenches(0, n_e, gap_e, contact_e, ba, bb, ma, mb, com_a, com_b, body_q, body_qd,
-                                     body_com, body_inv_mass, body_inv_inertia, cohesion_reach, material_ke,
-                                     material_damping_ratio, material_mu, material_cohesion,
+    count, x, y, z, gap, n, side = box_pair_manifold(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
+    for k in range(count):
+        w1, w2 = pair_point_wrenches(side, n, gap[k], kc.vec3(x[k], y[k], z[k]), ba, bb, ma, mb, com_a, com_b,
+                                     body_q, body_qd, body_com, body_inv_mass, body_inv_inertia, cohesion_reach,
+                                     material_ke, material_damping_ratio, material_mu, material_cohesion,
                                      material_cohesion_distance, dt)
-    else:
-        face = box_face_axis(pos_a, rot_a, half_a, pos_b, rot_b, half_b)
-        # reference box r (owner of the face axis), incident box i whose points take the force (side 1: b)
-        side = int(0)
-        if face[0] < 0.5:
-            side = 1
-        pos_r = pos_b
-        rot_r = rot_b
-        half_r = half_b
-        pos_i = pos_a
-        rot_i = rot_a
-        half_i = half_a
-        if side != 0:
-            pos_r = pos_a
-            rot_r = rot_a
-            half_r = half_a
-            pos_i = pos_b
-            rot_i = rot_b
-            half_i = half_b
-        count, x, y, z, gap, n = box_face_manifold(pos_r, rot_r, half_r, int(face[1]), pos_i, rot_i, half_i)
-        for k in range(count):
-            w1, w2 = pair_point_wrenches(side, n, gap[k], kc.vec3(x[k], y[k], z[k]), ba, bb, ma, mb, com_a, com_b,
-                                         body_q, body_qd, body_com, body_inv_mass, body_inv_inertia, cohesion_reach,
-                                         material_ke, material_damping_ratio, material_mu, material_cohesion,
-                                         material_cohesion_distance, dt)
-            wa = wa + w1
-            wb = wb + w2
+        wa = wa + w1
+        wb = wb + w2
     return wa, wb
 
 

@@ -10,6 +10,8 @@ from sim.collide_box_faces import box_face_axis, box_face_manifold
 from sim.collide_hull_edges import hull_edge_crossings
 from sim.featherstone_self_contacts import self_contact_pairs
 
+from box_clip_reference import brute_face_manifold  # noqa: E402  (tests/sim helper)
+
 RADIUS = 0.05
 
 
@@ -206,55 +208,6 @@ def _rotation(axis, angle):
     return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
 
 
-def _brute_face_manifold(pos, rot, half):
-    """numpy reference: the face axis of least overlap over the six face normals, and the polygon where
-    the incident face overlaps the reference face, as the vertices of the intersection of the two
-    quadrilaterals (corners inside the other one, edges crossing), by brute force."""
-    d = pos[0] - pos[1]
-    best = (-np.inf, 0, 0)
-    for owner in (0, 1):
-        for ax in range(3):
-            u = rot[owner][:, ax]
-            sep = abs(u @ d) - sum(np.abs(rot[b].T @ u) @ half[b] for b in (0, 1))
-            if sep > best[0]:
-                best = (sep, owner, ax)
-    sep, r, ax = best
-    i = 1 - r
-    n = rot[r][:, ax] * np.sign(rot[r][:, ax] @ (pos[i] - pos[r]))
-    c = pos[r] + n * half[r][ax]
-    t = [rot[r][:, (ax + 1) % 3], rot[r][:, (ax + 2) % 3]]
-    e = np.array([half[r][(ax + 1) % 3], half[r][(ax + 2) % 3]])
-    j = int(np.argmax(np.abs(rot[i].T @ n)))
-    fi = -rot[i][:, j] * np.sign(rot[i][:, j] @ n)
-    ci = pos[i] + fi * half[i][j]
-    a1, a2 = (rot[i][:, (j + m) % 3] * half[i][(j + m) % 3] for m in (1, 2))
-    quad = np.array([ci + a1 * s1 + a2 * s2 for s1, s2 in ((1, 1), (-1, 1), (-1, -1), (1, -1))])
-    uv = (quad - c) @ np.array(t).T
-    height = (quad - c) @ n
-    # the incident face's plane over the reference face: height = h0 + g . (u, v)
-    g, *_ = np.linalg.lstsq(np.c_[np.ones(4), uv], height, rcond=None)
-    rect = np.array([[e[0], e[1]], [-e[0], e[1]], [-e[0], -e[1]], [e[0], -e[1]]])
-
-    def inside_quad(p):
-        cross = [np.linalg.det(np.array([uv[(m + 1) % 4] - uv[m], p - uv[m]])) for m in range(4)]
-        return all(cc >= -1e-9 for cc in cross) or all(cc <= 1e-9 for cc in cross)
-
-    out = [p for p in uv if np.all(np.abs(p) <= e + 1e-9)] + [p for p in rect if inside_quad(p)]
-    for m in range(4):
-        p0, p1 = uv[m], uv[(m + 1) % 4]
-        for q in range(4):
-            q0, q1 = rect[q], rect[(q + 1) % 4]
-            a = np.array([p1 - p0, q0 - q1]).T
-            if abs(np.linalg.det(a)) > 1e-12:
-                s_, t_ = np.linalg.solve(a, q0 - p0)
-                if 0 < s_ < 1 and 0 < t_ < 1:
-                    out.append(p0 + s_ * (p1 - p0))
-    out = np.array(out)
-    heights = g[0] + out @ g[1:]
-    world = c + out @ np.array(t) + heights[:, None] * n
-    return sep, r, ax, n, world, heights
-
-
 @pytest.mark.parametrize("case", range(5))
 def test_box_face_manifold_matches_numpy_brute_force(case):
     rng = np.random.default_rng(case)
@@ -272,7 +225,7 @@ def test_box_face_manifold_matches_numpy_brute_force(case):
               kc.zeros(8, dtype=float), kc.zeros(1, dtype=kc.vec3)]
     kc.launch(_face_manifold_kernel, dim=1, inputs=arrays)
     axis, count, points, gaps, normal = (a.numpy() for a in arrays[3:])
-    sep, r, ax, n, world, heights = _brute_face_manifold(pos, rot, half)
+    sep, r, ax, n, world, heights = brute_face_manifold(pos, rot, half)
     assert (int(axis[0, 0]), int(axis[0, 1])) == (r, ax)
     np.testing.assert_allclose(axis[0, 2], sep, atol=1e-5)
     np.testing.assert_allclose(normal[0], n, atol=1e-5)
