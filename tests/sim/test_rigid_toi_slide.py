@@ -32,17 +32,20 @@ def _grid(x0, x1, z0, z1, cell, height=lambda x, z: 0.0):
     return pts, np.array(tris)
 
 
-def _slider(kind, v0, floor, half=0.05):
+def _slider(kind, v0, floor, half=0.05, z=0.05):
     """A box (0.2 x 0.1 x 0.2 m: four floor cells under it) or a sphere of radius ``half`` resting on y = 0 and
-    moving at ``v0`` along x, on a flat mesh floor of 10 cm cells (``floor`` "mesh") or the ground plane."""
+    moving at ``v0`` along x, on a flat mesh floor of 10 cm cells (``floor`` "mesh"), the ground plane
+    ("ground") or the mesh ``floor`` = (points, triangles); z = 0.05: the box's edges along x run mid-cell
+    (edges lying right over mesh edges: see sim/README.md)."""
     b = sim.ModelBuilder()
     b.set_material(0, ke=1e4, restitution=0.0, mu=MU)
-    if floor == "mesh":
+    if isinstance(floor, tuple):
+        b.add_shape_mesh(*floor)
+    elif floor == "mesh":
         b.add_shape_mesh(*_grid(-0.5, 1.2 * v0 * v0 / (2 * MU * G) + 0.5, -0.3, 0.3, 0.1))
     else:
         b.set_ground_plane()
-    # z = 0.05: the box's edges along x run mid-cell (edges lying right over mesh edges: see sim/README.md)
-    body = b.add_body(kc.transform(kc.vec3(0.0, half + MESH_SKIN, 0.05), kc.quat(0, 0, 0, 1)), vel=(v0, 0, 0))
+    body = b.add_body(kc.transform(kc.vec3(0.0, half + MESH_SKIN, z), kc.quat(0, 0, 0, 1)), vel=(v0, 0, 0))
     if kind == "box":
         b.add_shape_box(half_extents=(0.1, half, 0.1), body=body)
     else:
@@ -125,16 +128,7 @@ def test_a_real_step_in_a_mesh_floor_stops_or_lifts_the_slider(kind, v0):
     # a 1 cm step at x = 0.5 across the path: the body must not pass through its vertical face (10 cm per
     # step at 10 m/s, ten times the step's height); the box trips on it, the sphere rolls up onto it
     step_x, rise, half = 0.5, 0.01, 0.05
-    b = sim.ModelBuilder()
-    b.set_material(0, ke=1e4, restitution=0.0, mu=MU)
-    b.add_shape_mesh(*_step_floor(step_x, rise))
-    body = b.add_body(kc.transform(kc.vec3(0.0, half + MESH_SKIN, 0.0), kc.quat(0, 0, 0, 1)), vel=(v0, 0, 0))
-    if kind == "box":
-        b.add_shape_box(half_extents=(0.1, half, 0.1), body=body)
-    else:
-        b.add_shape_sphere(radius=half, body=body)
-    m = b.finalize()
-    solver = sim.SolverSemiImplicit(m, toi=True)
+    m, solver = _slider(kind, v0, _step_floor(step_x, rise), half, z=0.0)
     steps = 40
     _, rec = run_recording(m, solver, steps, DT, lambda s: (s.body_q.numpy()[0].astype(np.float64),
                                                             s.body_qd.numpy()[0].astype(np.float64)))
