@@ -213,6 +213,49 @@ def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.v
     return best, best_n, best_p
 
 
+@kc.func
+def shape_lowest(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, n: kc.vec3) -> float:
+    """Smallest ``n . x`` [m] over the points x of shape A (kind ``ka``: 0 sphere, 1 box, 4 capsule; ``n`` a
+    unit vector): how far along ``n`` its lowest point lies."""
+    count = int(8)  # a runtime bound: box corners; a sphere has one point, a capsule two
+    if ka == 0:
+        count = 1
+    elif ka == 4:
+        count = 2
+    low = float(FAR)
+    for f in range(count):
+        pt = shape_point(ka, scale_a, f)
+        low = kc.min(low, kc.dot(n, pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])) - pt[3])
+    return low
+
+
+@kc.func
+def mesh_flat_top(mesh: kc.uint64, centre: kc.vec3, half: float):
+    """The static mesh's triangles whose bounds overlap the cube of half-side ``half`` [m] about ``centre``, as
+    a half-space that holds them: (unit normal m, level [m]), m the face normal of the first such triangle
+    on the side of ``centre``, the level the largest ``m . v`` over their vertices (a triangle is the convex
+    hull of its vertices).  On a flat patch the level is the patch's own; a bump or a wall in the cube
+    raises it.  Level -1e30 when no triangle is there."""
+    m = kc.vec3(0.0, 1.0, 0.0)
+    found = int(0)
+    top = float(-1.0e30)
+    query = kc.mesh_query_aabb(mesh, centre - kc.vec3(half, half, half), centre + kc.vec3(half, half, half))
+    face = int(0)
+    while kc.mesh_query_aabb_next(query, face):
+        t0 = triangle_vertex(mesh, face, 0)
+        t1 = triangle_vertex(mesh, face, 1)
+        t2 = triangle_vertex(mesh, face, 2)
+        if found == 0:
+            face_n = kc.cross(t1 - t0, t2 - t0)
+            if kc.length(face_n) > 0.0:
+                m = kc.normalize(face_n)
+                if kc.dot(m, centre - t0) < 0.0:
+                    m = -m
+                found = 1
+        top = kc.max(top, kc.max(kc.dot(m, t0), kc.max(kc.dot(m, t1), kc.dot(m, t2))))
+    return m, top
+
+
 #: static meshes with more triangles than this have feature ids that float32 cannot tell apart
 MAX_EXACT_FACES = (1 << 24) // (8 * TRIANGLE_FEATURES)
 

@@ -208,6 +208,16 @@ def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3
 
 
 @kc.func
+def mesh_lowest(mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_a: kc.mat33, n: kc.vec3) -> float:
+    """Smallest ``n . x`` [m] over the ``nv`` vertices of the body's mesh shape at (``pos_a``, ``rot_a``): how far
+    along the unit vector ``n`` its lowest point lies (the hull of its vertices holds the whole shape)."""
+    low = float(FAR)
+    for j in range(nv):
+        low = kc.min(low, kc.dot(n, pos_a + rot_a * kc.mesh_get_point(mesh, j)))
+    return low
+
+
+@kc.func
 def mesh_body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                     shape_info: kc.array(dtype=kc.vec3), com: kc.vec3) -> float:
     """Bound [m] on the distance of the vertices of the body's mesh shapes from its centre of mass

@@ -76,9 +76,10 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, triangle_feature, triangle_vertex
+from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, shape_lowest,
+                       triangle_feature, triangle_vertex)
 from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
-                            mesh_feature_span, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
+                            mesh_feature_span, mesh_lowest, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
                             mesh_triangle_feature_count)
 
 SPHERE = kc.constant(0)
@@ -405,8 +406,60 @@ def body_reach(first: int, count: int, shape_list: kc.array(dtype=int), shape_ty
 
 
 @kc.func
+def shape_core_reach(kind: int, scale: kc.vec3, offset: kc.vec3, info: kc.vec3) -> float:
+    """Bound [m] on the distance from the body's centre of mass of the shape's core: the shape less its
+    radius (a sphere's centre, a capsule's segment; a box or a mesh whole).  Turning moves the shape's
+    lowest point along a normal no faster than |w| times this: a rolling sphere's does not move at all."""
+    r = kc.length(offset) + kc.length(scale)
+    if kind == SPHERE:
+        r = kc.length(offset)
+    elif kind == CAPSULE:
+        r = kc.length(offset) + scale[1]
+    elif kind == MESH:
+        r = kc.length(offset) + info[2]
+    return r
+
+
+@kc.func
+def flat_mesh_advance(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, mesh_a: kc.uint64, info_a: kc.vec3,
+                      mesh: kc.uint64, lookahead: float, d: float, v: kc.vec3, w_dt: float, core: float,
+                      dt: float) -> float:
+    """How far in s [1] shape A may advance against a static mesh that is flat near it, as against a plane
+    (0 when it is not flat there); its closest feature is at distance ``d`` [m].
+
+    The triangles found within ``lookahead`` [m] of A (all that it can reach this sweep, see
+    sim/toi_mesh.py) lie in the half-space below their highest vertex along the normal m of one of them
+    (:func:`sim.toi_mesh.mesh_flat_top`); A's distance from them is at least its gap above that level
+    (any m would do: the bound holds for every direction), which only motion along m (``v`` [m/s]) and turning
+    (``w_dt`` = |w| dt times the ``core`` reach [m]) can close.  On a flat floor or ramp of many triangles
+    the gap is the distance itself and sliding costs one look, not one per SKIN; a bump or a wall near A
+    makes the gap small or negative and leaves the usual bound.  The sweep lets a feature come at most
+    SKIN closer than ``min(d, 0)``, as the usual bound does."""
+    half = lookahead
+    if ka == MESH:
+        half = half + info_a[2]
+    else:
+        half = half + shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
+    m, top = mesh_flat_top(mesh, pos_a, half)
+    low = float(0.0)
+    if ka == MESH:
+        low = mesh_lowest(mesh_a, int(info_a[0]), pos_a, rot_a, m)
+    else:
+        low = shape_lowest(ka, pos_a, rot_a, scale_a, m)
+    gap = low - top - MESH_SKIN
+    allowed = gap - kc.min(d - SKIN, 0.0)
+    b = kc.max(-kc.dot(m, v) * dt, 0.0) + w_dt * core
+    out = float(0.0)
+    if allowed > 0.0:
+        out = FAR
+        if b > 0.0:
+            out = allowed / b
+    return out
+
+
+@kc.func
 def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.vec3, xs: kc.vec3, qs: kc.quat,
-               v: kc.vec3, w_c: kc.vec3, bound: float, w_reach: float, approach_tol: float, dt: float, ground: int,
+               v: kc.vec3, w_c: kc.vec3, bound: float, w_dt: float, approach_tol: float, dt: float, ground: int,
                ground_normal: kc.vec3, ground_offset: float, shape_count: int, shape_type: kc.array(dtype=int),
                shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
@@ -420,8 +473,9 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
     often it touched before); impact distance FAR when there is none.  ``advance`` is how far in s
     the sweep may go with no feature coming closer than its distance (or than SKIN, for a feature
     already touching): ``bound`` [m per unit s] bounds how
-    fast any point moves; against the ground and planes only the motion along the normal counts
-    (``w_reach``: |w| times the body's reach, times dt), so that sliding and resting stay cheap."""
+    fast any point moves; against the ground, planes and static meshes flat near the shape
+    (:func:`flat_mesh_advance`) only the motion along the normal counts (``w_dt``: |w| dt [rad per unit
+    s] times the shape's core reach), so that sliding, rolling and resting stay cheap."""
     hit_d = float(FAR)
     hit_n = kc.vec3(0.0, 1.0, 0.0)
     hit_p = xs
@@ -434,6 +488,7 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
         sh = shape_list[first + k]
         pos_a = xs + rot * (shape_pos[sh] - com)
         rot_a = rot * shape_rot[sh]
+        core = shape_core_reach(shape_type[sh], shape_scale[sh], shape_pos[sh] - com, shape_info[sh])
         for c in range(-1, shape_count):
             d, n, p, kb = collider_closest(c, shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal,
                                            ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
@@ -449,9 +504,14 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
                 else:
                     b = bound
                     if kb == GROUND or kb == PLANE:  # a flat collider: sliding along it brings nothing closer
-                        b = kc.max(-kc.dot(n, v) * dt, 0.0) + w_reach
+                        b = kc.max(-kc.dot(n, v) * dt, 0.0) + w_dt * core
                     if b > 0.0:
-                        advance = kc.min(advance, kc.max(d, SKIN) / b)
+                        step = kc.max(d, SKIN) / b
+                        if kb == MESH and step < 1.0:  # the sweep's end is s = 1 at most: no need when it gets there
+                            step = kc.max(step, flat_mesh_advance(shape_type[sh], pos_a, rot_a, shape_scale[sh],
+                                                                  shape_mesh[sh], shape_info[sh], shape_mesh[c],
+                                                                  lookahead, d, v, w_dt, core, dt))
+                        advance = kc.min(advance, step)
     return hit_d, hit_n, hit_p, advance, d_min
 
 
@@ -728,8 +788,8 @@ def integrate_shape_bodies_toi_kernel(
     for _sweep in range(max_sweeps):  # a sweep ends at an impact, at the step's end or when its looks run out
         if s_c < 1.0 and hits < max_impacts:
             v_path = v_c + a * ((1.0 - s_c) * dt)
-            w_reach = kc.length(w) * reach * dt
-            bound = kc.length(v_path) * dt + w_reach  # [m per unit s]
+            w_dt = kc.length(w) * dt  # [rad per unit s]
+            bound = kc.length(v_path) * dt + w_dt * reach  # [m per unit s]
             look = bound + MESH_LOOKAHEAD  # static meshes are searched this far [m] (sim/toi_mesh.py)
             # conservative advancement from s_c
             s = s_c
@@ -739,7 +799,7 @@ def integrate_shape_bodies_toi_kernel(
                     xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                     h = (s - s_c) * dt * 0.5
                     hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
-                                                            w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach,
+                                                            w / (1.0 + kc.dot(w, w) * h * h), bound, w_dt,
                                                             approach_tol, dt, ground, ground_normal, ground_offset,
                                                             shape_count, shape_type, shape_body, shape_pos, shape_rot,
                                                             shape_scale, shape_mesh, look, shape_info, span)
@@ -749,12 +809,13 @@ def integrate_shape_bodies_toi_kernel(
                         s = s + advance
             if hit != 0:
                 # Newton on the impact feature: lands on the root, smooth in the inputs
+                s_found = s
                 for _newton in range(2):
                     xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
                     h = (s - s_c) * dt * 0.5
                     w_c = w / (1.0 + kc.dot(w, w) * h * h)
                     hd, hn, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path, w_c, bound,
-                                                            w_reach, approach_tol, dt, ground, ground_normal,
+                                                            w_dt, approach_tol, dt, ground, ground_normal,
                                                             ground_offset, shape_count, shape_type, shape_body,
                                                             shape_pos, shape_rot, shape_scale, shape_mesh, look,
                                                             shape_info, span)
@@ -762,14 +823,32 @@ def integrate_shape_bodies_toi_kernel(
                         rate = kc.dot(hn, v_path + kc.cross(w_c, hp - xs)) * dt
                         if rate < 0.0:
                             s = kc.min(kc.max(s - hd / rate, s_c), 1.0)
-                xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
-                v_hit = v_c + a * ((s - s_c) * dt)
-                h = (s - s_c) * dt * 0.5
-                hd, n0, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
-                                                        w / (1.0 + kc.dot(w, w) * h * h), bound, w_reach,
-                                                        approach_tol, dt, ground, ground_normal, ground_offset,
-                                                        shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                        shape_scale, shape_mesh, look, shape_info, span)
+                hd = FAR
+                d_min = float(FAR)
+                n0 = kc.vec3(0.0, 1.0, 0.0)
+                hp = x_c
+                xs = x_c
+                qs = q_c
+                v_hit = v_c
+                final_looks = int(2)
+                for _final in range(final_looks):  # a runtime bound: one sweep_look call site
+                    # a feature found already deeper than its root (a look may let a touching feature come
+                    # SKIN closer) sends Newton back to the sweep's start, where it is no impact: the impact
+                    # is then taken where the feature was found, or the sweep would not move on
+                    again = int(0)
+                    if _final > 0 and hd >= FAR and s <= s_c and s_found > s_c:
+                        s = s_found
+                        again = 1
+                    if _final == 0 or again != 0:
+                        xs, qs, pos_a, rot_a = pose_at(x_c, q_c, v_path, w, (s - s_c) * dt, zero, unrotated)
+                        v_hit = v_c + a * ((s - s_c) * dt)
+                        h = (s - s_c) * dt * 0.5
+                        hd, n0, hp, advance, d_min = sweep_look(first, nsh, shape_list, com, xs, qs, v_path,
+                                                                w / (1.0 + kc.dot(w, w) * h * h), bound, w_dt,
+                                                                approach_tol, dt, ground, ground_normal,
+                                                                ground_offset, shape_count, shape_type, shape_body,
+                                                                shape_pos, shape_rot, shape_scale, shape_mesh, look,
+                                                                shape_info, span)
                 rot = kc.quat_to_matrix(qs)
                 # the contact manifold; a bounce takes the touching points, any other point it sends into
                 # the surface has its own impact later in the step
