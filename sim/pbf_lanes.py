@@ -115,18 +115,16 @@ def _lambda_pairs(slots):
         x = kc.vec3(px[i], py[i], pz[i])
         n = nb_count[i]
         h2 = h * h
-        ratio = volume[i] * poly6_select(0.0, h2, poly6_coef)    # rho_i / rho0, as lambda_kernel
-        grad_i = kc.vec3(0.0, 0.0, 0.0)
+        acc = kc.vec4(0.0, 0.0, 0.0, volume[i] * poly6_select(0.0, h2, poly6_coef))   # (grad_i, rho_i / rho0)
         sq = float(0.0)
         for k in range(kc.int32(slots)):
             j = kc.max(nb[i, k], 0)
             t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
                              spiky_coef)   # padding slots weigh nothing
-            ratio += t[3]
+            acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
             g = kc.vec3(t[0], t[1], t[2])
-            grad_i += g
             sq += kc.dot(g, g)
-        sums[i] = kc.vec4(grad_i[0], grad_i[1], grad_i[2], ratio)
+        sums[i] = acc
         sum_sq[i] = sq
 
     return lambda_pairs

@@ -62,21 +62,17 @@ def _lambda_box(slots):
         x = kc.vec3(px[i], py[i], pz[i])
         n = nb_count[i]
         h2 = h * h
-        ratio = volume[i] * poly6_select(0.0, h2, poly6_coef)
-        grad_i = kc.vec3(0.0, 0.0, 0.0)
+        acc = kc.vec4(0.0, 0.0, 0.0, volume[i] * poly6_select(0.0, h2, poly6_coef))   # (grad_i, rho_i / rho0)
         sq = float(0.0)
         for k in range(kc.int32(slots)):   # pbf_lanes.lambda_pairs' loop (a runtime loop: see there)
             j = kc.max(nb[i, k], 0)
             t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
                              spiky_coef)
-            ratio += t[3]
+            acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
             g = kc.vec3(t[0], t[1], t[2])
-            grad_i += g
             sq += kc.dot(g, g)
         wb = box_density(x, h, lower, upper) * wall_weight   # as lambda_finish_kernel (x 1 or 0: exact)
-        ratio += wb[3]
-        grad_i += kc.vec3(wb[0], wb[1], wb[2])
-        lam[i] = lambda_of(ratio, grad_i, sq, eps)
+        lam[i] = lambda_of(acc[3] + wb[3], kc.vec3(acc[0], acc[1], acc[2]) + kc.vec3(wb[0], wb[1], wb[2]), sq, eps)
 
     return lambda_box
 
