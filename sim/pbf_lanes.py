@@ -103,8 +103,9 @@ def lambda_of(ratio: float, grad_i: kc.vec3, sq: float, eps: float) -> float:
     return -kc.max(ratio - 1.0, 0.0) / (sq + kc.dot(grad_i, grad_i) + eps)
 
 
-# The slot loops run range(kc.int32(slots)): an int32 bound is a runtime loop for the frontend
-# (a constant range() would be unrolled: huge CUDA code); GCC unrolls it (LANE_FLAGS).
+# The slot loops run range(kc.int32(slots)): one flat loop that the frontend never unrolls (an
+# int32 bound; the former nest of a chunk loop over range(CHUNK), both <= config.max_unroll, was
+# unrolled: huge CUDA code); GCC unrolls it on the CPU (LANE_FLAGS).
 
 def _lambda_pairs(slots):
     def lambda_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
