@@ -17,11 +17,21 @@ vectorises across them (docs/cpu_codegen.md, "SIMD lanes").  Three things had to
 - ``kc.max(nb[i, k], 0)`` as the index: an index not known to be >= 0 goes through the
   negative-index wrap, whose select keeps GCC from building the gather;
 
-and the module is built with ``-mtune-ctrl=^use_gather`` (kernelcore.toolchain.MODULE_FLAGS):
-the AVX2 gather instructions that -march=native picks on this AMD EPYC ran a masked load loop
-2.8x slower than scalar code, the element-by-element loads GCC emits instead are faster than
-scalar.  The arithmetic (including the square root and division of the spiky gradient) is then
-one vector instruction per 8 pairs.
+and the module is built with ``LANE_FLAGS`` (kernelcore.toolchain.MODULE_FLAGS):
+
+- ``-mtune-ctrl=^use_gather``: the AVX2 gather instructions that -march=native picks on this AMD
+  EPYC ran a masked load loop 2.8x slower than scalar code, the element-by-element loads GCC
+  emits instead are faster than scalar;
+- the slot loop is a runtime loop in the kernel (``range(kc.int32(capacity))``, not a constant
+  range the frontend unrolls): unrolled in the generated code, 48 slots made each CUDA kernel
+  ~4000 lines, and NVRTC took ~15 minutes per capacity module in the suite's CUBIN check.  GCC
+  unrolls it instead, before vectorising across particles, once its complete-peeling limits
+  (``--param`` below: the loop's branch count stopped it) admit a loop of CAPACITIES[-1] slots.
+  Without them GCC vectorises the slot loop itself (in-order reductions, 1.6x slower); the
+  tests check for the complete unroll (tests/sim/test_pbf_lanes.py).
+
+The arithmetic (including the square root and division of the spiky gradient) is then one
+vector instruction per 8 pairs.  The pair terms are kc.func shared with sim/pbf_lanes_box.py.
 
 Results: the same operations in the same order as lambda_kernel / delta_kernel (the padding
 adds exact zeros), so the multipliers and positions are bit-identical to the scalar kernels
@@ -41,10 +51,14 @@ from .pbf_bodies import body_density
 from .pbf_kernels import (boundary_density, correct_position, poly6_coefficient, scorr_constants, shape_inputs,
                           spiky_coefficient)
 
-#: neighbour slots per vector step (AVX2: 8 floats)
+#: neighbour slots per vector step (AVX2: 8 floats): capacities are multiples of it
 CHUNK = 8
 #: padded neighbour-loop lengths; a step takes the smallest that holds its longest list
 CAPACITIES = (32, 40, 48, 56, 64, 80, 96)
+#: GCC flags of the lanes modules (see the module docstring): gathers off, and complete peeling
+#: of a slot loop of up to 128 iterations (defaults: 16 iterations, 200 insns, 16 branches)
+LANE_FLAGS = ["-mtune-ctrl=^use_gather", "--param=max-completely-peel-times=128",
+              "--param=max-completely-peeled-insns=200000", "--param=max-peel-branches=4096"]
 
 
 @kc.func
@@ -63,7 +77,37 @@ def spiky_factor_select(r2: float, h: float, coef: float) -> float:
     return kc.where(r2 < h * h, kc.where(r2 > lo, coef * t * t / r, 0.0), 0.0)
 
 
-def _lambda_pairs(chunks):
+@kc.func
+def density_term(d: kc.vec3, vj: float, h: float, h2: float, poly6_coef: float, spiky_coef: float) -> kc.vec4:
+    """One neighbour's share of the density constraint (d = x_i - x_j [m], vj its volume weight, 0
+    for a padding slot): (vj grad W [1/m], vj W / rho0), as lambda_kernel's pair loop."""
+    r2 = kc.dot(d, d)
+    g = d * (spiky_factor_select(r2, h, spiky_coef) * vj)
+    return kc.vec4(g[0], g[1], g[2], vj * poly6_select(r2, h2, poly6_coef))
+
+
+@kc.func
+def delta_term(d: kc.vec3, vj: float, li: float, lj: float, h: float, h2: float, poly6_coef: float,
+               spiky_coef: float, scorr_k: float, scorr_inv_w: float) -> kc.vec3:
+    """One neighbour's share of the position update [m] (li, lj: the pair's multipliers; artificial
+    pressure scorr_k (W / W(dq))^4), as delta_kernel's pair loop."""
+    r2 = kc.dot(d, d)
+    s = poly6_select(r2, h2, poly6_coef) * scorr_inv_w
+    s2 = s * s
+    return d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (li + lj - scorr_k * s2 * s2)))
+
+
+@kc.func
+def lambda_of(ratio: float, grad_i: kc.vec3, sq: float, eps: float) -> float:
+    """The density multiplier [m^2] from the summed ratio rho/rho0, grad_i C and sum |grad_j C|^2."""
+    return -kc.max(ratio - 1.0, 0.0) / (sq + kc.dot(grad_i, grad_i) + eps)
+
+
+# The slot loops run range(kc.int32(slots)): one flat loop that the frontend never unrolls (an
+# int32 bound; the former nest of a chunk loop over range(CHUNK), both <= config.max_unroll, was
+# unrolled: huge CUDA code); GCC unrolls it on the CPU (LANE_FLAGS).
+
+def _lambda_pairs(slots):
     def lambda_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                      volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                      h: float, poly6_coef: float, spiky_coef: float,
@@ -72,27 +116,22 @@ def _lambda_pairs(chunks):
         x = kc.vec3(px[i], py[i], pz[i])
         n = nb_count[i]
         h2 = h * h
-        ratio = volume[i] * poly6_select(0.0, h2, poly6_coef)    # rho_i / rho0, as lambda_kernel
-        grad_i = kc.vec3(0.0, 0.0, 0.0)
+        acc = kc.vec4(0.0, 0.0, 0.0, volume[i] * poly6_select(0.0, h2, poly6_coef))   # (grad_i, rho_i / rho0)
         sq = float(0.0)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)   # padding slots weigh nothing
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                r2 = kc.dot(d, d)
-                ratio += vj * poly6_select(r2, h2, poly6_coef)
-                g = d * (spiky_factor_select(r2, h, spiky_coef) * vj)
-                grad_i += g
-                sq += kc.dot(g, g)
-        sums[i] = kc.vec4(grad_i[0], grad_i[1], grad_i[2], ratio)
+        for k in range(kc.int32(slots)):
+            j = kc.max(nb[i, k], 0)
+            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
+                             spiky_coef)   # padding slots weigh nothing
+            acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
+            g = kc.vec3(t[0], t[1], t[2])
+            sq += kc.dot(g, g)
+        sums[i] = acc
         sum_sq[i] = sq
 
     return lambda_pairs
 
 
-def _delta_pairs(chunks):
+def _delta_pairs(slots):
     def delta_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                     volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                     lam: kc.array(dtype=float), h: float, poly6_coef: float, spiky_coef: float, scorr_k: float,
@@ -103,23 +142,16 @@ def _delta_pairs(chunks):
         li = lam[i]
         h2 = h * h
         dp = kc.vec3(0.0, 0.0, 0.0)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                r2 = kc.dot(d, d)
-                s = poly6_select(r2, h2, poly6_coef) * scorr_inv_w
-                s2 = s * s
-                dp += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (li + lam[j] - scorr_k * s2 * s2)))
+        for k in range(kc.int32(slots)):
+            j = kc.max(nb[i, k], 0)
+            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), li, lam[j], h, h2,
+                             poly6_coef, spiky_coef, scorr_k, scorr_inv_w)
         dp_out[i] = dp
 
     return delta_pairs
 
 
-
-def _vorticity_pairs(chunks):
+def _vorticity_pairs(slots):
     def vorticity_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                         vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
                         volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
@@ -130,21 +162,19 @@ def _vorticity_pairs(chunks):
         vi = kc.vec3(vx[i], vy[i], vz[i])
         n = nb_count[i]
         w = kc.vec3(0.0, 0.0, 0.0)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                f = spiky_factor_select(kc.dot(d, d), h, spiky_coef)
-                w += kc.cross(d * f, kc.vec3(vx[j], vy[j], vz[j]) - vi) * vj   # as vorticity_kernel
+        for k in range(kc.int32(slots)):
+            j = kc.max(nb[i, k], 0)
+            vj = kc.where(k < n, volume[j], 0.0)
+            d = x - kc.vec3(px[j], py[j], pz[j])
+            f = spiky_factor_select(kc.dot(d, d), h, spiky_coef)
+            w += kc.cross(d * f, kc.vec3(vx[j], vy[j], vz[j]) - vi) * vj   # as vorticity_kernel
         omega[i] = w
         omega_norm[i] = kc.length(w)
 
     return vorticity_pairs
 
 
-def _finish_pairs(chunks):
+def _finish_pairs(slots):
     def finish_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                      vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
                      omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float), volume: kc.array(dtype=float),
@@ -159,15 +189,13 @@ def _finish_pairs(chunks):
         wi = omega_norm[i]
         smooth = kc.vec3(0.0, 0.0, 0.0)
         eta = kc.vec3(0.0, 0.0, 0.0)   # (summed also without confinement, then unused: no branch in the loop)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                r2 = kc.dot(d, d)
-                smooth += (kc.vec3(vx[j], vy[j], vz[j]) - vi) * (vj * poly6_select(r2, h2, poly6_coef))
-                eta += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (omega_norm[j] - wi)))
+        for k in range(kc.int32(slots)):
+            j = kc.max(nb[i, k], 0)
+            vj = kc.where(k < n, volume[j], 0.0)
+            d = x - kc.vec3(px[j], py[j], pz[j])
+            r2 = kc.dot(d, d)
+            smooth += (kc.vec3(vx[j], vy[j], vz[j]) - vi) * (vj * poly6_select(r2, h2, poly6_coef))
+            eta += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (omega_norm[j] - wi)))
         eta_len = kc.length(eta)
         push = kc.where(confinement > 0.0, kc.where(eta_len > 1.0e-12, confinement, 0.0), 0.0)
         acc = kc.cross(eta / kc.max(eta_len, 1.0e-12), omega[i]) * push   # as finish_kernel's confinement
@@ -176,20 +204,27 @@ def _finish_pairs(chunks):
 
     return finish_pairs
 
+
 _PAIR_KERNELS = {}
+
+
+def lane_module(name: str, capacity: int) -> str:
+    """The kernel-module name of one capacity's lanes (``name``: the Python module's), with LANE_FLAGS
+    registered for it; a ValueError for a capacity that is not a positive multiple of CHUNK."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity % CHUNK or capacity <= 0:
+        raise ValueError(f"{name}: capacity must be a positive multiple of {CHUNK}, got {capacity!r}")
+    module = f"{name}_{capacity}"
+    if "clang" not in os.path.basename(config.cxx):
+        toolchain.MODULE_FLAGS[module] = list(LANE_FLAGS)
+    return module
 
 
 def pair_kernels(capacity: int):
     """(lambda_pairs, delta_pairs, vorticity_pairs, finish_pairs) kernels for neighbour lists padded to ``capacity`` slots, each
     capacity in a module of its own (built on first use, with the module flags above)."""
+    name = lane_module(__name__, capacity)   # (checked first: 56.0 would find 56's kernels)
     if capacity not in _PAIR_KERNELS:
-        if capacity % CHUNK or capacity <= 0:
-            raise ValueError(f"pbf_lanes: capacity must be a positive multiple of {CHUNK}, got {capacity}")
-        name = f"{__name__}_{capacity}"
-        if "clang" not in os.path.basename(config.cxx):
-            toolchain.MODULE_FLAGS[name] = ["-mtune-ctrl=^use_gather"]
-        chunks = capacity // CHUNK
-        _PAIR_KERNELS[capacity] = tuple(kc.kernel(make(chunks), enable_backward=False, simd=True, module=name)
+        _PAIR_KERNELS[capacity] = tuple(kc.kernel(make(capacity), enable_backward=False, simd=True, module=name)
                                         for make in (_lambda_pairs, _delta_pairs, _vorticity_pairs, _finish_pairs))
     return _PAIR_KERNELS[capacity]
 
@@ -234,8 +269,7 @@ def lambda_finish_kernel(p: kc.array(dtype=kc.vec3), sums: kc.array(dtype=kc.vec
                           shape_scale, shape_mesh, body_q)
         ratio += bb[3]
         grad_i += kc.vec3(bb[0], bb[1], bb[2])
-    c = kc.max(ratio - 1.0, 0.0)
-    lam[i] = -c / (sum_sq[i] + kc.dot(grad_i, grad_i) + eps)
+    lam[i] = lambda_of(ratio, grad_i, sum_sq[i], eps)
 
 
 @kc.kernel(enable_backward=False)

@@ -20,12 +20,9 @@ buffers; the intermediate ``pbf_buffers.p[k]`` are not (these steps are not tape
 """
 from __future__ import annotations
 
-import os
-
 import kernelcore as kc
-from kernelcore import config, toolchain
 
-from .pbf_lanes import CHUNK, poly6_select, spiky_factor_select, split_positions
+from .pbf_lanes import delta_term, density_term, lambda_of, lane_module, poly6_select, split_positions
 from .pbf_kernels import poly6_coefficient, scorr_constants, spiky_coefficient
 
 
@@ -56,7 +53,7 @@ def box_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3) -> kc.vec4
     return kc.vec4(wx0[1] - wx1[1], wy0[1] - wy1[1], wz0[1] - wz1[1], phi)
 
 
-def _lambda_box(chunks):
+def _lambda_box(slots):
     def lambda_box(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                    volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                    h: float, poly6_coef: float, spiky_coef: float, eps: float, wall_weight: float, lower: kc.vec3,
@@ -65,29 +62,22 @@ def _lambda_box(chunks):
         x = kc.vec3(px[i], py[i], pz[i])
         n = nb_count[i]
         h2 = h * h
-        ratio = volume[i] * poly6_select(0.0, h2, poly6_coef)
-        grad_i = kc.vec3(0.0, 0.0, 0.0)
+        acc = kc.vec4(0.0, 0.0, 0.0, volume[i] * poly6_select(0.0, h2, poly6_coef))   # (grad_i, rho_i / rho0)
         sq = float(0.0)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                r2 = kc.dot(d, d)
-                ratio += vj * poly6_select(r2, h2, poly6_coef)
-                g = d * (spiky_factor_select(r2, h, spiky_coef) * vj)
-                grad_i += g
-                sq += kc.dot(g, g)
+        for k in range(kc.int32(slots)):   # pbf_lanes.lambda_pairs' loop (a runtime loop: see there)
+            j = kc.max(nb[i, k], 0)
+            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
+                             spiky_coef)
+            acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
+            g = kc.vec3(t[0], t[1], t[2])
+            sq += kc.dot(g, g)
         wb = box_density(x, h, lower, upper) * wall_weight   # as lambda_finish_kernel (x 1 or 0: exact)
-        ratio += wb[3]
-        grad_i += kc.vec3(wb[0], wb[1], wb[2])
-        lam[i] = -kc.max(ratio - 1.0, 0.0) / (sq + kc.dot(grad_i, grad_i) + eps)
+        lam[i] = lambda_of(acc[3] + wb[3], kc.vec3(acc[0], acc[1], acc[2]) + kc.vec3(wb[0], wb[1], wb[2]), sq, eps)
 
     return lambda_box
 
 
-def _delta_box(chunks):
+def _delta_box(slots):
     def delta_box(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                   volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float),
                   nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int), lam: kc.array(dtype=float),
@@ -100,16 +90,10 @@ def _delta_box(chunks):
         li = lam[i]
         h2 = h * h
         dp = kc.vec3(0.0, 0.0, 0.0)
-        for c in range(chunks):
-            for q in range(CHUNK):
-                k = c * CHUNK + q
-                j = kc.max(nb[i, k], 0)
-                vj = kc.where(k < n, volume[j], 0.0)
-                d = x - kc.vec3(px[j], py[j], pz[j])
-                r2 = kc.dot(d, d)
-                s = poly6_select(r2, h2, poly6_coef) * scorr_inv_w
-                s2 = s * s
-                dp += d * (spiky_factor_select(r2, h, spiky_coef) * (vj * (li + lam[j] - scorr_k * s2 * s2)))
+        for k in range(kc.int32(slots)):   # pbf_lanes.delta_pairs' loop
+            j = kc.max(nb[i, k], 0)
+            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), li, lam[j], h, h2,
+                             poly6_coef, spiky_coef, scorr_k, scorr_inv_w)
         wb = box_density(x, h, lower, upper)   # as correct_position: the walls' share, then the box
         dp += (kc.vec3(wb[0], wb[1], wb[2]) * li) * wall_weight
         r = radius[i]
@@ -128,15 +112,10 @@ _BOX_KERNELS = {}
 
 def box_kernels(capacity: int):
     """(lambda_box, delta_box) for neighbour lists padded to ``capacity`` slots (a module per capacity,
-    built on first use with pbf_lanes' module flags)."""
+    built on first use with pbf_lanes.LANE_FLAGS)."""
+    name = lane_module(__name__, capacity)   # (checked first: 56.0 would find 56's kernels)
     if capacity not in _BOX_KERNELS:
-        if capacity % CHUNK or capacity <= 0:
-            raise ValueError(f"pbf_lanes_box: capacity must be a positive multiple of {CHUNK}, got {capacity}")
-        name = f"{__name__}_{capacity}"
-        if "clang" not in os.path.basename(config.cxx):
-            toolchain.MODULE_FLAGS[name] = ["-mtune-ctrl=^use_gather"]   # see sim/pbf_lanes.py
-        chunks = capacity // CHUNK
-        _BOX_KERNELS[capacity] = tuple(kc.kernel(make(chunks), enable_backward=False, simd=True, module=name)
+        _BOX_KERNELS[capacity] = tuple(kc.kernel(make(capacity), enable_backward=False, simd=True, module=name)
                                        for make in (_lambda_box, _delta_box))
     return _BOX_KERNELS[capacity]
 

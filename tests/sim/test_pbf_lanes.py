@@ -206,7 +206,10 @@ def test_lanes_on_a_cuda_model_warn_at_construction(monkeypatch):
     assert caught[0].filename == __file__
 
 
-def _vectorised_loops(kernel, tmp_path):
+def _vectorised_loops(kernel, tmp_path, capacity=56):
+    """How many loops GCC vectorised in ``kernel``'s module; the slot loop (a runtime loop in the
+    kernel, for short CUDA code) must first be unrolled completely, or GCC vectorises it alone
+    (in-order reductions over one particle's slots) instead of across particles."""
     cxx = config.cxx
     if shutil.which(cxx) is None or "clang" in os.path.basename(cxx):
         pytest.skip("needs g++ (GCC's -fopt-info)")
@@ -215,15 +218,36 @@ def _vectorised_loops(kernel, tmp_path):
     flags = [f for f in toolchain.cpu_flags(cxx) + toolchain.SIMD_FLAGS if f != "-shared"]
     flags += toolchain.MODULE_FLAGS.get(kernel.module.name, [])
     proc = subprocess.run([cxx, *flags, f"-I{toolchain.NATIVE_DIR}", "-c", str(src), "-o", str(tmp_path / "m.o"),
-                           "-fopt-info-vec-optimized"], capture_output=True, text=True, check=True)
+                           "-fopt-info-vec-optimized", "-fopt-info-loop-optimized"], capture_output=True, text=True,
+                          check=True)
+    assert f"loop with {capacity} iterations completely unrolled" in proc.stderr, "the slot loop was not unrolled"
     return proc.stderr.count("loop vectorized")
 
 
 @pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["lambda_pairs", "delta_pairs", "vorticity_pairs", "finish_pairs"])
 def test_lane_kernels_are_vectorised(which, tmp_path):
     kernel = pbf_lanes.pair_kernels(56)[which]   # the tests' one lanes module (spinning_block), also for the NVRTC gate
-    assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
+    assert toolchain.MODULE_FLAGS[kernel.module.name] == pbf_lanes.LANE_FLAGS
     assert _vectorised_loops(kernel, tmp_path) >= 1
+
+
+def test_lane_kernels_are_short_loops_on_cuda():
+    """The slot loop stays a loop in the generated CUDA (unrolled, NVRTC took ~15 minutes per
+    capacity module in the suite's check): the source must not grow with the capacity."""
+    from sim import pbf_lanes_box
+
+    for kernels in (pbf_lanes.pair_kernels, pbf_lanes_box.box_kernels):
+        sizes = [len(k.module.generate([k], "cuda")) for k in (kernels(56)[0], kernels(32)[0])]
+        assert abs(sizes[1] - sizes[0]) < 100, sizes   # the same code but the loop bound
+
+
+@pytest.mark.parametrize("bad", [0, 12, -8, 56.0])
+def test_lane_capacity_of_the_kernels_is_checked(bad):
+    from sim import pbf_lanes_box
+
+    for kernels, name in ((pbf_lanes.pair_kernels, "sim.pbf_lanes"), (pbf_lanes_box.box_kernels, "sim.pbf_lanes_box")):
+        with pytest.raises(ValueError, match=re.escape(f"{name}: capacity must be a positive multiple of 8, got {bad!r}")):
+            kernels(bad)
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["lambda_box", "delta_box"])
@@ -233,5 +257,5 @@ def test_box_only_lane_kernels_are_vectorised(which, tmp_path):
     from sim import pbf_lanes_box
 
     kernel = pbf_lanes_box.box_kernels(56)[which]
-    assert toolchain.MODULE_FLAGS[kernel.module.name] == ["-mtune-ctrl=^use_gather"]
+    assert toolchain.MODULE_FLAGS[kernel.module.name] == pbf_lanes.LANE_FLAGS
     assert _vectorised_loops(kernel, tmp_path) >= 1
