@@ -297,6 +297,19 @@ def _check_joint_arrays(model, joint_q, joint_qd, who):
             got = None if arr is None else arr.shape[0]
             raise ValueError(f"{who}: {name} must have {n} entries (the model's "
                              f"{'coordinates' if name == 'joint_q' else 'dofs'}), got {got}")
+        _check_finite(who, name, arr)
+
+
+def _check_finite(who, name, arr):
+    """A NaN or infinite entry of ``arr`` is a one-line error naming ``who``, the argument and the
+    entry (the kernels would otherwise spread it through every body downstream, silently)."""
+    if arr is None or arr.size == 0:
+        return
+    vals = np.asarray(arr.numpy())
+    bad = ~np.isfinite(vals.reshape(vals.shape[0], -1)).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{who}: {name}[{i}] is not finite ({vals[i].tolist()})")
 
 
 def _check_ik_supported(model):
@@ -332,6 +345,8 @@ def eval_ik(model, state, joint_q, joint_qd):
     if model.joint_count == 0:
         return
     _check_ik_supported(model)
+    _check_finite("eval_ik", "state.body_q", state.body_q)
+    _check_finite("eval_ik", "state.body_qd", state.body_qd)
     kc.launch(eval_ik_kernel, dim=model.joint_count,
               inputs=[model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
                       model.joint_q_start, model.joint_qd_start, model.joint_dof_dim, model.joint_axis,
