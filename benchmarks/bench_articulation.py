@@ -263,6 +263,47 @@ class MujocoWalkers:
         return float(self.state[:, 1 + 1].mean())  # time, then qpos: torso x, y, z, ...
 
 
+class NewtonWalkers:
+    """The same walker in Newton: its MJCF importer (position actuators become PD targets, kp/kv as
+    joint_target_ke/kd), ``SolverFeatherstone`` on warp-lang's CPU device, ground contacts from a
+    ``CollisionPipeline`` each step, the gait written to ``Control.joint_target_q``."""
+
+    def __init__(self, n):
+        import newton
+        import warp as wp
+
+        self.wp, self.n = wp, n
+        env = newton.ModelBuilder(up_axis=newton.Axis.Y, gravity=(0.0, -9.81, 0.0))
+        env.add_mjcf(walker_mjcf(), up_axis=newton.Axis.Y)  # the file is Y up, like ours
+        env.joint_q[7 + 1::2] = [-0.6] * 4  # knees, as the other engines start
+        b = newton.ModelBuilder(up_axis=newton.Axis.Y, gravity=(0.0, -9.81, 0.0))
+        b.replicate(env, n, spacing=(0.0, 0.0, 2.0))
+        with wp.ScopedDevice("cpu"):
+            self.model = b.finalize(device="cpu")
+            self.solver = newton.solvers.SolverFeatherstone(self.model)
+            self.s0, self.s1 = self.model.state(), self.model.state()
+            self.control = self.model.control()
+            newton.eval_fk(self.model, self.model.joint_q, self.model.joint_qd, self.s0)
+            self.pipeline = newton.CollisionPipeline(self.model)
+            self.contacts = self.pipeline.contacts()
+        self.targets = np.zeros((n, self.model.joint_dof_count // n), np.float32)
+        self.t = 0
+
+    def run(self, steps):
+        with self.wp.ScopedDevice("cpu"):
+            for _ in range(steps):
+                self.targets[:, 6:] = gait(self.t * DT, self.n)  # after the free joint's 6 dofs
+                self.control.joint_target_q.assign(self.targets.ravel())
+                self.pipeline.collide(self.s0, self.contacts)
+                self.solver.step(self.s0, self.s1, self.control, self.contacts, DT)
+                self.s0, self.s1 = self.s1, self.s0
+                self.t += 1
+            self.wp.synchronize()
+
+    def torso_height(self):
+        return float(self.s0.body_q.numpy()[::self.model.body_count // self.n, 1].mean())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,64,1024")
@@ -313,6 +354,11 @@ def main(argv=None):
             engines["mujoco"] = MujocoWalkers(n, args.threads)
         except ImportError:
             print("mujoco not installed: skipped")
+        if not args.no_newton:
+            try:
+                engines["newton"] = NewtonWalkers(n)
+            except ImportError:
+                print("newton not installed: skipped")
         timing = interleaved({k: (lambda e=e: e.run(args.steps)) for k, e in engines.items()},
                              repeats=args.repeats, warmup=1)
         case = {"batch": n}
@@ -320,12 +366,14 @@ def main(argv=None):
             case[k] = {"batch_steps_per_s": args.steps / timing[k]["median"],
                        "env_steps_per_s": n * args.steps / timing[k]["median"],
                        "torso_height": e.torso_height()}
-        if "mujoco" in engines:
-            case["kc_over_mujoco"] = ratio(timing["mujoco"]["median"], timing["kc"]["median"])
+        for other in ("mujoco", "newton"):
+            if other in engines:
+                case[f"kc_over_{other}"] = ratio(timing[other]["median"], timing["kc"]["median"])
         results["cases"][f"walker_{n}"] = case
         print(f"walkers N={n:4d}  " + "  ".join(f"{k}: {case[k]['batch_steps_per_s']:9.1f} steps/s "
                                                  f"(torso y={case[k]['torso_height']:.3f})" for k in engines)
-              + (f"  kc/mujoco={case['kc_over_mujoco']:.2f}" if "kc_over_mujoco" in case else ""), flush=True)
+              + "".join(f"  kc/{o}={case['kc_over_' + o]:.2f}" for o in ("mujoco", "newton")
+                        if "kc_over_" + o in case), flush=True)
     results["load_average_end"] = load_average()
     if args.out:
         write_json(results, args.out)
