@@ -10,7 +10,8 @@ import sim
 from sim.collide_body_pairs import BodyPairContacts
 from sim.contacts import Contacts
 
-from box_clip_reference import brute_box_pair, check_resting_contacts, pressed_box_poses, quat_xyzw  # noqa: E402  (tests/sim helper)
+from box_clip_reference import (brute_box_pair, check_resting_contacts, pressed_box_poses,  # noqa: E402
+                                quat_xyzw)  # tests/sim helper
 
 pytest.importorskip("geometry")
 

@@ -11,7 +11,8 @@ from sim.collide_bodies import body_static_pairs, generate_body_static_contacts
 from sim.contacts import Contacts
 from sim.featherstone_contacts import eval_fs_static_contacts
 
-from box_clip_reference import brute_box_pair, check_resting_contacts, pressed_box_poses, quat_xyzw  # noqa: E402  (tests/sim helper)
+from box_clip_reference import (brute_box_pair, check_resting_contacts, pressed_box_poses,  # noqa: E402
+                                quat_xyzw)  # tests/sim helper
 
 H = 0.05  # half extent [m]: 0.1 m boxes
 
