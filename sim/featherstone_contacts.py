@@ -9,8 +9,9 @@ visits its contact points (8 box corners, 2 capsule ends, a sphere's centre; a b
 static box: the pair's face manifold of sim/collide_box_faces.py) and returns the summed
 wrench.  Nothing is written per contact (no ``Contacts`` arrays, no counter), which at 256
 legged robots made contact generation ~60% of a step.  ``fs_step_contacts_kernel`` is
-SolverFeatherstone's whole step with contacts in one launch: each articulation's thread does its own pairs (sorted by articulation,
-:func:`pairs_by_articulation`) between kinematics and dynamics, so no atomics are needed;
+SolverFeatherstone's whole step with contacts in one launch: each articulation's thread
+does its own pairs (sorted by articulation, :func:`pairs_by_articulation`) between
+kinematics and dynamics, so no atomics are needed;
 ``fs_static_contacts_kernel`` (one thread per pair, :func:`eval_fs_static_contacts`) is
 the same function as a launch of its own.
 
