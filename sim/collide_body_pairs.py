@@ -5,15 +5,16 @@ buffer and sorted into a ``geometry.HashGrid`` every step; each shape queries th
 shapes within its bounding radius plus the largest bounding radius, so N bodies cost
 O(N) rather than O(N^2).
 
-Narrow phase, one thread per (shape, contact point k):
+Narrow phase, one thread per round shape's contact point k (a sphere's centre, a capsule's
+two ends) and one per box (its thread k = 0 does all of the box's pairs):
 
 - two round shapes (sphere, capsule): the closest points of their core segments (a
   sphere is a segment of length 0), once per pair (the lower index does it, k = 0);
 - a round shape against a box: the sphere's centre or the capsule's two ends against
   the box's signed distance (the round shape's thread);
 - a box against a capsule: its eight corners against the capsule's signed distance;
-- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index,
-  point k of the manifold in thread k): the edge-edge contact when an edge axis of the
+- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index;
+  run by each of 8 threads before, it was most of a box pile's contact time): the edge-edge contact when an edge axis of the
   separating-axis test separates them most, else the incident box's face clipped to the
   reference box's face (up to 8 points on the incident box, the normal from the reference
   box to it).  Corners would miss equal boxes: stacked exactly or side by side, each
@@ -21,9 +22,9 @@ Narrow phase, one thread per (shape, contact point k):
 
 Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
 writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
-output state, ``state_out.body_pair_contacts``); thread (shape i, point k) owns the
-``slots_per_thread`` slots from ``(i * MAX_POINTS + k) * slots_per_thread`` and fills them
-in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
+output state, ``state_out.body_pair_contacts``); point k of shape i (a round shape's point,
+a box's corner k or point k of a box pair's manifold) owns the ``slots_per_thread`` slots
+from ``(i * MAX_POINTS + k) * slots_per_thread``, filled in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
 incident box; the normal points from ``shape_b`` to ``shape_a``, the point lies on
 ``shape_a``'s surface, or between the edges of an edge-edge contact).  The force
 launch then applies the contact law of sim/contact.py on the relative velocity of the
