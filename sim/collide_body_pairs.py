@@ -14,22 +14,24 @@ two ends) and one per box (its thread k = 0 does all of the box's pairs):
   the box's signed distance (the round shape's thread);
 - a box against a capsule: its eight corners against the capsule's signed distance;
 - two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index;
-  run by each of 8 threads before, it was most of a box pile's contact time): the edge-edge contact when an edge axis of the
-  separating-axis test separates them most, else the incident box's face clipped to the
-  reference box's face (up to 8 points on the incident box, the normal from the reference
-  box to it).  Corners would miss equal boxes: stacked exactly or side by side, each
-  corner lies on the other box's face plane, at distance 0, and a box sinks into the other.
+  run by each of 8 threads before, it was most of a box pile's contact time): the
+  edge-edge contact when an edge axis of the separating-axis test separates them most,
+  else the incident box's face clipped to the reference box's face (up to 8 points on the
+  incident box, the normal from the reference box to it).  Corners would miss equal
+  boxes: stacked exactly or side by side, each corner lies on the other box's face plane,
+  at distance 0, and a box sinks into the other.
 
 Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
 writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
-output state, ``state_out.body_pair_contacts``); point k of shape i (a round shape's point,
-a box's corner k or point k of a box pair's manifold) owns the ``slots_per_thread`` slots
-from ``(i * MAX_POINTS + k) * slots_per_thread``, filled in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
-incident box; the normal points from ``shape_b`` to ``shape_a``, the point lies on
-``shape_a``'s surface, or between the edges of an edge-edge contact).  The force
-launch then applies the contact law of sim/contact.py on the relative velocity of the
-two surface points, with the sum of both bodies' effective inverse masses along the
-normal; the force goes to body a and its reaction to body b (``atomic_add``).  Both read
+output state, ``state_out.body_pair_contacts``); point k of shape i (a round shape's
+point, a box's corner k or point k of a box pair's manifold) owns the ``slots_per_thread``
+slots from ``(i * MAX_POINTS + k) * slots_per_thread``, filled in the grid query's order
+(``shape_a`` is the shape of that point, or for a box pair the incident box; the normal
+points from ``shape_b`` to ``shape_a``, the point lies on ``shape_a``'s surface, or
+between the edges of an edge-edge contact).  The force launch then applies the contact
+law of sim/contact.py on the relative velocity of the two surface points, with the sum of
+both bodies' effective inverse masses along the normal; the force goes to body a and its
+reaction to body b (``atomic_add``).  Both read
 only ``state_in`` and the contact arrays; on a Tape the grid is rebuilt from that
 state's ``body_q`` just before the generation's adjoint runs, so the backward pass sees
 the same pairs.
