@@ -7,9 +7,13 @@ eight corners, each point inflated by the shape's radius (0 for box corners), ag
 the signed distance of the collider (ground, static plane, sphere, box or capsule).
 Against a static sphere, a box or capsule body instead tests its single point closest
 to the sphere's centre (a sphere resting on a box face touches no corner).  A box body
-against a static box also gets an edge-edge contact when the separating-axis test says
-the boxes meet edge to edge (:func:`box_edge_contact`; crossed edges, which no corner
-sees).  Not handled: a capsule's side against a static box or capsule.
+against a static box gets the pair's face manifold instead of its corners
+(sim.collide_box_faces.box_on_static_box: the edge-edge contact when an edge axis
+separates them most, else the incident face clipped to the reference face, up to 8
+points), computed once by the pair's thread 0, which fills all of the pair's slots: the
+corners of an equal box resting exactly on a static one lie on its face planes, at
+distance 0, and let it sink and rock.  Not handled: a capsule's side against a static box
+or capsule.
 
 Two launches: contact generation writes each (pair, point) slot's contact point,
 normal, depth and shape pair into a :class:`sim.contacts.Contacts` (the solver keeps one
@@ -25,6 +29,8 @@ import numpy as np
 
 import kernelcore as kc
 
+from .collide_box_faces import box_on_static_box
+from .collide_box_sat import box_edge_contact, box_extent, segment_params  # noqa: F401  (their old home)
 from .collide_shapes import box_closest
 from .contact import material_inputs, mixed_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
@@ -37,46 +43,6 @@ GROUND = kc.constant(-1)
 
 #: contact points per pair (the eight corners of a box)
 MAX_POINTS = 8
-
-
-@kc.func
-def box_extent(n: kc.vec3, rot: kc.mat33, half: kc.vec3) -> float:
-    """Half the extent [m] of a box (rotation ``rot``, half extents ``half``) along the unit direction ``n``."""
-    local = kc.transpose(rot) * n
-    return kc.abs(local[0]) * half[0] + kc.abs(local[1]) * half[1] + kc.abs(local[2]) * half[2]
-
-
-@kc.func
-def segment_params(p1: kc.vec3, d1: kc.vec3, p2: kc.vec3, d2: kc.vec3) -> kc.vec2:
-    """Parameters (s, t) in [0, 1] of the closest points ``p1 + s d1`` and ``p2 + t d2`` of two segments
-    (either may have zero length)."""
-    r = p1 - p2
-    a = kc.dot(d1, d1)
-    e = kc.dot(d2, d2)
-    f = kc.dot(d2, r)
-    s = float(0.0)
-    t = float(0.0)
-    tiny = float(1.0e-12)
-    if a <= tiny:
-        if e > tiny:
-            t = kc.clamp(f / e, 0.0, 1.0)
-    else:
-        c = kc.dot(d1, r)
-        if e <= tiny:
-            s = kc.clamp(-c / a, 0.0, 1.0)
-        else:
-            b = kc.dot(d1, d2)
-            denom = a * e - b * b
-            if denom > tiny * a * e:
-                s = kc.clamp((b * f - c * e) / denom, 0.0, 1.0)
-            t = (b * s + f) / e
-            if t < 0.0:
-                t = 0.0
-                s = kc.clamp(-c / a, 0.0, 1.0)
-            elif t > 1.0:
-                t = 1.0
-                s = kc.clamp((b - c) / a, 0.0, 1.0)
-    return kc.vec2(s, t)
 
 
 @kc.func
@@ -148,126 +114,44 @@ def closest_point_to(kind: int, scale: kc.vec3, c: kc.vec3) -> kc.vec4:
 
 
 @kc.func
-def box_edge_contact(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: kc.vec3, rot_b: kc.mat33,
-                     half_b: kc.vec3):
-    """Edge-edge contact of two boxes (world ``pos``, ``rot``, half extents ``half``) by the separating
-    axis test: (separation [m] (< 0: overlap), unit normal from B to A, contact point, 1 if the
-    contact is edge-edge).
-
-    Of the 15 candidate axes (3 + 3 face normals, 9 edge cross products) the one of largest
-    separation decides; only when it is an edge axis, by more than a small margin (faces win
-    ties, their corners are tested elsewhere), is the contact edge-edge, at the closest points
-    of the two boxes' support edges along it.
-    """
-    d = pos_a - pos_b
-    face_best = float(-1.0e30)
-    # runtime loop bounds: unrolled, these bodies are copied into every kernel that calls this (NVRTC size)
-    faces = int(6)
-    edges = int(9)
-    for k in range(faces):
-        axis = kc.vec3(rot_a[0, k % 3], rot_a[1, k % 3], rot_a[2, k % 3])
-        if k >= 3:
-            axis = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
-        sep = kc.abs(kc.dot(axis, d)) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
-        face_best = kc.max(face_best, sep)
-    edge_best = float(-1.0e30)
-    edge_i = int(0)
-    edge_j = int(0)
-    edge_axis = kc.vec3(0.0, 1.0, 0.0)
-    for k in range(edges):
-        ua = kc.vec3(rot_a[0, k // 3], rot_a[1, k // 3], rot_a[2, k // 3])
-        ub = kc.vec3(rot_b[0, k % 3], rot_b[1, k % 3], rot_b[2, k % 3])
-        c = kc.cross(ua, ub)
-        length = kc.length(c)
-        if length > 1.0e-3:
-            axis = c / length
-            if kc.dot(axis, d) < 0.0:
-                axis = -axis
-            sep = kc.dot(axis, d) - box_extent(axis, rot_a, half_a) - box_extent(axis, rot_b, half_b)
-            if sep > edge_best:
-                edge_best = sep
-                edge_i = k // 3
-                edge_j = k % 3
-                edge_axis = axis
-    margin = 1.0e-4 * (kc.length(half_a) + kc.length(half_b))
-    found = int(0)
-    point = 0.5 * (pos_a + pos_b)
-    if edge_best > face_best + margin:
-        found = 1
-        # support edges: A's along -axis, B's along +axis
-        la = kc.transpose(rot_a) * edge_axis
-        lb = kc.transpose(rot_b) * edge_axis
-        ca = kc.vec3(0.0, 0.0, 0.0)
-        cb = kc.vec3(0.0, 0.0, 0.0)
-        for k in range(3):
-            if k != edge_i:
-                ca[k] = -half_a[k]
-                if la[k] < 0.0:
-                    ca[k] = half_a[k]
-            if k != edge_j:
-                cb[k] = half_b[k]
-                if lb[k] < 0.0:
-                    cb[k] = -half_b[k]
-        ea = kc.vec3(0.0, 0.0, 0.0)
-        ea[edge_i] = 2.0 * half_a[edge_i]
-        eb = kc.vec3(0.0, 0.0, 0.0)
-        eb[edge_j] = 2.0 * half_b[edge_j]
-        ca[edge_i] = -half_a[edge_i]
-        cb[edge_j] = -half_b[edge_j]
-        a0 = pos_a + rot_a * ca
-        da = rot_a * ea
-        b0 = pos_b + rot_b * cb
-        db = rot_b * eb
-        st = segment_params(a0, da, b0, db)
-        point = 0.5 * (a0 + da * st[0] + b0 + db * st[1])
-    return edge_best, edge_axis, point, found
-
-
-@kc.func
 def spatial_wrench(force: kc.vec3, arm: kc.vec3) -> kc.spatial_vector:
     """Wrench (force, torque about the centre of mass) of ``force`` [N] applied at ``arm`` [m] from it."""
     return kc.spatial_vector(force, kc.cross(arm, force))
 
 
-#: contact slots per (body shape, static collider) pair: 8 points and one box edge-edge contact
-SLOTS = MAX_POINTS + 1
+#: contact slots per (body shape, static collider) pair: 8 box corners, or a box pair's face manifold
+SLOTS = MAX_POINTS
 
 
 @kc.func
 def static_contact_slot(k: int, kind: int, scale: kc.vec3, shape_pos_world: kc.vec3, shape_rot_world: kc.mat33,
                         c_kind: int, c_pos: kc.vec3, c_rot: kc.mat33, c_scale: kc.vec3, ground_normal: kc.vec3,
                         ground_offset: float):
-    """Contact slot ``k`` (< SLOTS) of a body shape (``kind``, ``scale``, world frame) against a static
+    """Contact point ``k`` (< SLOTS) of a body shape (``kind``, ``scale``, world frame) against a static
     collider (``c_kind`` GROUND: the ground): (found (0/1), unit normal from the collider, gap [m]
-    (negative: penetration), contact point on the body's surface) -- the points and edge-edge slot of
-    the module docstring, shared by this module and SolverFeatherstone's fused contacts."""
+    (negative: penetration), contact point on the body's surface) -- the points of the module
+    docstring, shared by this module and SolverFeatherstone's fused contacts.  A box against a
+    static box finds nothing here: its contacts are the pair's face manifold
+    (sim.collide_box_faces.box_on_static_box), computed once per pair by the callers."""
     found = int(0)
     n = kc.vec3(0.0, 1.0, 0.0)
     gap = float(1.0e30)
     contact = shape_pos_world
-    if k < MAX_POINTS:
-        pt = shape_point(kind, scale, k)
-        if c_kind == SPHERE:
-            if kind != SPHERE:  # the body's point closest to the sphere's centre, once
-                pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-                if k == 0:
-                    pt = closest_point_to(kind, scale, kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
-        if pt[3] >= 0.0:
-            x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
-            nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
-            n = kc.vec3(nd[0], nd[1], nd[2])
-            gap = nd[3] - pt[3]
-            contact = x - n * pt[3]  # on the body's surface
-            found = 1
-    elif kind == BOX and c_kind == BOX:
-        # crossed edges, which no corner sees
-        gap_e, n_e, contact_e, found_e = box_edge_contact(shape_pos_world, shape_rot_world, scale, c_pos, c_rot,
-                                                          c_scale)
-        if found_e != 0:
-            n = n_e
-            gap = gap_e
-            contact = contact_e
-            found = 1
+    pt = shape_point(kind, scale, k)
+    if c_kind == SPHERE:
+        if kind != SPHERE:  # the body's point closest to the sphere's centre, once
+            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+            if k == 0:
+                pt = closest_point_to(kind, scale, kc.transpose(shape_rot_world) * (c_pos - shape_pos_world))
+    elif c_kind == BOX and kind == BOX:
+        pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
+    if pt[3] >= 0.0:
+        x = shape_pos_world + shape_rot_world * kc.vec3(pt[0], pt[1], pt[2])
+        nd = static_distance(x, c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+        n = kc.vec3(nd[0], nd[1], nd[2])
+        gap = nd[3] - pt[3]
+        contact = x - n * pt[3]  # on the body's surface
+        found = 1
     return found, n, gap, contact
 
 
@@ -288,6 +172,30 @@ def body_contact_wrench(n: kc.vec3, gap: float, arm: kc.vec3, v: kc.vec3, inv_ma
     return spatial_wrench(f, arm)
 
 
+@kc.func
+def write_static_slot(slot: int, found: int, n: kc.vec3, gap: float, contact: kc.vec3, com: kc.vec3,
+                      qd: kc.spatial_vector, s: int, c: int, cohesion_reach: float, dt: float,
+                      active: kc.array(dtype=int), point: kc.array(dtype=kc.vec3), normal: kc.array(dtype=kc.vec3),
+                      depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
+                      count: kc.array(dtype=int)):
+    """Write body-static contact ``slot``: shape ``s`` against collider ``c``, the ``contact`` point [m] on the
+    body (centre of mass ``com`` [m], velocity ``qd``), unit ``n`` from the collider, ``gap`` [m]; active
+    when ``found`` and within reach of the contact law (cohesion, onset smoothing of sim/contact.py)."""
+    on = int(0)
+    if found != 0:
+        arm = contact - com
+        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
+        if gap < cohesion_reach + 0.5 * dt * kc.length(v):
+            on = 1
+            kc.atomic_add(count, 0, 1)
+    active[slot] = on
+    point[slot] = contact
+    normal[slot] = n
+    depth[slot] = -gap
+    shape_a[slot] = s
+    shape_b[slot] = c
+
+
 @kc.kernel
 def generate_body_static_contacts_kernel(
         pair_shape: kc.array(dtype=int), pair_static: kc.array(dtype=int),
@@ -300,7 +208,6 @@ def generate_body_static_contacts_kernel(
         depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
         count: kc.array(dtype=int)):
     p, k = kc.tid()
-    slot = p * SLOTS + k
     s = pair_shape[p]
     c = pair_static[p]
     b = shape_body[s]
@@ -318,23 +225,26 @@ def generate_body_static_contacts_kernel(
         c_scale = shape_scale[c]
     shape_rot_world = kc.quat_to_matrix(kc.transform_get_rotation(tf)) * shape_rot[s]
     shape_pos_world = kc.transform_point(tf, shape_pos[s])
-    found, n, gap, contact = static_contact_slot(k, kind, shape_scale[s], shape_pos_world, shape_rot_world, c_kind,
-                                                 c_pos, c_rot, c_scale, ground_normal, ground_offset)
-    on = int(0)
-    if found != 0:
-        qd = body_qd[b]
-        arm = contact - kc.transform_point(tf, body_com[b])
-        v = kc.spatial_top(qd) + kc.cross(kc.spatial_bottom(qd), arm)
-        # within reach of the contact law (cohesion, onset smoothing of sim/contact.py)
-        if gap < cohesion_reach + 0.5 * dt * kc.length(v):
-            on = 1
-            kc.atomic_add(count, 0, 1)
-    active[slot] = on
-    point[slot] = contact
-    normal[slot] = n
-    depth[slot] = -gap
-    shape_a[slot] = s
-    shape_b[slot] = c
+    com = kc.transform_point(tf, body_com[b])
+    qd = body_qd[b]
+    if kind == BOX and c_kind == BOX:
+        # the pair's face manifold (or edge contact), once: thread 0 fills all of the pair's slots
+        if k == 0:
+            n_points, x, y, z, gaps, n_box = box_on_static_box(shape_pos_world, shape_rot_world, shape_scale[s],
+                                                               c_pos, c_rot, c_scale)
+            slots = int(SLOTS)  # runtime bound: not unrolled (NVRTC code size)
+            for m in range(slots):
+                found_m = int(0)
+                if m < n_points:
+                    found_m = 1
+                write_static_slot(p * SLOTS + m, found_m, n_box, gaps[m], kc.vec3(x[m], y[m], z[m]), com,
+                                  qd, s, c, cohesion_reach, dt, active, point, normal, depth, shape_a, shape_b,
+                                  count)
+    else:
+        found, n, gap, contact = static_contact_slot(k, kind, shape_scale[s], shape_pos_world, shape_rot_world,
+                                                     c_kind, c_pos, c_rot, c_scale, ground_normal, ground_offset)
+        write_static_slot(p * SLOTS + k, found, n, gap, contact, com, qd, s, c, cohesion_reach, dt, active, point,
+                          normal, depth, shape_a, shape_b, count)
 
 
 @kc.kernel

@@ -5,30 +5,33 @@ buffer and sorted into a ``geometry.HashGrid`` every step; each shape queries th
 shapes within its bounding radius plus the largest bounding radius, so N bodies cost
 O(N) rather than O(N^2).
 
-Narrow phase, one thread per (shape, contact point k):
+Narrow phase, one thread per round shape's contact point k (a sphere's centre, a capsule's
+two ends) and one per box (its thread k = 0 does all of the box's pairs):
 
 - two round shapes (sphere, capsule): the closest points of their core segments (a
   sphere is a segment of length 0), once per pair (the lower index does it, k = 0);
 - a round shape against a box: the sphere's centre or the capsule's two ends against
   the box's signed distance (the round shape's thread);
 - a box against a capsule: its eight corners against the capsule's signed distance;
-- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index,
-  point k of the manifold in thread k): the edge-edge contact when an edge axis of the
-  separating-axis test separates them most, else the incident box's face clipped to the
-  reference box's face (up to 8 points on the incident box, the normal from the reference
-  box to it).  Corners would miss equal boxes: stacked exactly or side by side, each
-  corner lies on the other box's face plane, at distance 0, and a box sinks into the other.
+- two boxes: ``sim.collide_box_faces.box_pair_manifold``, once per pair (the lower index;
+  run by each of 8 threads before, it was most of a box pile's contact time): the
+  edge-edge contact when an edge axis of the separating-axis test separates them most,
+  else the incident box's face clipped to the reference box's face (up to 8 points on the
+  incident box, the normal from the reference box to it).  Corners would miss equal
+  boxes: stacked exactly or side by side, each corner lies on the other box's face plane,
+  at distance 0, and a box sinks into the other.
 
 Two launches, as for body-static contacts (sim/collide_bodies.py): contact generation
 writes each contact found into a :class:`sim.contacts.Contacts` (the solver keeps one per
-output state, ``state_out.body_pair_contacts``); thread (shape i, point k) owns the
-``slots_per_thread`` slots from ``(i * MAX_POINTS + k) * slots_per_thread`` and fills them
-in the grid query's order (``shape_a`` is the shape of that thread, or for a box pair the
-incident box; the normal points from ``shape_b`` to ``shape_a``, the point lies on
-``shape_a``'s surface, or between the edges of an edge-edge contact).  The force
-launch then applies the contact law of sim/contact.py on the relative velocity of the
-two surface points, with the sum of both bodies' effective inverse masses along the
-normal; the force goes to body a and its reaction to body b (``atomic_add``).  Both read
+output state, ``state_out.body_pair_contacts``); point k of shape i (a round shape's
+point, a box's corner k or point k of a box pair's manifold) owns the ``slots_per_thread``
+slots from ``(i * MAX_POINTS + k) * slots_per_thread``, filled in the grid query's order
+(``shape_a`` is the shape of that point, or for a box pair the incident box; the normal
+points from ``shape_b`` to ``shape_a``, the point lies on ``shape_a``'s surface, or
+between the edges of an edge-edge contact).  The force launch then applies the contact
+law of sim/contact.py on the relative velocity of the two surface points, with the sum of
+both bodies' effective inverse masses along the normal; the force goes to body a and its
+reaction to body b (``atomic_add``).  Both read
 only ``state_in`` and the contact arrays; on a Tape the grid is rebuilt from that
 state's ``body_q`` just before the generation's adjoint runs, so the backward pass sees
 the same pairs.
@@ -45,7 +48,7 @@ from kernelcore.device import get_runtime
 
 from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
                              spatial_wrench, static_distance)
-from .collide_box_faces import box_pair_manifold
+from .collide_box_faces import box_pair_manifold, vec8
 from .contact import material_inputs, mixed_contact_force
 from .contacts import OVERFLOW_BODY_PAIR, check_contact_overflow, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
@@ -53,6 +56,14 @@ from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
 CAPSULE = kc.constant(4)
+
+# what a (shape a, shape b) pair of generate_body_pair_contacts_kernel contributes
+ROUND_PAIR = kc.constant(1)   # sphere/capsule against sphere/capsule: closest points of the core segments
+ROUND_BOX = kc.constant(2)    # a round shape's point k against a box's signed distance
+BOX_CORNERS = kc.constant(3)  # a box's eight corners against a capsule's signed distance
+BOX_PAIR = kc.constant(4)     # two boxes: sim.collide_box_faces.box_pair_manifold
+
+ivec8 = kc.vector(length=MAX_POINTS, dtype=int)
 
 
 @kc.func
@@ -109,9 +120,6 @@ def generate_body_pair_contacts_kernel(
         depth: kc.array(dtype=float), shape_a: kc.array(dtype=int), shape_b: kc.array(dtype=int),
         count: kc.array(dtype=int), overflow: kc.array(dtype=int)):
     i, k = kc.tid()
-    # this thread's slots: [base, base + slots_per_thread), filled in the grid query's order
-    base = (i * MAX_POINTS + k) * slots_per_thread
-    used = int(0)
     sa = shape_ids[i]
     ka = shape_type[sa]
     ba = shape_body[sa]
@@ -120,11 +128,14 @@ def generate_body_pair_contacts_kernel(
     pos_a = kc.transform_point(tfa, shape_pos[sa])
     scale_a = shape_scale[sa]
     round_a = ka != BOX
-    points = 8  # contact points of shape a: box corners; capsule ends; a sphere's centre
+    # a round shape's thread k tests its point k (capsule ends, a sphere's centre); a box's thread 0 does all
+    # of the box's pairs: each box pair's manifold once, its eight corners against a capsule in a loop
+    points = 1
     if ka == CAPSULE:
         points = 2
-    elif ka == SPHERE:
-        points = 1
+    # slots of point r of shape a: [(i * MAX_POINTS + r) * slots_per_thread, + slots_per_thread), filled in the
+    # grid query's order; used[r] of them are taken
+    used = ivec8()
     if k < points:
         # a tenth of a bound more: the onset smoothing of sim/contact.py starts before the surfaces touch
         query = kc.hash_grid_query(grid, pos_a, shape_bound[i] + max_bound * 1.1 + cohesion_reach)
@@ -133,86 +144,95 @@ def generate_body_pair_contacts_kernel(
             sb = shape_ids[j]
             bb = shape_body[sb]
             kb = shape_type[sb]
-            # which thread handles this pair, and with which point of shape a (radius < 0: none)
-            pt = kc.vec4(0.0, 0.0, 0.0, -1.0)
-            round_pair = int(0)
             wa = shape_world[sa]
             wb = shape_world[sb]
             same_world = wa == wb or wa < 0 or wb < 0  # environments do not touch each other
+            # contacts of this pair: 0: none; round pair (1 point), a round shape's point k against a box (1),
+            # a box's corners against a capsule (8), the manifold of two boxes (its count)
+            mode = int(0)
             if bb != ba and same_world:
                 if round_a:
                     if kb != BOX:
-                        if k == 0:
-                            if i < j:
-                                if shape_swept[i] + shape_swept[j] < 2:  # both swept: sim/toi.py
-                                    round_pair = 1
+                        if k == 0 and i < j and shape_swept[i] + shape_swept[j] < 2:  # both swept: sim/toi.py
+                            mode = ROUND_PAIR
                     else:
-                        pt = shape_point(ka, scale_a, k)
-                elif kb == CAPSULE:  # box-box pairs: box_pair below
-                    pt = shape_point(ka, scale_a, k)
-            # two boxes: the face manifold or edge contact of the pair (sim/collide_box_faces.py), point k
-            # of it in thread k of the lower index; their corners lie on each other's faces when equal
-            box_pair = int(0)
-            if ka == BOX and kb == BOX and bb != ba and same_world and i < j:
-                box_pair = 1
-            use = round_pair + box_pair
-            if pt[3] >= 0.0:
-                use = 1
+                        mode = ROUND_BOX
+                elif kb == CAPSULE:
+                    mode = BOX_CORNERS
+                elif kb == BOX and i < j:  # once per pair, by the lower index
+                    mode = BOX_PAIR
             # bounding spheres apart (with the margin of the query): nothing to do
             if kc.length(centers[j] - pos_a) > (shape_bound[i] + shape_bound[j]) * 1.1 + cohesion_reach:
-                use = 0
-            if use != 0:
+                mode = 0
+            if mode != 0:
                 tfb = body_q[bb]
                 rot_b = kc.quat_to_matrix(kc.transform_get_rotation(tfb)) * shape_rot[sb]
                 pos_b = kc.transform_point(tfb, shape_pos[sb])
                 scale_b = shape_scale[sb]
-                n = kc.vec3(0.0, 1.0, 0.0)
-                gap = float(1.0e30)
-                contact = pos_a
-                # the contact's shapes: the normal points from s2 to s1, the point lies on s1
-                s1 = sa
-                s2 = sb
-                if round_pair != 0:
-                    ha = core_half_axis(ka, rot_a, scale_a)
-                    hb = core_half_axis(kb, rot_b, scale_b)
-                    st = segment_params(pos_a - ha, ha * 2.0, pos_b - hb, hb * 2.0)
-                    ca = pos_a - ha + ha * (2.0 * st[0])
-                    cb = pos_b - hb + hb * (2.0 * st[1])
-                    sep = ca - cb
-                    dist = kc.length(sep)
-                    if dist > 0.0:
-                        n = sep / dist
-                    gap = dist - scale_a[0] - scale_b[0]
-                    contact = ca - n * scale_a[0]
-                elif box_pair != 0:
-                    n_points, px, py, pz, gaps, n_f, side = box_pair_manifold(pos_a, rot_a, scale_a, pos_b, rot_b,
-                                                                              scale_b)
-                    if k < n_points:
-                        contact = kc.vec3(px[k], py[k], pz[k])
+                n_pair = int(1)
+                if mode == BOX_CORNERS:
+                    n_pair = MAX_POINTS
+                # two boxes: the face manifold or edge contact of sim/collide_box_faces.py; their corners lie on
+                # each other's faces when equal
+                n_box = int(0)
+                px = vec8()
+                py = vec8()
+                pz = vec8()
+                gaps = vec8()
+                n_f = kc.vec3(0.0, 1.0, 0.0)
+                side = int(0)
+                if mode == BOX_PAIR:
+                    n_box, px, py, pz, gaps, n_f, side = box_pair_manifold(pos_a, rot_a, scale_a, pos_b, rot_b,
+                                                                           scale_b)
+                    n_pair = n_box
+                for m in range(n_pair):
+                    n = kc.vec3(0.0, 1.0, 0.0)
+                    gap = float(1.0e30)
+                    contact = pos_a
+                    # the contact's shapes: the normal points from s2 to s1, the point lies on s1
+                    s1 = sa
+                    s2 = sb
+                    if mode == ROUND_PAIR:
+                        ha = core_half_axis(ka, rot_a, scale_a)
+                        hb = core_half_axis(kb, rot_b, scale_b)
+                        st = segment_params(pos_a - ha, ha * 2.0, pos_b - hb, hb * 2.0)
+                        ca = pos_a - ha + ha * (2.0 * st[0])
+                        cb = pos_b - hb + hb * (2.0 * st[1])
+                        sep = ca - cb
+                        dist = kc.length(sep)
+                        if dist > 0.0:
+                            n = sep / dist
+                        gap = dist - scale_a[0] - scale_b[0]
+                        contact = ca - n * scale_a[0]
+                    elif mode == BOX_PAIR:
+                        contact = kc.vec3(px[m], py[m], pz[m])
                         n = n_f
-                        gap = gaps[k]
+                        gap = gaps[m]
                         if side != 0:
                             s1 = sb
                             s2 = sa
-                else:
-                    x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
-                    nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
-                    n = kc.vec3(nd[0], nd[1], nd[2])
-                    gap = nd[3] - pt[3]
-                    contact = x - n * pt[3]
-                b1 = shape_body[s1]
-                b2 = shape_body[s2]
-                v_rel = pair_relative_velocity(contact, body_q[b1], body_qd[b1], body_com[b1], body_q[b2],
-                                               body_qd[b2], body_com[b2])
-                # two bodies swept by sim/toi_body_pairs.py: it takes every normal speed from impact_speed
-                # up (approaching), and a pair moving apart that fast needs no force (the onset window
-                # would push it, and hard: it is as wide as the step's motion)
-                if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
-                    gap = 1.0e30
-                if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
-                    used = write_contact_slot(used, base, slots_per_thread, contact, n, gap, s1, s2, active, point,
-                                              normal, depth, shape_a, shape_b, count, overflow,
-                                              OVERFLOW_BODY_PAIR)
+                    else:
+                        pt = shape_point(ka, scale_a, k + m)
+                        x = pos_a + rot_a * kc.vec3(pt[0], pt[1], pt[2])
+                        nd = static_distance(x, kb, pos_b, rot_b, scale_b, kc.vec3(0.0, 1.0, 0.0), 0.0)
+                        n = kc.vec3(nd[0], nd[1], nd[2])
+                        gap = nd[3] - pt[3]
+                        contact = x - n * pt[3]
+                    b1 = shape_body[s1]
+                    b2 = shape_body[s2]
+                    v_rel = pair_relative_velocity(contact, body_q[b1], body_qd[b1], body_com[b1], body_q[b2],
+                                                   body_qd[b2], body_com[b2])
+                    # two bodies swept by sim/toi_body_pairs.py: it takes every normal speed from impact_speed
+                    # up (approaching), and a pair moving apart that fast needs no force (the onset window
+                    # would push it, and hard: it is as wide as the step's motion)
+                    if impact_swept[i] + impact_swept[j] == 2 and kc.abs(kc.dot(n, v_rel)) >= impact_speed:
+                        gap = 1.0e30
+                    if gap < cohesion_reach + 0.5 * dt * kc.length(v_rel):
+                        r = k + m
+                        used[r] = write_contact_slot(used[r], (i * MAX_POINTS + r) * slots_per_thread,
+                                                     slots_per_thread, contact, n, gap, s1, s2, active, point,
+                                                     normal, depth, shape_a, shape_b, count, overflow,
+                                                     OVERFLOW_BODY_PAIR)
 
 
 @kc.kernel
@@ -353,7 +373,7 @@ class BodyPairContacts:
         if not self.active:
             return
         self._rebuild(model, state.body_q)
-        kc.launch(generate_body_pair_contacts_kernel, dim=(self.count, MAX_POINTS),
+        kc.launch(generate_body_pair_contacts_kernel, dim=(self.count, 2),  # k < 2: a capsule's two ends
                   inputs=[self.grid.id, self.shape_ids, self.shape_bound, self.max_bound, self.centers, state.body_q,
                           state.body_qd, model.body_com, model.shape_type, model.shape_body, model.shape_pos,
                           model.shape_rot, model.shape_scale, self.shape_swept, model.shape_world,

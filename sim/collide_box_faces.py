@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_bodies import box_edge_contact, box_extent
+from .collide_box_sat import box_edge_contact, box_extent
 
 vec8 = kc.vector(length=8, dtype=float)
 
@@ -208,3 +208,20 @@ def box_pair_manifold(pos_a: kc.vec3, rot_a: kc.mat33, half_a: kc.vec3, pos_b: k
         # one call site: the clipper is large (NVRTC code size)
         count, x, y, z, gap, n = box_face_manifold(pos_r, rot_r, half_r, int(face[1]), pos_i, rot_i, half_i)
     return count, x, y, z, gap, n, side
+
+
+@kc.func
+def box_on_static_box(pos: kc.vec3, rot: kc.mat33, half: kc.vec3, c_pos: kc.vec3, c_rot: kc.mat33, c_half: kc.vec3):
+    """:func:`box_pair_manifold` of a body box (world ``pos`` [m], ``rot``, half extents ``half`` [m]) and a
+    static box (``c_pos``, ``c_rot``, ``c_half``) in the body-static convention: (count, x, y, z: the points
+    on the body box's surface [m], gap: their separations [m] (< 0: overlap), n: the unit normal from the
+    static box to the body)."""
+    count, x, y, z, gap, n, side = box_pair_manifold(pos, rot, half, c_pos, c_rot, c_half)
+    if side != 0:
+        # the static box's face was clipped: its points, moved by their gap onto the body's reference face
+        n = -n
+        for k in range(count):
+            x[k] = x[k] + n[0] * gap[k]
+            y[k] = y[k] + n[1] * gap[k]
+            z[k] = z[k] + n[2] * gap[k]
+    return count, x, y, z, gap, n

@@ -5,12 +5,13 @@ The same contacts and forces as sim/collide_bodies.py, through the same funcs (i
 contact law of sim/contact.py with the body's effective inverse mass along the normal),
 for a solver that only needs the wrenches: ``pair_contact_wrench``
 takes one (body shape, static collider) pair, computes the shape's world frame once,
-visits its contact points (8 box corners, 2 capsule ends, a sphere's centre, the box
-edge-edge slot) and returns the summed wrench.  Nothing is written per contact (no
-``Contacts`` arrays, no counter), which at 256 legged robots made contact generation ~60%
-of a step.  ``fs_step_contacts_kernel`` is SolverFeatherstone's whole step with contacts
-in one launch: each articulation's thread does its own pairs (sorted by articulation,
-:func:`pairs_by_articulation`) between kinematics and dynamics, so no atomics are needed;
+visits its contact points (8 box corners, 2 capsule ends, a sphere's centre; a box on a
+static box: the pair's face manifold of sim/collide_box_faces.py) and returns the summed
+wrench.  Nothing is written per contact (no ``Contacts`` arrays, no counter), which at 256
+legged robots made contact generation ~60% of a step.  ``fs_step_contacts_kernel`` is
+SolverFeatherstone's whole step with contacts in one launch: each articulation's thread
+does its own pairs (sorted by articulation, :func:`pairs_by_articulation`) between
+kinematics and dynamics, so no atomics are needed;
 ``fs_static_contacts_kernel`` (one thread per pair, :func:`eval_fs_static_contacts`) is
 the same function as a launch of its own.
 
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .collide_bodies import GROUND, PLANE, SLOTS, static_contact_slot, static_distance
+from .collide_bodies import BOX, GROUND, PLANE, SLOTS, static_contact_slot, static_distance
+from .collide_box_faces import box_on_static_box
 from .articulation import fk_articulation
 from .contact import material_inputs
 from .featherstone_kernels import fs_assemble, fs_kinematics, fs_solve_integrate
@@ -77,6 +79,14 @@ def pair_contact_wrench(
                                                shape_material[s], c_material, material_ke, material_damping_ratio,
                                                material_mu, material_cohesion, material_cohesion_distance,
                                                cohesion_reach, dt)
+        if kind == BOX and c_kind == BOX:  # the pair's face manifold, which static_contact_slot leaves out
+            n_box, x, y, z, gaps, n_f = box_on_static_box(shape_pos_world, shape_rot_world, scale, c_pos, c_rot,
+                                                          c_scale)
+            for m in range(n_box):
+                wrench = wrench + point_wrench(n_f, gaps[m], kc.vec3(x[m], y[m], z[m]), com, v_com, w,
+                                               body_inv_mass[b], inv_inertia_world, shape_material[s], c_material,
+                                               material_ke, material_damping_ratio, material_mu, material_cohesion,
+                                               material_cohesion_distance, cohesion_reach, dt)
     return wrench
 
 

@@ -75,3 +75,56 @@ def brute_box_pair(pos, rot, half):
         return None
     sep, r, ax, n, world, heights = brute_face_manifold(pos, rot, half)
     return r, n, world, heights
+
+
+def rotation(axis, angle):
+    """Rotation matrix (3, 3) of ``angle`` [rad] about ``axis`` (Rodrigues)."""
+    axis = np.asarray(axis, np.float64) / np.linalg.norm(axis)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def quat_xyzw(rot):
+    """(x, y, z, w) of a rotation matrix (angle < pi)."""
+    w = 0.5 * np.sqrt(1.0 + np.trace(rot))
+    return tuple(np.array([rot[2, 1] - rot[1, 2], rot[0, 2] - rot[2, 0], rot[1, 0] - rot[0, 1]]) / (4 * w)) + (w,)
+
+
+def pressed_box_poses():
+    """Six (half, pos, rot of box A; half, pos, rot of box B) [m] of box A pressed 1 cm into box B's top
+    face: a small A tilted on a big B (B's face is the reference), a big A on a small B (A's face is the
+    reference), A turned about B's face normal; then the same on a turned B."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for case in range(6):
+        half_s = np.array([0.2, 0.1, 0.15])
+        half_b = np.array([0.06, 0.05, 0.08])
+        rot_s = np.eye(3) if case < 3 else rotation((0.2, 1.0, -0.1), 0.7)
+        rot_b = rotation(rng.normal(size=3), rng.uniform(0.05, 0.3))
+        if case % 3 == 1:  # a big body (its face the reference), tilted a little, on a small static box
+            half_b, half_s = half_s * 1.5, half_b
+            rot_b = rotation(rng.normal(size=3), 0.05)
+        if case % 3 == 2:  # turned about the static face's normal (and tilted a little)
+            rot_b = rotation(rot_s[:, 1] + 0.02 * rng.normal(size=3), 0.6)
+            half_b = np.array([0.1, 0.05, 0.08])
+        up = rot_s[:, 1]
+        lift = half_s[1] + np.abs(rot_b.T @ up) @ half_b - 0.01  # the body's lowest corner 1 cm into the top face
+        if case % 3 != 0:  # its bottom face's centre 1 cm into the top face
+            j = np.argmax(np.abs(rot_b.T @ up))
+            lift = half_s[1] + half_b[j] / abs(rot_b[:, j] @ up) - 0.01
+        pos_b = rot_s @ np.array([*rng.normal(scale=0.01, size=1), 0.0, rng.normal(scale=0.01)]) + up * lift
+        cases.append((half_b, pos_b, rot_b, half_s, np.zeros(3), rot_s))
+    return cases
+
+
+def check_resting_contacts(got, n, world, heights):
+    """Assert that the contacts ``got`` (sim.contacts.Contacts.numpy() of bodies at rest, no cohesion) are
+    the reference manifold's penetrating points: ``world`` (k, 3) [m] with ``heights`` (k,) < 0 [m], as
+    points, depths (-height) and the unit normal ``n`` (3,), in any order."""
+    assert np.abs(heights).min() > 1e-4  # no point at the edge of the contact law's reach
+    inside = heights < 0.0
+    assert got["count"] == inside.sum() >= 1
+    dist = np.linalg.norm(got["point"][:, None] - world[inside][None], axis=2)
+    assert dist.min(axis=1).max() < 1e-5 and dist.min(axis=0).max() < 1e-5
+    np.testing.assert_allclose(got["depth"], -heights[inside][dist.argmin(axis=1)], atol=1e-5)
+    np.testing.assert_allclose(got["normal"], np.tile(n, (len(got["depth"]), 1)), atol=1e-5)

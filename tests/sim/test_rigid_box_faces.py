@@ -7,6 +7,11 @@ import pytest
 
 import kernelcore as kc
 import sim
+from sim.collide_body_pairs import BodyPairContacts
+from sim.contacts import Contacts
+
+from box_clip_reference import (brute_box_pair, check_resting_contacts, pressed_box_poses,  # noqa: E402
+                                quat_xyzw)  # tests/sim helper
 
 pytest.importorskip("geometry")
 
@@ -96,6 +101,28 @@ def test_equal_boxes_sliding_into_each_other_bounce_apart():
     assert qd[0, 0] < -0.1 and qd[1, 0] > 0.1  # bounced
     np.testing.assert_allclose(qd[0, 0], -qd[1, 0], atol=1e-4)  # momentum
     np.testing.assert_allclose(qd[:, 1:], 0.0, atol=1e-4)  # face to face: no sideways push, no spin
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_box_pair_contacts_match_numpy_brute_force(case):
+    # the contacts one generation writes for two box bodies (the manifold computed once per pair, its points
+    # in their points' slots) against the numpy manifold; box A is shape 0 (the pair's lower index)
+    half_a, pos_a, rot_a, half_b, pos_b, rot_b = pressed_box_poses()[case]
+    b = sim.ModelBuilder(gravity=(0, 0, 0))
+    for half, pos, rot in ((half_a, pos_a, rot_a), (half_b, pos_b, rot_b)):
+        body = b.add_body(kc.transform(kc.vec3(*pos), kc.quat(*quat_xyzw(rot))))
+        b.add_shape_box(half_extents=tuple(half), body=body)
+    m = b.finalize()
+    pairs = BodyPairContacts(m)
+    contacts = Contacts(pairs.capacity(), m.device)
+    pairs.generate(m, m.state(), contacts, 1e-3)
+    got = contacts.numpy()
+    ref = brute_box_pair(np.array([pos_a, pos_b]), np.array([rot_a, rot_b]), np.array([half_a, half_b]))
+    assert ref is not None  # face to face, not edge to edge
+    r, n, world, heights = ref
+    check_resting_contacts(got, n, world, heights)
+    np.testing.assert_array_equal(got["shape_a"], 1 - r)  # the incident box
+    np.testing.assert_array_equal(got["shape_b"], r)
 
 
 def test_gradient_through_a_resting_face_contact_matches_finite_differences():
