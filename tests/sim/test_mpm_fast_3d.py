@@ -141,7 +141,7 @@ def test_untaped_3d_step_takes_the_fast_kernels():
     assert any(k.startswith("p2g_scatter_3d_slab_kernel") for k in keys), keys
     assert any(k.startswith("slab_fill_kernel") for k in keys), keys
     assert any(k.startswith("p2g_stress_3d_lanes_kernel") for k in keys), keys
-    assert any(k.startswith("g2p_3d_axis_kernel") for k in keys), keys
+    assert any(k.startswith("g2p_3d_rows_kernel") for k in keys), keys
     assert not any(k.startswith("p2g_3d_kernel") or k.startswith("g2p_3d_kernel") for k in keys), keys
 
 
