@@ -72,7 +72,7 @@ def main(argv=None):
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--n", type=int, default=20)
     args = parser.parse_args(argv)
-    k = M.KcMpm(3, args.side, args.grid, steps=1)
+    k = M.KcMpm(3, args.side, args.grid, steps=1, loss=False)
     k.forward()
     launches = []
     real = kc.launch
@@ -108,7 +108,7 @@ def main(argv=None):
         print(f"{r[0][:36]:36s} {r[1]:>14s}" + "".join(f" {v:7.3f}" for v in r[2:]))
     sums = [sum(r[i] for r in rows) for i in range(2, 7)]
     print(f"{'sum of launches':36s} {'':>14s}" + "".join(f" {v:7.3f}" for v in sums))
-    print(f"{'whole step (incl. loss launch)':36s} {'':>14s}" + "".join(f" {v:7.3f}" for v in (s1, s2, *split, sw2)))
+    print(f"{'whole step':36s} {'':>14s}" + "".join(f" {v:7.3f}" for v in (s1, s2, *split, sw2)))
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

@@ -782,14 +782,22 @@ class Emitter:
         # blocks), not in one fixed share each: a thread that starts late (on a VM, a vCPU halted
         # between launches and woken; on a busy machine, one waiting for a core) takes fewer,
         # instead of the others waiting for its half at the end.  Plain writes only: the split
-        # changes no result.  One thread (also called outside a parallel region): one chunk.
-        self.w("const kc::int64 chunk = team > 1 ? (kc::launch_chunk(items, team) + 15) & ~(kc::int64)15 : (items > 0 ? items : 1);")
-        self.w("const kc::int64 nchunks = (items + chunk - 1) / chunk;")
-        self.w("#pragma omp for schedule(dynamic, 1) nowait")
-        self.w("for (kc::int64 c = 0; c < nchunks; ++c) {")
-        self.w("    const kc::int64 begin = c * chunk, end = begin + chunk < items ? begin + chunk : items;")
+        # changes no result.  One thread: the whole range, the loop as it was before chunks (one
+        # loop for all the items: GCC's inlining of the thread function, and so whether it
+        # vectorises a large body, stays as it was on one thread).
+        self.w("if (team <= 1) {")
+        self.w("    const kc::int64 begin = 0, end = items;")
         for line in loop:
             self.w("    " + line)
+        self.w("} else {")
+        self.w("    const kc::int64 chunk = (kc::launch_chunk(items, team) + 15) & ~(kc::int64)15;")
+        self.w("    const kc::int64 nchunks = (items + chunk - 1) / chunk;")
+        self.w("    #pragma omp for schedule(dynamic, 1) nowait")
+        self.w("    for (kc::int64 c = 0; c < nchunks; ++c) {")
+        self.w("        const kc::int64 begin = c * chunk, end = begin + chunk < items ? begin + chunk : items;")
+        for line in loop:
+            self.w("        " + line)
+        self.w("    }")
         self.w("}")
         self.indent -= 1
         self.w("}")

@@ -11,8 +11,11 @@ Here:
 - ``p2g_stress_3d_lanes_kernel``: the constitutive update (new F, Jp) and the APIC affine matrix per
   particle, as mpm_transfer's split stress kernel, with ``simd=True`` for the straight-line models
   (neo-Hookean; docs/cpu_codegen.md, "SIMD lanes"): 4.7 -> 3.8 ms;
-- ``slab_keys_kernel`` + ``slab_fill_kernel``: a counting sort of the particles by the x-slab of their
-  stencil base (``SLAB`` = 2 node layers; an index array, the State's particle order is untouched);
+- ``slab_count_kernel`` + ``slab_fill_kernel``: a stable counting sort of the particles by the x-slab
+  of their stencil base (``SLAB`` = 2 node layers; an index array, the State's particle order is
+  untouched), in ``SORT_CHUNKS`` chunks of particles on all threads: each chunk counts its own
+  particles per slab, then places them from all the chunks' counts (no atomics; before: atomic
+  counts, 0.9 ms, and a serial fill, 0.25-0.45 ms; now 0.6 ms on one thread, split over two);
 - ``p2g_scatter_3d_slab_kernel``: one thread per slab scatters that slab's particles, the even slabs
   in one launch and the odd in a second.  Two slabs of one colour never write the same node, so the
   adds are plain loads and stores on any number of threads (no atomics), and a slab's nodes (2 x 71 x
@@ -24,15 +27,17 @@ Here:
   scatter into float views with (serial) accumulating adds (particles in lattice order, as
   add_particle_grid makes them; in a random order the sorted scatter gathers the particles' data
   at random and ran 35 against 30 ms, float views);
-- ``g2p_3d_axis_kernel``: the G2P with the >= 0 base and the affine sum regrouped axis by axis
-  (a third of the flops): 11.5 -> 9.9 ms.
+- ``g2p_3d_rows_kernel``: the G2P with the >= 0 base on a flat float view of the grid velocities,
+  summed by stencil rows (a row: 9 consecutive floats, 3 nodes along z), vectorised across particles
+  (``simd=True``; GCC gathers the rows): 11.5 -> 9.9 ms (axis by axis, session 16) -> 5.4 ms.
 
-The step 37 -> 27 ms (one thread, CPU time; bench_mpm_fast3d.py).  The stress kernel computes the
+The step 37 -> 27 ms (one thread, CPU time; bench_mpm_fast3d.py) -> 19.7 ms (session 17: the sort
+and the G2P above).  The stress kernel computes the
 same values as mpm_transfer's; the scatter adds them to each node in the slab order and G2P regroups
 its sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fast_3d.py).  The result
 does not depend on the thread count (each slab is one thread's, in the particles' order).  Tried and
-dropped (same benchmark): G2P on flat views (17 ms; with ``simd=True`` 41 ms, also with
-``-mtune-ctrl=^use_gather``), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
+dropped (same benchmark): G2P node by node on flat views (17 ms; with ``simd=True`` 41 ms, also with
+``-mtune-ctrl=^use_gather``), the rows G2P without ``simd=True`` (9.0 ms), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
 wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), an unsorted
 scatter with atomic adds into flat vec3 views (12.8 vs 12.0 ms into float views) and one fused P2G
 kernel on flat views (18-21 ms).
@@ -241,7 +246,7 @@ def z_sum(r: vec9, wz: kc.vec3):
     return kc.vec3(r[0], r[1], r[2]) * wz[0] + kc.vec3(r[3], r[4], r[5]) * wz[1] + kc.vec3(r[6], r[7], r[8]) * wz[2]
 
 
-@kc.kernel(enable_backward=False)
+@kc.kernel(enable_backward=False, simd=True)
 def g2p_3d_rows_kernel(q: kc.array(dtype=kc.vec3), grid_vf: kc.array(dtype=float), grid_lower: kc.vec3,
                        dx: float, nx: int, ny: int, nz: int, dt: float,
                        q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3),
@@ -253,7 +258,9 @@ def g2p_3d_rows_kernel(q: kc.array(dtype=kc.vec3), grid_vf: kc.array(dtype=float
     by wy, then by wx: ``S = sum_ij wx_i wy_j row_ij``, and the same with i wx_i (``Si``) and j wy_j
     (``Sj``); the z weights last: ``v = sum_k wz_k S_k``, the moments ``m_x, m_y`` likewise from Si, Sj
     and ``m_z = sum_k k wz_k S_k``, and ``B = [m_x m_y m_z] - v fx^T``.  ~15 flops per node (the
-    node-by-node axis sums before: ~20, and ~30 naive): 11.8 -> 10.4 ms at 104K particles, one thread.
+    node-by-node axis sums before: ~20, and ~30 naive).  ``simd=True``: 8 particles per AVX2 lane
+    block, each row load a gather; 104K particles, one thread: 10.8 ms (axis sums) -> 9.0 (rows,
+    scalar) -> 5.4 ms.
     """
     p = kc.tid()
     inv_dx = 1.0 / dx
