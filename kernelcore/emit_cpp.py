@@ -785,20 +785,19 @@ class Emitter:
         # changes no result.  One thread: the whole range, the loop as it was before chunks (one
         # loop for all the items: GCC's inlining of the thread function, and so whether it
         # vectorises a large body, stays as it was on one thread).
-        self.w("if (team <= 1) {")
-        self.w("    const kc::int64 begin = 0, end = items;")
-        for line in loop:
-            self.w("    " + line)
-        self.w("} else {")
-        self.w("    const kc::int64 chunk = (kc::launch_chunk(items, team) + 15) & ~(kc::int64)15;")
-        self.w("    const kc::int64 nchunks = (items + chunk - 1) / chunk;")
-        self.w("    #pragma omp for schedule(dynamic, 1) nowait")
-        self.w("    for (kc::int64 c = 0; c < nchunks; ++c) {")
-        self.w("        const kc::int64 begin = c * chunk, end = begin + chunk < items ? begin + chunk : items;")
-        for line in loop:
-            self.w("        " + line)
-        self.w("    }")
-        self.w("}")
+        for line in ["if (team <= 1) {",
+                     "    const kc::int64 begin = 0, end = items;",
+                     *("    " + x for x in loop),
+                     "} else {",
+                     "    const kc::int64 chunk = (kc::launch_chunk(items, team) + 15) & ~(kc::int64)15;",
+                     "    const kc::int64 nchunks = (items + chunk - 1) / chunk;",
+                     "    #pragma omp for schedule(dynamic, 1) nowait",
+                     "    for (kc::int64 c = 0; c < nchunks; ++c) {",
+                     "        const kc::int64 begin = c * chunk, end = begin + chunk < items ? begin + chunk : items;",
+                     *("        " + x for x in loop),
+                     "    }",
+                     "}"]:
+            self.w(line)
         self.indent -= 1
         self.w("}")
         self.w(f"static bool {kernel_name}_fwd_stream(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{")
