@@ -6,7 +6,8 @@ the MLS-MPM kernels of bench_autodiff.py, ``wp_p2g`` / ``wp_g2p``, with this fil
 update; all measured in the same process, interleaved; ratios > 1 mean kernelcore is faster):
 
 (a) ``step3d``: one MLS-MPM step (neo-Hookean, APIC, separate walls, gravity) of a block of
-    ``--particles3d`` particles (default 100K) on a 64^3-cell grid.
+    ``--particles3d`` particles (default 100K) on a 64^3-cell grid (the step alone: no loss
+    launch, as the Taichi step).
 (b) ``diffmpm2d``: ``--steps`` substeps of a 6.4K-particle neo-Hookean block on a 128^2 grid,
     forward alone and forward + backward (gradient of the mean final x position w.r.t. the
     initial velocities).  kernelcore keeps one grid per state (tape replay); the Taichi
@@ -67,7 +68,7 @@ sim.mpm_transfer.serial_2d(mean_x_loss)
 
 
 class KcMpm:
-    def __init__(self, dim, n_side, grid, steps=1, requires_grad=False):
+    def __init__(self, dim, n_side, grid, steps=1, requires_grad=False, loss=True):
         size = 0.4 if dim == 2 else 0.5
         x, v, vol = block(n_side, dim, (0.3, 0.2, 0.25), size)
         b = sim.ModelBuilder(gravity=(0.0, -GRAVITY, 0.0))
@@ -77,6 +78,8 @@ class KcMpm:
         self.solver = sim.SolverMPM(self.model, dx=1.0 / grid, bounds=((0.0,) * dim, (1.0,) * dim), dim=dim,
                                     boundary="separate")
         self.steps, self.grad = steps, requires_grad
+        # the 3-D step case times the step alone, as its Taichi peer (TiStep3d) computes no loss
+        self.with_loss = loss or requires_grad
         self.states = [self.model.state() for _ in range(steps + 1 if requires_grad else 2)]
         self.loss = kc.zeros(1, dtype=float, requires_grad=True)
         self.grad_v0 = None
@@ -88,6 +91,8 @@ class KcMpm:
                 self.solver.step(m, S[k], S[k + 1], None, DT)
             else:
                 self.solver.step(m, S[k % 2], S[(k + 1) % 2], None, DT)
+        if not self.with_loss:
+            return
         last = S[-1] if self.grad else S[self.steps % 2]
         self.loss.zero_()
         kc.launch(mean_x_loss, dim=m.particle_count, inputs=[last.particle_q, 1.0 / m.particle_count, self.loss])
@@ -495,7 +500,7 @@ def main(argv=None):
 
 
 def step3d(args, ti, res):
-    kc3 = KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
+    kc3 = KcMpm(3, args.particles3d_side, args.grid3d, steps=1, loss=False)
     cases = {"kernelcore": with_threads(kc3.forward, None), "kernelcore_1thread": with_threads(kc3.forward, 1)}
     if ti:
         ti3 = TiStep3d(args.particles3d_side, args.grid3d)

@@ -58,13 +58,13 @@ def main(argv=None):
     parser.add_argument("--baseline", default=None, help="another sim/mpm_fast_3d.py to compare with")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    new = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
-    old = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
+    new = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1, loss=False)
+    old = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1, loss=False)
     old.solver._fast_3d = False
     cases = {"kc_fast": M.with_threads(new.forward, None), "kc_old": M.with_threads(old.forward, None),
              "kc_fast_1thread": M.with_threads(new.forward, 1), "kc_old_1thread": M.with_threads(old.forward, 1)}
     if args.baseline:
-        base = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1)
+        base = M.KcMpm(3, args.particles3d_side, args.grid3d, steps=1, loss=False)
         cases["kc_base"] = with_fast_path(baseline_module(args.baseline), base.forward, None)
         cases["kc_base_1thread"] = with_fast_path(baseline_module(args.baseline), base.forward, 1)
     ti = None if args.no_taichi else M.taichi()

@@ -738,7 +738,7 @@ class Emitter:
         Returns false (and the generic entry point runs) unless every array is in C order and no
         two overlap. Then the thread function gets copies of the arrays whose last stride is the
         constant sizeof(T), the loop is `omp simd` (the kernel's threads are independent: no
-        atomics, and no array aliases another) and split statically (uniform work), so the C++
+        atomics, and no array aliases another) and split in chunks handed out on demand, so the C++
         compiler vectorises it: saxpy went from ~0.55 to the C loop's bandwidth. The loop
         vectoriser is off for everything else (toolchain.py), hence the optimize attribute.
         Each thread computes exactly what the generic entry point's would (same statements,
@@ -746,7 +746,7 @@ class Emitter:
         entry point runs.
         """
         arrays = [v for v in ir.args if isinstance(v.type, ArrayType)]
-        # one thread's static share; the copies are its own locals, so the constant strides reach
+        # the chunks one thread takes; the copies are its own locals, so the constant strides reach
         # the loop (shared with an OpenMP region they would be read back from memory)
         # inline_all (kc.kernel(simd=True)): `flatten` inlines the thread function and its
         # @kc.func calls into the loop whatever their size (GCC otherwise calls a large body per
@@ -760,25 +760,44 @@ class Emitter:
         self.indent += 1
         args = self.emit_unpacked_args(ir)
         call = f"{kernel_name}_fwd_thread(*b"
-        self.w("kc::int64 begin, end;")
         if not arity:
-            self.w("kc::static_share(b->size, tn, team, begin, end);")
-            self.w("const kc::int32 first = (kc::int32)begin, stop = (kc::int32)end;")
-            self.w("#pragma omp simd")
-            self.w(f"for (kc::int32 t = first; t < stop; ++t) {call}, (kc::int64)t{args});")
+            self.w("const kc::int64 items = b->size;")
+            loop = ["const kc::int32 first = (kc::int32)begin, stop = (kc::int32)end;",
+                    "#pragma omp simd",
+                    f"for (kc::int32 t = first; t < stop; ++t) {call}, (kc::int64)t{args});"]
         else:
             # rows of the last dimension: the leading indices are decomposed once per row
             idx = "".join(f", o[{d}]" for d in range(arity - 1))
             self.w(f"const kc::int32 width = b->shape[{arity - 1}];")
-            self.w("kc::static_share(b->size / width, tn, team, begin, end);")
-            self.w("for (kc::int64 r = begin; r < end; ++r) {")
-            self.w("    kc::int32 o[4] = {0, 0, 0, 0};")
-            self.w("    kc::int64 rem = r;")
-            self.w(f"    for (int d = {arity - 2}; d >= 0; --d) {{ o[d] = (kc::int32)(rem % b->shape[d]); rem /= b->shape[d]; }}")
-            self.w("    const kc::int64 t0 = r * width;")
-            self.w("    #pragma omp simd")
-            self.w(f"    for (kc::int32 j = 0; j < width; ++j) {call}, t0 + j{idx}, j{args});")
-            self.w("}")
+            self.w("const kc::int64 items = b->size / width;")
+            loop = ["for (kc::int64 r = begin; r < end; ++r) {",
+                    "    kc::int32 o[4] = {0, 0, 0, 0};",
+                    "    kc::int64 rem = r;",
+                    f"    for (int d = {arity - 2}; d >= 0; --d) {{ o[d] = (kc::int32)(rem % b->shape[d]); rem /= b->shape[d]; }}",
+                    "    const kc::int64 t0 = r * width;",
+                    "    #pragma omp simd",
+                    f"    for (kc::int32 j = 0; j < width; ++j) {call}, t0 + j{idx}, j{args});",
+                    "}"]
+        # On several threads the items go out in chunks on demand (~16 per thread, whole SIMD
+        # blocks), not in one fixed share each: a thread that starts late (on a VM, a vCPU halted
+        # between launches and woken; on a busy machine, one waiting for a core) takes fewer,
+        # instead of the others waiting for its half at the end.  Plain writes only: the split
+        # changes no result.  One thread: the whole range, the loop as it was before chunks (one
+        # loop for all the items: GCC's inlining of the thread function, and so whether it
+        # vectorises a large body, stays as it was on one thread).
+        for line in ["if (team <= 1) {",
+                     "    const kc::int64 begin = 0, end = items;",
+                     *("    " + x for x in loop),
+                     "} else {",
+                     "    const kc::int64 chunk = (kc::launch_chunk(items, team) + 15) & ~(kc::int64)15;",
+                     "    const kc::int64 nchunks = (items + chunk - 1) / chunk;",
+                     "    #pragma omp for schedule(dynamic, 1) nowait",
+                     "    for (kc::int64 c = 0; c < nchunks; ++c) {",
+                     "        const kc::int64 begin = c * chunk, end = begin + chunk < items ? begin + chunk : items;",
+                     *("        " + x for x in loop),
+                     "    }",
+                     "}"]:
+            self.w(line)
         self.indent -= 1
         self.w("}")
         self.w(f"static bool {kernel_name}_fwd_stream(const kc::launch_bounds_t* b, const {kernel_name}_args* a) {{")

@@ -11,8 +11,11 @@ Here:
 - ``p2g_stress_3d_lanes_kernel``: the constitutive update (new F, Jp) and the APIC affine matrix per
   particle, as mpm_transfer's split stress kernel, with ``simd=True`` for the straight-line models
   (neo-Hookean; docs/cpu_codegen.md, "SIMD lanes"): 4.7 -> 3.8 ms;
-- ``slab_keys_kernel`` + ``slab_fill_kernel``: a counting sort of the particles by the x-slab of their
-  stencil base (``SLAB`` = 2 node layers; an index array, the State's particle order is untouched);
+- ``slab_count_kernel`` + ``slab_fill_kernel``: a stable counting sort of the particles by the x-slab
+  of their stencil base (``SLAB`` = 2 node layers; an index array, the State's particle order is
+  untouched), in ``SORT_CHUNKS`` chunks of particles on all threads: each chunk counts its own
+  particles per slab, then places them from all the chunks' counts (no atomics; before: atomic
+  counts, 0.9 ms, and a serial fill, 0.25-0.45 ms; now 0.6 ms on one thread, split over two);
 - ``p2g_scatter_3d_slab_kernel``: one thread per slab scatters that slab's particles, the even slabs
   in one launch and the odd in a second.  Two slabs of one colour never write the same node, so the
   adds are plain loads and stores on any number of threads (no atomics), and a slab's nodes (2 x 71 x
@@ -24,15 +27,17 @@ Here:
   scatter into float views with (serial) accumulating adds (particles in lattice order, as
   add_particle_grid makes them; in a random order the sorted scatter gathers the particles' data
   at random and ran 35 against 30 ms, float views);
-- ``g2p_3d_axis_kernel``: the G2P with the >= 0 base and the affine sum regrouped axis by axis
-  (a third of the flops): 11.5 -> 9.9 ms.
+- ``g2p_3d_rows_kernel``: the G2P with the >= 0 base on a flat float view of the grid velocities,
+  summed by stencil rows (a row: 9 consecutive floats, 3 nodes along z), vectorised across particles
+  (``simd=True``; GCC gathers the rows): 11.5 -> 9.9 ms (axis by axis, session 16) -> 5.4 ms.
 
-The step 37 -> 27 ms (one thread, CPU time; bench_mpm_fast3d.py).  The stress kernel computes the
+The step 37 -> 27 ms (one thread, CPU time; bench_mpm_fast3d.py) -> 19.7 ms (session 17: the sort
+and the G2P above).  The stress kernel computes the
 same values as mpm_transfer's; the scatter adds them to each node in the slab order and G2P regroups
 its sums (float32 rounding: ~1e-6 relative after 50 steps; tests/sim/test_mpm_fast_3d.py).  The result
 does not depend on the thread count (each slab is one thread's, in the particles' order).  Tried and
-dropped (same benchmark): G2P on flat views (17 ms; with ``simd=True`` 41 ms, also with
-``-mtune-ctrl=^use_gather``), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
+dropped (same benchmark): G2P node by node on flat views (17 ms; with ``simd=True`` 41 ms, also with
+``-mtune-ctrl=^use_gather``), the rows G2P without ``simd=True`` (9.0 ms), the old G2P with the >= 0 base alone (14 ms), the regrouped G2P with
 wrapped indices (13.6 ms), a scatter building the node momentum axis by axis (16.7 ms), an unsorted
 scatter with atomic adds into flat vec3 views (12.8 vs 12.0 ms into float views) and one fused P2G
 kernel on flat views (18-21 ms).
@@ -100,38 +105,74 @@ def make_p2g_stress_3d_lanes_kernel(update, name, simd):
 SLAB = 2
 
 
-@kc.kernel(enable_backward=False)
-def slab_keys_kernel(q: kc.array(dtype=kc.vec3), grid_lower: kc.vec3, dx: float, nx: int,
-                     key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int32)):
-    """The x-slab of each particle's stencil base and the particle count per slab (``count`` zeroed
-    before).  The scatter's own float32 operations (the C++ is built with -ffp-contract=off: no FMA
-    in one kernel and not the other), so that the bucket and the nodes written agree exactly."""
-    p = kc.tid()
-    bx = stencil_base_nonneg((q[p][0] - grid_lower[0]) * (1.0 / dx), nx)
-    s = bx // SLAB
-    key[p] = kc.int32(s)
-    kc.atomic_add(count, s, kc.int32(1))
+#: chunks of particles of the counting sort: each chunk's thread counts, then places, its own
+#: particles (no atomics, no serial pass); the sorted order does not depend on the chunking
+SORT_CHUNKS = 32
+
+
+@kc.func
+def chunk_range(c: int, chunks: int, n: int):
+    """The particles [lo, hi) of chunk ``c`` of ``chunks`` (consecutive, as equal as can be)."""
+    per = n // chunks
+    extra = n - per * chunks
+    lo = c * per + kc.min(c, extra)
+    return kc.vec2i(lo, lo + per + kc.where(c < extra, 1, 0))
 
 
 @kc.kernel(enable_backward=False)
-def slab_fill_kernel(key: kc.array(dtype=kc.int32), count: kc.array(dtype=kc.int32), n: int, slabs: int,
-                     start: kc.array(dtype=kc.int32), order: kc.array(dtype=kc.int32)):
-    """A stable counting sort by slab (one thread): ``start`` (slabs + 1,) the first position of each
-    slab in ``order`` (n,), the particle indices slab by slab, each slab in the particles' order."""
+def slab_count_kernel(q: kc.array(dtype=kc.vec3), grid_lower: kc.vec3, dx: float, nx: int, n: int, chunks: int,
+                      slabs: int, key: kc.array(dtype=kc.int32), hist: kc.array(dtype=kc.int32)):
+    """Chunk ``tid`` of the particles: the x-slab of each particle's stencil base (``key`` (n,)) and
+    the chunk's particle count per slab (``hist`` row tid of (chunks, slabs), flat).  The scatter's
+    own float32 operations (the C++ is built with -ffp-contract=off: no FMA in one kernel and not
+    the other), so that the bucket and the nodes written agree exactly."""
+    c = kc.tid()
+    r = chunk_range(c, chunks, n)
+    row = c * slabs
+    for s in range(slabs):
+        hist[row + s] = kc.int32(0)
+    for p in range(r[0], r[1]):
+        bx = stencil_base_nonneg((q[p][0] - grid_lower[0]) * (1.0 / dx), nx)
+        s = bx // SLAB
+        key[p] = kc.int32(s)
+        hist[row + s] = hist[row + s] + kc.int32(1)
+
+
+@kc.kernel(enable_backward=False)
+def slab_fill_kernel(key: kc.array(dtype=kc.int32), hist: kc.array(dtype=kc.int32), n: int, chunks: int,
+                     slabs: int, start: kc.array(dtype=kc.int32), pos: kc.array(dtype=kc.int32),
+                     order: kc.array(dtype=kc.int32)):
+    """A stable counting sort by slab, chunk ``tid`` of the particles: ``order`` (n,) the particle
+    indices slab by slab, each slab in the particles' order; chunk 0 also writes ``start``
+    (slabs + 1,), the first position of each slab in ``order``.  Each chunk finds its own first
+    position in each slab from all the chunks' counts (``hist``, chunks x slabs: ~1K adds) into
+    its row of ``pos`` (chunks x slabs, flat; ``hist`` is read by every chunk, so not written)."""
+    c = kc.tid()
     total = int(0)
     for s in range(slabs):
-        start[s] = kc.int32(total)
-        total = total + int(count[s])
-    start[slabs] = kc.int32(total)
-    for p in range(n):
+        if c == 0:
+            start[s] = kc.int32(total)
+        mine = total
+        for b in range(chunks):
+            h = int(hist[b * slabs + s])
+            if b < c:
+                mine = mine + h
+            total = total + h
+        pos[c * slabs + s] = kc.int32(mine)
+    if c == 0:
+        start[slabs] = kc.int32(total)
+    r = chunk_range(c, chunks, n)
+    row = c * slabs
+    for p in range(r[0], r[1]):
         s = int(key[p])
-        t = int(start[s])
+        t = int(pos[row + s])
         order[t] = kc.int32(p)
-        start[s] = kc.int32(t + 1)
-    # the fill advanced each start to the next slab's: shift back
-    for s in range(slabs):
-        start[slabs - s] = start[slabs - s - 1]
-    start[0] = kc.int32(0)
+        pos[row + s] = kc.int32(t + 1)
+
+
+# a launch of a few dozen threads, each over thousands of particles (see also the scatter below)
+slab_count_kernel.parallel_grain = 2
+slab_fill_kernel.parallel_grain = 2
 
 
 @kc.kernel(enable_backward=False)
@@ -189,17 +230,37 @@ PARALLEL_PARTICLES = config.parallel_grain
 p2g_scatter_3d_slab_kernel.parallel_grain = 2
 
 
-@kc.kernel(enable_backward=False)
-def g2p_3d_axis_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
+#: 3 nodes along z, 3 velocity components each: one row of a particle's stencil (9 consecutive floats)
+vec9 = kc.vector(length=9, dtype=float)
+
+
+@kc.func
+def node_row(f: kc.array(dtype=float), o: int):
+    """The 9 floats f[o : o + 9] (a stencil row of 3 nodes' velocities)."""
+    return vec9(f[o], f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5], f[o + 6], f[o + 7], f[o + 8])
+
+
+@kc.func
+def z_sum(r: vec9, wz: kc.vec3):
+    """sum_k wz[k] r[3k : 3k + 3] of a stencil row sum ``r``."""
+    return kc.vec3(r[0], r[1], r[2]) * wz[0] + kc.vec3(r[3], r[4], r[5]) * wz[1] + kc.vec3(r[6], r[7], r[8]) * wz[2]
+
+
+@kc.kernel(enable_backward=False, simd=True)
+def g2p_3d_rows_kernel(q: kc.array(dtype=kc.vec3), grid_vf: kc.array(dtype=float), grid_lower: kc.vec3,
                        dx: float, nx: int, ny: int, nz: int, dt: float,
                        q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3),
                        C_out: kc.array(dtype=kc.mat33)):
-    """mpm_transfer.g2p_3d_kernel with the affine sum formed axis by axis (equal to float32 rounding).
+    """mpm_transfer.g2p_3d_kernel with the sums regrouped by stencil rows (equal to float32 rounding).
 
-    ``B = sum_e w_e v_e (e - fx)^T = [m_x m_y m_z] - v fx^T`` with ``m_c = sum_e e_c w_e v_e``: the
-    z-sums of a row of 3 nodes first (weights wz, moment k wz), then the rows weighted by wy, then by
-    wx: ~10 flops per node instead of ~30.  With the >= 0 stencil base (plain addresses): 11.5 -> 9.9
-    ms at 104K particles (one thread); with mpm_transfer.stencil_base's wrapped indices it ran 13.6 ms.
+    ``grid_vf``: the grid velocities [m/s] as a flat float view (nodes * 3,).  A row (i, j) of the
+    stencil is 9 consecutive floats (nodes k = 0, 1, 2); the rows are summed as 9-vectors, weighted
+    by wy, then by wx: ``S = sum_ij wx_i wy_j row_ij``, and the same with i wx_i (``Si``) and j wy_j
+    (``Sj``); the z weights last: ``v = sum_k wz_k S_k``, the moments ``m_x, m_y`` likewise from Si, Sj
+    and ``m_z = sum_k k wz_k S_k``, and ``B = [m_x m_y m_z] - v fx^T``.  ~15 flops per node (the
+    node-by-node axis sums before: ~20, and ~30 naive).  ``simd=True``: 8 particles per AVX2 lane
+    block, each row load a gather; 104K particles, one thread: 10.8 ms (axis sums) -> 9.0 (rows,
+    scalar) -> 5.4 ms.
     """
     p = kc.tid()
     inv_dx = 1.0 / dx
@@ -212,27 +273,25 @@ def g2p_3d_axis_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec
     wx = bspline_weights(fx[0])
     wy = bspline_weights(fx[1])
     wz = bspline_weights(fx[2])
-    v = kc.vec3(0.0, 0.0, 0.0)
-    mx = kc.vec3(0.0, 0.0, 0.0)   # sum over the nodes of i w v (and j w v, k w v below)
-    my = kc.vec3(0.0, 0.0, 0.0)
-    mz = kc.vec3(0.0, 0.0, 0.0)
+    sy = kc.max(nz * 3, 0)        # float strides, known >= 0 (plain addresses, see the module docstring)
+    sx = kc.max(ny * nz * 3, 0)
+    o = bx * sx + by * sy + bz * 3
+    S = vec9()
+    Si = vec9()
+    Sj = vec9()
     for i in range(3):
-        qi = kc.vec3(0.0, 0.0, 0.0)
-        yi = kc.vec3(0.0, 0.0, 0.0)
-        zi = kc.vec3(0.0, 0.0, 0.0)
-        for j in range(3):
-            a1 = grid_v[bx + i, by + j, bz + 1] * wz[1]
-            a2 = grid_v[bx + i, by + j, bz + 2] * wz[2]
-            row = grid_v[bx + i, by + j, bz] * wz[0] + a1 + a2
-            rw = row * wy[j]
-            qi += rw
-            yi += rw * float(j)
-            zi += (a1 + a2 * 2.0) * wy[j]
-        qw = qi * wx[i]
-        v += qw
-        mx += qw * float(i)
-        my += yi * wx[i]
-        mz += zi * wx[i]
+        oi = o + i * sx
+        a1 = node_row(grid_vf, oi + sy) * wy[1]
+        a2 = node_row(grid_vf, oi + 2 * sy) * wy[2]
+        t = (node_row(grid_vf, oi) * wy[0] + a1 + a2) * wx[i]
+        S += t
+        if i > 0:   # (i is a constant of the unrolled loop: no branch)
+            Si += t * float(i)
+        Sj += (a1 + a2 * 2.0) * wx[i]
+    v = z_sum(S, wz)
+    mx = z_sum(Si, wz)
+    my = z_sum(Sj, wz)
+    mz = kc.vec3(S[3], S[4], S[5]) * wz[1] + kc.vec3(S[6], S[7], S[8]) * (2.0 * wz[2])
     B = kc.mat33(mx[0] - v[0] * fx[0], my[0] - v[0] * fx[1], mz[0] - v[0] * fx[2],
                  mx[1] - v[1] * fx[0], my[1] - v[1] * fx[1], mz[1] - v[1] * fx[2],
                  mx[2] - v[2] * fx[0], my[2] - v[2] * fx[1], mz[2] - v[2] * fx[2])
@@ -261,11 +320,12 @@ class FlatGrid:
     arrays of its scatter (made once per grid)."""
 
     def __init__(self, grid):
-        self.mv, self.m = flat_view(grid.mv, kc.vec3), flat_view(grid.m)
+        self.mv, self.m, self.v = flat_view(grid.mv, kc.vec3), flat_view(grid.m), flat_view(grid.v)
         #: slabs of stencil bases along x (bases 0 .. nx - 3, see SLAB)
         self.slabs = (grid.shape[0] - 3) // SLAB + 1
         device = grid.m.device
-        self.count = kc.zeros(self.slabs, dtype=kc.int32, device=device)
+        self.hist = kc.zeros(SORT_CHUNKS * self.slabs, dtype=kc.int32, device=device)
+        self.pos = kc.zeros(SORT_CHUNKS * self.slabs, dtype=kc.int32, device=device)
         self.start = kc.zeros(self.slabs + 1, dtype=kc.int32, device=device)
         self.key = self.order = None
 
@@ -275,11 +335,12 @@ class FlatGrid:
         if self.key is None or self.key.shape[0] != n:
             self.key = kc.zeros(n, dtype=kc.int32, device=q.device)
             self.order = kc.zeros(n, dtype=kc.int32, device=q.device)
-        self.count.zero_()
-        kc.launch(slab_keys_kernel, dim=n, inputs=[q, grid.lower, grid.dx, grid.shape[0]],
-                  outputs=[self.key, self.count], device=q.device)
-        kc.launch(slab_fill_kernel, dim=1, inputs=[self.key, self.count, n, self.slabs],
-                  outputs=[self.start, self.order], device=q.device)
+        # one chunk (one thread) for a small problem, as the scatter below
+        chunks = SORT_CHUNKS if n >= PARALLEL_PARTICLES else 1
+        kc.launch(slab_count_kernel, dim=chunks, inputs=[q, grid.lower, grid.dx, grid.shape[0], n, chunks, self.slabs],
+                  outputs=[self.key, self.hist], device=q.device)
+        kc.launch(slab_fill_kernel, dim=chunks, inputs=[self.key, self.hist, n, chunks, self.slabs],
+                  outputs=[self.start, self.pos, self.order], device=q.device)
 
 
 def flat_grid(grid):
@@ -317,7 +378,7 @@ def particle_to_grid_fast(model, state_in, actuation, act_axis, grid, dt, state_
 
 
 def grid_to_particle_fast(model, state_in, grid, dt, state_out):
-    """mpm_transfer.grid_to_particle for a 3-D grid on the CPU (g2p_3d_axis_kernel: equal to float32 rounding)."""
-    kc.launch(g2p_3d_axis_kernel, dim=model.particle_count,
-              inputs=[state_in.particle_q, grid.v, grid.lower, grid.dx, *grid.shape, float(dt)],
+    """mpm_transfer.grid_to_particle for a 3-D grid on the CPU (g2p_3d_rows_kernel: equal to float32 rounding)."""
+    kc.launch(g2p_3d_rows_kernel, dim=model.particle_count,
+              inputs=[state_in.particle_q, flat_grid(grid).v, grid.lower, grid.dx, *grid.shape, float(dt)],
               outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)
