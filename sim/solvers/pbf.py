@@ -229,7 +229,8 @@ class SolverPBF:
         vol32 = vol.astype(np.float32)
         self.particle_rest_volume = kc.array(vol32, dtype=float, device=dev)
         # one volume for all: the lanes take their uniform-volume kernels (sim/pbf_lanes.pair_kernels)
-        self.uniform_volume = bool(vol32.size) and bool(np.all(vol32 == vol32[0]))
+        self._one_volume = bool(vol32.size) and bool(np.all(vol32 == vol32[0]))
+        self._uniform_volume = self._one_volume
         self._bounds = K.boundary_inputs(model, kc.vec3(*self.lower), kc.vec3(*self.upper),
                                          max(self.h, 2.0 * model.particle_max_radius))
         import geometry
@@ -328,6 +329,21 @@ class SolverPBF:
             raise ValueError(f"SolverPBF: the particles' densities range over [{rho.min():g}, {rho.max():g}] kg/m^3; "
                              "one fluid needs one rest_density= ")
         return float(rho.mean())
+
+    @property
+    def uniform_volume(self) -> bool:
+        """Whether the lanes take their uniform-volume kernels (every particle has one rest volume:
+        set at construction; False switches to the kernels that load each neighbour's volume)."""
+        return self._uniform_volume
+
+    @uniform_volume.setter
+    def uniform_volume(self, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"SolverPBF.uniform_volume must be True or False, got {value!r}")
+        if value and not self._one_volume:
+            raise ValueError("SolverPBF.uniform_volume = True: the particles' rest volumes differ (particle_rest_volume "
+                             "has more than one value); the uniform-volume lanes would give every neighbour the first")
+        self._uniform_volume = bool(value)
 
     # -- stepping -------------------------------------------------------------------------------
     def buffers_for(self, state):

@@ -83,6 +83,10 @@ def test_lanes_with_unequal_volumes_read_each_neighbours_volume(box):
         model, solver, states = spinning_block(6, 0.02, lanes, rest_density=1000.0, edit_model=_two_volumes)
         solver.box_lanes = box
         assert not solver.uniform_volume
+        with pytest.raises(ValueError, match=r"SolverPBF.uniform_volume = True: the particles' rest volumes differ"):
+            solver.uniform_volume = True
+        with pytest.raises(ValueError, match=r"SolverPBF.uniform_volume must be True or False, got 'yes'"):
+            solver.uniform_volume = "yes"
         vol = solver.particle_rest_volume.numpy()
         assert vol[0] == pytest.approx(1.5 * vol[1])
         for _ in range(8):
