@@ -29,6 +29,10 @@ swing by 2x between minutes while CPU times stay within a few percent; the ``*_c
 ratios are the steadier comparison of the work each side does (both include their thread
 pools' spin-waiting, if any).  ``*_one_thread_*``: both on one thread (``KERNELCORE_NUM_THREADS=1``,
 ``ti.init(cpu_max_num_threads=1)``), the comparison least disturbed by other processes.
+``kernelcore_lanes_general_volume_one_thread_cpu_step_s``: the same one-thread lanes step with
+``solver.uniform_volume = False`` (the lane kernels that load each neighbour's volume, as before
+session 17), interleaved with the default (uniform-volume) samples; ``uniform_volume_one_thread_cpu_speedup``
+is their ratio (old / new of one run).
 
 Same problem: ``same_problem`` runs both from the same block and compares them after 1 and 5
 steps (mean y, mean and max position difference, compression, neighbours per particle): the
@@ -404,6 +408,10 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
     kc_pbf.solver.cell_sort = False
     kc_pbf.steps(1)   # and the hash-grid search the unsorted lanes use
     kc_pbf.solver.cell_sort = True
+    uniform = kc_pbf.solver.uniform_volume
+    kc_pbf.solver.uniform_volume = False
+    kc_pbf.steps(1)   # and the lanes that load each neighbour's volume (the one-thread old / new comparison)
+    kc_pbf.solver.uniform_volume = uniform
     kc_pbf.solver.lanes = False
     baseline = []   # the same solver without its pair cache (how the pair cache's speed-up is measured)
     kc_cpu = []     # CPU seconds per step with the pair cache (see the module docstring)
@@ -442,17 +450,24 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         return out
 
     one_thread = []   # CPU seconds per step of SolverPBF(lanes=True) on one thread (KERNELCORE_NUM_THREADS=1)
+    # the same with the lanes that load each neighbour's volume (uniform_volume=False: the kernels
+    # before session 17's uniform-volume ones), interleaved: the old / new comparison of one run
+    one_thread_general = []
 
     def kc_one_thread():
         old = os.environ.get("KERNELCORE_NUM_THREADS")
         os.environ["KERNELCORE_NUM_THREADS"] = "1"   # read by every launch (kernelcore.device.num_threads)
         kc_pbf.solver.lanes = True
+        uniform = kc_pbf.solver.uniform_volume
         try:
             for _ in range(repeats):
-                c0 = time.process_time()
-                kc_pbf.steps(steps)
-                one_thread.append((time.process_time() - c0) / steps)
+                for general in (False, True):
+                    kc_pbf.solver.uniform_volume = uniform and not general
+                    c0 = time.process_time()
+                    kc_pbf.steps(steps)
+                    (one_thread_general if general else one_thread).append((time.process_time() - c0) / steps)
         finally:
+            kc_pbf.solver.uniform_volume = uniform
             kc_pbf.solver.lanes = False
             if old is None:
                 del os.environ["KERNELCORE_NUM_THREADS"]
@@ -483,12 +498,15 @@ def pbf_case(side=40, steps=5, repeats=3, taichi=True):
         res[f"kernelcore_{name}_cpu_step_s"] = statistics.median(cpu)
         res[f"{name}_cpu_speedup"] = float(f"{res['kernelcore_cpu_step_s'] / res[f'kernelcore_{name}_cpu_step_s']:.4g}")
     res["kernelcore_lanes_one_thread_cpu_step_s"] = statistics.median(one_thread)
+    res["kernelcore_lanes_general_volume_one_thread_cpu_step_s"] = statistics.median(one_thread_general)
+    res["uniform_volume_one_thread_cpu_speedup"] = float(
+        f"{res['kernelcore_lanes_general_volume_one_thread_cpu_step_s'] / res['kernelcore_lanes_one_thread_cpu_step_s']:.4g}")
     q = kc_pbf.positions()
     res["kernelcore_finite"] = bool(np.all(np.isfinite(q)))
     # the two runs' end states are after different step counts (kernelcore runs every variant on one
     # block): same_problem below compares them step for step
     res["kernelcore_mean_y"] = float(q[:, 1].mean())
-    res["kernelcore_steps_run"] = 5 + steps * repeats * (6 * 3 + 2)
+    res["kernelcore_steps_run"] = 6 + steps * repeats * (6 * 3 + 2 * 2)
     if taichi:
         res["taichi_steps_run"] = 2 + steps * repeats
         res["same_problem"] = same_problem(side, (1, 5))

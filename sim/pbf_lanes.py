@@ -98,6 +98,25 @@ def delta_term(d: kc.vec3, vj: float, li: float, lj: float, h: float, h2: float,
 
 
 @kc.func
+def slot_volume(volume: kc.array(dtype=float), j: int, k: int, n: int) -> float:
+    """Volume weight [m^3] of neighbour slot k (of n live slots) holding particle j: 0 for a padding slot."""
+    return kc.where(k < n, volume[j], 0.0)
+
+
+@kc.func
+def uniform_slot_volume(volume: kc.array(dtype=float), j: int, k: int, n: int) -> float:
+    """slot_volume when every particle has the volume ``volume[0]``: the same values without the
+    per-slot load of ``volume[j]`` (one of the five element-by-element loads per slot of the
+    multiplier pass: 12 % of lambda_box at 64K particles, one thread)."""
+    return kc.where(k < n, volume[0], 0.0)
+
+
+def slot_volume_func(uniform: bool):
+    """The slot-volume kc.func of the ``uniform`` kernels (a closure constant of each kernel factory)."""
+    return uniform_slot_volume if uniform else slot_volume
+
+
+@kc.func
 def lambda_of(ratio: float, grad_i: kc.vec3, sq: float, eps: float) -> float:
     """The density multiplier [m^2] from the summed ratio rho/rho0, grad_i C and sum |grad_j C|^2."""
     return -kc.max(ratio - 1.0, 0.0) / (sq + kc.dot(grad_i, grad_i) + eps)
@@ -107,7 +126,9 @@ def lambda_of(ratio: float, grad_i: kc.vec3, sq: float, eps: float) -> float:
 # int32 bound; the former nest of a chunk loop over range(CHUNK), both <= config.max_unroll, was
 # unrolled: huge CUDA code); GCC unrolls it on the CPU (LANE_FLAGS).
 
-def _lambda_pairs(slots):
+def _lambda_pairs(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def lambda_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                      volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                      h: float, poly6_coef: float, spiky_coef: float,
@@ -120,7 +141,7 @@ def _lambda_pairs(slots):
         sq = float(0.0)
         for k in range(kc.int32(slots)):
             j = kc.max(nb[i, k], 0)
-            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
+            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), volume_of(volume, j, k, n), h, h2, poly6_coef,
                              spiky_coef)   # padding slots weigh nothing
             acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
             g = kc.vec3(t[0], t[1], t[2])
@@ -131,7 +152,9 @@ def _lambda_pairs(slots):
     return lambda_pairs
 
 
-def _delta_pairs(slots):
+def _delta_pairs(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def delta_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                     volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                     lam: kc.array(dtype=float), h: float, poly6_coef: float, spiky_coef: float, scorr_k: float,
@@ -144,14 +167,16 @@ def _delta_pairs(slots):
         dp = kc.vec3(0.0, 0.0, 0.0)
         for k in range(kc.int32(slots)):
             j = kc.max(nb[i, k], 0)
-            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), li, lam[j], h, h2,
+            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), volume_of(volume, j, k, n), li, lam[j], h, h2,
                              poly6_coef, spiky_coef, scorr_k, scorr_inv_w)
         dp_out[i] = dp
 
     return delta_pairs
 
 
-def _vorticity_pairs(slots):
+def _vorticity_pairs(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def vorticity_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                         vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
                         volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2),
@@ -164,7 +189,7 @@ def _vorticity_pairs(slots):
         w = kc.vec3(0.0, 0.0, 0.0)
         for k in range(kc.int32(slots)):
             j = kc.max(nb[i, k], 0)
-            vj = kc.where(k < n, volume[j], 0.0)
+            vj = volume_of(volume, j, k, n)
             d = x - kc.vec3(px[j], py[j], pz[j])
             f = spiky_factor_select(kc.dot(d, d), h, spiky_coef)
             w += kc.cross(d * f, kc.vec3(vx[j], vy[j], vz[j]) - vi) * vj   # as vorticity_kernel
@@ -174,7 +199,9 @@ def _vorticity_pairs(slots):
     return vorticity_pairs
 
 
-def _finish_pairs(slots):
+def _finish_pairs(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def finish_pairs(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                      vx: kc.array(dtype=float), vy: kc.array(dtype=float), vz: kc.array(dtype=float),
                      omega: kc.array(dtype=kc.vec3), omega_norm: kc.array(dtype=float), volume: kc.array(dtype=float),
@@ -191,7 +218,7 @@ def _finish_pairs(slots):
         eta = kc.vec3(0.0, 0.0, 0.0)   # (summed also without confinement, then unused: no branch in the loop)
         for k in range(kc.int32(slots)):
             j = kc.max(nb[i, k], 0)
-            vj = kc.where(k < n, volume[j], 0.0)
+            vj = volume_of(volume, j, k, n)
             d = x - kc.vec3(px[j], py[j], pz[j])
             r2 = kc.dot(d, d)
             smooth += (kc.vec3(vx[j], vy[j], vz[j]) - vi) * (vj * poly6_select(r2, h2, poly6_coef))
@@ -208,25 +235,28 @@ def _finish_pairs(slots):
 _PAIR_KERNELS = {}
 
 
-def lane_module(name: str, capacity: int) -> str:
-    """The kernel-module name of one capacity's lanes (``name``: the Python module's), with LANE_FLAGS
-    registered for it; a ValueError for a capacity that is not a positive multiple of CHUNK."""
+def lane_module(name: str, capacity: int, uniform: bool = False) -> str:
+    """The kernel-module name of one capacity's lanes (``name``: the Python module's; ``uniform``: the
+    uniform-volume kernels, a module of their own), with LANE_FLAGS registered for it; a ValueError
+    for a capacity that is not a positive multiple of CHUNK."""
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity % CHUNK or capacity <= 0:
         raise ValueError(f"{name}: capacity must be a positive multiple of {CHUNK}, got {capacity!r}")
-    module = f"{name}_{capacity}"
+    module = f"{name}_{capacity}" + ("_uniform" if uniform else "")
     if "clang" not in os.path.basename(config.cxx):
         toolchain.MODULE_FLAGS[module] = list(LANE_FLAGS)
     return module
 
 
-def pair_kernels(capacity: int):
+def pair_kernels(capacity: int, uniform: bool = False):
     """(lambda_pairs, delta_pairs, vorticity_pairs, finish_pairs) kernels for neighbour lists padded to ``capacity`` slots, each
-    capacity in a module of its own (built on first use, with the module flags above)."""
-    name = lane_module(__name__, capacity)   # (checked first: 56.0 would find 56's kernels)
-    if capacity not in _PAIR_KERNELS:
-        _PAIR_KERNELS[capacity] = tuple(kc.kernel(make(capacity), enable_backward=False, simd=True, module=name)
-                                        for make in (_lambda_pairs, _delta_pairs, _vorticity_pairs, _finish_pairs))
-    return _PAIR_KERNELS[capacity]
+    capacity in a module of its own (built on first use, with the module flags above).  ``uniform``: the
+    kernels for particles that all have the volume ``volume[0]`` (bit-identical results, one load less per slot)."""
+    name = lane_module(__name__, capacity, uniform)   # (checked first: 56.0 would find 56's kernels)
+    key = (capacity, bool(uniform))
+    if key not in _PAIR_KERNELS:
+        _PAIR_KERNELS[key] = tuple(kc.kernel(make(capacity, bool(uniform)), enable_backward=False, simd=True, module=name)
+                                   for make in (_lambda_pairs, _delta_pairs, _vorticity_pairs, _finish_pairs))
+    return _PAIR_KERNELS[key]
 
 
 def capacity_for(longest: int, max_neighbors: int):
@@ -323,10 +353,11 @@ def split_positions(model, p, scratch):
               device=model.device, record_tape=False)
 
 
-def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, scratch, capacity):
-    """pbf_kernels.compute_lambda with the pair sums in lanes (``capacity``: see capacity_for);
-    leaves ``p`` split into scratch.px/py/pz for apply_delta at the same positions."""
-    lam_pairs = pair_kernels(capacity)[0]
+def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, scratch, capacity, uniform=False):
+    """pbf_kernels.compute_lambda with the pair sums in lanes (``capacity``: see capacity_for; ``uniform``:
+    every entry of ``volume`` is the same, see pair_kernels); leaves ``p`` split into scratch.px/py/pz
+    for apply_delta at the same positions."""
+    lam_pairs = pair_kernels(capacity, uniform)[0]
     split_positions(model, p, scratch)
     kc.launch(lam_pairs, dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, volume, nbl.nb, nbl.count, h, poly6_coefficient(h),
@@ -339,7 +370,7 @@ def compute_lambda(model, p, volume, nbl, h, eps, walls, bounds, bodies, lam, sc
 
 
 def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds, bodies, dt, p_out, scratch,
-                capacity, particles=None):
+                capacity, particles=None, uniform=False):
     """pbf_kernels.apply_delta with the pair sum in lanes; ``scratch`` holds ``p`` split by compute_lambda
     and its wall terms (compute_lambda at the same ``p`` must run first).
     ``particles``: per-particle mass, inv_mass and radius arrays in the order of ``p`` (default the
@@ -357,28 +388,28 @@ def apply_delta(model, p, volume, nbl, lam, h, scorr_k, scorr_dq, walls, bounds,
               outputs=[p_out, *bodies.outputs()], device=model.device, record_tape=False)
 
 
-def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, capacity):
+def compute_vorticity(model, p, v, volume, nbl, h, omega, omega_norm, scratch, capacity, uniform=False):
     """pbf_kernels.compute_vorticity in lanes; leaves ``p`` and ``v`` split in ``scratch`` for
-    finish_velocity."""
+    finish_velocity; ``uniform``: as compute_lambda."""
     split_positions(model, p, scratch)
     kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
               device=model.device, record_tape=False)
-    kc.launch(pair_kernels(capacity)[2], dim=model.particle_count,
+    kc.launch(pair_kernels(capacity, uniform)[2], dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, volume, nbl.nb,
                       nbl.count, h, spiky_coefficient(h)],
               outputs=[omega, omega_norm], device=model.device, record_tape=False)
 
 
 def finish_velocity(model, p, v, omega, omega_norm, volume, nbl, h, xsph, confinement, dt, v_out, scratch, capacity,
-                    split=True, particles=None):
+                    split=True, particles=None, uniform=False):
     """pbf_kernels.finish_velocity in lanes; ``split=False``: ``scratch`` already holds ``p`` and ``v``
-    (compute_vorticity ran at the same positions and velocities); ``particles``: as apply_delta."""
+    (compute_vorticity ran at the same positions and velocities); ``particles``, ``uniform``: as apply_delta."""
     particles = ModelParticles(model) if particles is None else particles
     if split:
         split_positions(model, p, scratch)
         kc.launch(split_kernel, dim=model.particle_count, inputs=[v], outputs=[scratch.vx, scratch.vy, scratch.vz],
                   device=model.device, record_tape=False)
-    kc.launch(pair_kernels(capacity)[3], dim=model.particle_count,
+    kc.launch(pair_kernels(capacity, uniform)[3], dim=model.particle_count,
               inputs=[scratch.px, scratch.py, scratch.pz, scratch.vx, scratch.vy, scratch.vz, omega, omega_norm,
                       volume, particles.inv_mass, nbl.nb, nbl.count, h, poly6_coefficient(h),
                       spiky_coefficient(h), float(xsph), float(confinement), float(dt)],

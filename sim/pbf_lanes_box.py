@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import kernelcore as kc
 
-from .pbf_lanes import delta_term, density_term, lambda_of, lane_module, poly6_select, split_positions
+from .pbf_lanes import (delta_term, density_term, lambda_of, lane_module, poly6_select, slot_volume_func,
+                        split_positions)
 from .pbf_kernels import poly6_coefficient, scorr_constants, spiky_coefficient
 
 
@@ -53,7 +54,9 @@ def box_density(x: kc.vec3, h: float, lower: kc.vec3, upper: kc.vec3) -> kc.vec4
     return kc.vec4(wx0[1] - wx1[1], wy0[1] - wy1[1], wz0[1] - wz1[1], phi)
 
 
-def _lambda_box(slots):
+def _lambda_box(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def lambda_box(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                    volume: kc.array(dtype=float), nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int),
                    h: float, poly6_coef: float, spiky_coef: float, eps: float, wall_weight: float, lower: kc.vec3,
@@ -66,7 +69,7 @@ def _lambda_box(slots):
         sq = float(0.0)
         for k in range(kc.int32(slots)):   # pbf_lanes.lambda_pairs' loop (a runtime loop: see there)
             j = kc.max(nb[i, k], 0)
-            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), h, h2, poly6_coef,
+            t = density_term(x - kc.vec3(px[j], py[j], pz[j]), volume_of(volume, j, k, n), h, h2, poly6_coef,
                              spiky_coef)
             acc += t   # (one vec4 sum: packing it per slot cost GCC 8 %)
             g = kc.vec3(t[0], t[1], t[2])
@@ -77,7 +80,9 @@ def _lambda_box(slots):
     return lambda_box
 
 
-def _delta_box(slots):
+def _delta_box(slots, uniform=False):
+    volume_of = slot_volume_func(uniform)
+
     def delta_box(px: kc.array(dtype=float), py: kc.array(dtype=float), pz: kc.array(dtype=float),
                   volume: kc.array(dtype=float), inv_mass: kc.array(dtype=float), radius: kc.array(dtype=float),
                   nb: kc.array(dtype=int, ndim=2), nb_count: kc.array(dtype=int), lam: kc.array(dtype=float),
@@ -92,7 +97,7 @@ def _delta_box(slots):
         dp = kc.vec3(0.0, 0.0, 0.0)
         for k in range(kc.int32(slots)):   # pbf_lanes.delta_pairs' loop
             j = kc.max(nb[i, k], 0)
-            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), kc.where(k < n, volume[j], 0.0), li, lam[j], h, h2,
+            dp += delta_term(x - kc.vec3(px[j], py[j], pz[j]), volume_of(volume, j, k, n), li, lam[j], h, h2,
                              poly6_coef, spiky_coef, scorr_k, scorr_inv_w)
         wb = box_density(x, h, lower, upper)   # as correct_position: the walls' share, then the box
         dp += (kc.vec3(wb[0], wb[1], wb[2]) * li) * wall_weight
@@ -110,14 +115,15 @@ def _delta_box(slots):
 _BOX_KERNELS = {}
 
 
-def box_kernels(capacity: int):
-    """(lambda_box, delta_box) for neighbour lists padded to ``capacity`` slots (a module per capacity,
-    built on first use with pbf_lanes.LANE_FLAGS)."""
-    name = lane_module(__name__, capacity)   # (checked first: 56.0 would find 56's kernels)
-    if capacity not in _BOX_KERNELS:
-        _BOX_KERNELS[capacity] = tuple(kc.kernel(make(capacity), enable_backward=False, simd=True, module=name)
-                                       for make in (_lambda_box, _delta_box))
-    return _BOX_KERNELS[capacity]
+def box_kernels(capacity: int, uniform: bool = False):
+    """(lambda_box, delta_box) for neighbour lists padded to ``capacity`` slots (a module per capacity
+    and ``uniform``, built on first use with pbf_lanes.LANE_FLAGS; ``uniform``: see pbf_lanes.pair_kernels)."""
+    name = lane_module(__name__, capacity, uniform)   # (checked first: 56.0 would find 56's kernels)
+    key = (capacity, bool(uniform))
+    if key not in _BOX_KERNELS:
+        _BOX_KERNELS[key] = tuple(kc.kernel(make(capacity, bool(uniform)), enable_backward=False, simd=True, module=name)
+                                  for make in (_lambda_box, _delta_box))
+    return _BOX_KERNELS[key]
 
 
 @kc.kernel(enable_backward=False)
@@ -133,12 +139,13 @@ def box_only(model, bodies) -> bool:
 
 
 def iterate(model, positions, volume, nbl, lams, h, eps, scorr_k, scorr_dq, walls, bounds, scratch, capacity,
-            particles):
+            particles, uniform=False):
     """All Jacobi iterations of a box-only lanes step: ``positions`` (iterations + 1 vec3 (N,) [m]):
     reads [0], writes [-1]; ``lams``: the iterations' multipliers float (N,) [m^2]; ``bounds``:
     SolverPBF's boundary inputs (lower, upper first); ``particles``: inv_mass and radius in the
-    order of ``positions`` (pbf_lanes.ModelParticles or pbf_sort.SortedParticles)."""
-    lam_k, delta_k = box_kernels(capacity)
+    order of ``positions`` (pbf_lanes.ModelParticles or pbf_sort.SortedParticles); ``uniform``: every
+    entry of ``volume`` is the same (box_kernels)."""
+    lam_k, delta_k = box_kernels(capacity, uniform)
     lower, upper = bounds[0], bounds[1]
     k_h2, inv_w = scorr_constants(h, scorr_k, scorr_dq)
     p6, sp = poly6_coefficient(h), spiky_coefficient(h)

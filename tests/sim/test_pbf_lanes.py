@@ -31,9 +31,12 @@ def spinning_block(n, s, lanes, **kw):
     if lanes:   # one lanes module for all of these tests and test_pbf.py's (each capacity builds its own)
         kw.setdefault("lane_capacity", 56)
     extra_shapes = kw.pop("shapes", None)
+    edit_model = kw.pop("edit_model", None)
     if extra_shapes:
         extra_shapes(b)
     model = b.finalize()
+    if edit_model:
+        edit_model(model)
     L = n * s
     solver = sim.SolverPBF(model, smoothing_length=2 * s, bounds=((0.0, 0.0, 0.0), (2 * L, 2 * L, L)),
                            vorticity_confinement=0.3, lanes=lanes, **kw)
@@ -55,10 +58,43 @@ def run(lanes, steps=15, n=6, s=0.02, **kw):
 def test_lanes_steps_are_bit_identical_to_scalar_steps():
     solver, q0, q1, v1 = run(True)
     assert solver._lane_scratch is not None, "the lanes must have run"
+    assert solver.uniform_volume, "one volume for all: the uniform-volume lane kernels"
     _, _, q_ref, v_ref = run(False)
     assert np.abs(q_ref - q0).max() > 0.01, "the block must move"
     np.testing.assert_array_equal(q1, q_ref)
     np.testing.assert_array_equal(v1, v_ref)
+
+
+def _two_volumes(model):
+    """Every other particle 1.5x heavier (at one rest density: 1.5x the volume)."""
+    m = model.particle_mass.numpy().astype(np.float64)
+    m[::2] *= 1.5
+    model.particle_mass.assign(kc.array(m.astype(np.float32), dtype=float))
+    model.particle_inv_mass.assign(kc.array((1.0 / m).astype(np.float32), dtype=float))
+
+
+@pytest.mark.parametrize("box", [True, False], ids=["box_lanes", "general_lanes"])
+def test_lanes_with_unequal_volumes_read_each_neighbours_volume(box):
+    """Particles of two volumes: the lanes take the kernels that load each neighbour's volume
+    (pair_kernels(uniform=False)) and stay bit-identical to the scalar kernels; the uniform-volume
+    kernels (volume[0] for every slot) would not."""
+    res = []
+    for lanes in (True, False):
+        model, solver, states = spinning_block(6, 0.02, lanes, rest_density=1000.0, edit_model=_two_volumes)
+        solver.box_lanes = box
+        assert not solver.uniform_volume
+        with pytest.raises(ValueError, match=r"SolverPBF.uniform_volume = True: the particles' rest volumes differ"):
+            solver.uniform_volume = True
+        with pytest.raises(ValueError, match=r"SolverPBF.uniform_volume must be True or False, got 'yes'"):
+            solver.uniform_volume = "yes"
+        vol = solver.particle_rest_volume.numpy()
+        assert vol[0] == pytest.approx(1.5 * vol[1])
+        for _ in range(8):
+            solver.step(model, states[0], states[1], None, 2e-3)
+            states.reverse()
+        res.append((states[0].particle_q.numpy().copy(), states[0].particle_qd.numpy().copy()))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])
 
 
 @pytest.mark.parametrize("cell_sort", [False, True])
@@ -250,12 +286,13 @@ def test_lane_capacity_of_the_kernels_is_checked(bad):
             kernels(bad)
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["lambda_box", "delta_box"])
-def test_box_only_lane_kernels_are_vectorised(which, tmp_path):
+@pytest.mark.parametrize("which, uniform", [(0, False), (1, False), (0, True)],
+                         ids=["lambda_box", "delta_box", "lambda_box_uniform"])
+def test_box_only_lane_kernels_are_vectorised(which, uniform, tmp_path):
     """sim/pbf_lanes_box.py: the walls and the box clamp inside the loop must not stop GCC (selects on
-    vec3 values and vec3 min / max did)."""
+    vec3 values and vec3 min / max did); also the uniform-volume variant (volume[0] in the loop)."""
     from sim import pbf_lanes_box
 
-    kernel = pbf_lanes_box.box_kernels(56)[which]
+    kernel = pbf_lanes_box.box_kernels(56, uniform)[which]
     assert toolchain.MODULE_FLAGS[kernel.module.name] == pbf_lanes.LANE_FLAGS
     assert _vectorised_loops(kernel, tmp_path) >= 1
