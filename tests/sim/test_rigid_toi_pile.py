@@ -131,6 +131,8 @@ def test_toi_pile_pumps_no_body(settled_pile):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="box-capsule pairs overlap by 1-2 cm in a toi pile (body-body contacts, "
+                                       "not the ground sweep): issue 15")
 def test_toi_pile_overlaps_by_a_few_mm_at_most(settled_pile):
     q, _, kinds, _ = settled_pile
     assert _deepest_overlap(q, kinds)[0] < 3e-3

@@ -3,9 +3,9 @@ ground hold their places for 1.2 s, overlapping by under 2 mm (brute-force numpy
 tests/sim/test_rigid_toi_pile.py) and not creeping.  On main a sphere on a sphere on a box sank into it by
 0.013 mm a step (the pair's impulse left the rest of the step's gravity pressing in), and the lowest
 sphere of three sank into the box by 0.03 mm a step (the box's share of each impulse went into the
-ground, and the penalty contact is off at that speed): sim/toi_body_pairs.py now treats a body lying on the
-ground as held by it along the ground normal, stops what the rest of the step presses into a pair, and
-drives an overlapped pair apart at up to the resting speed.
+ground, and the penalty contact is off at that speed).  Strict xfail until the fix lands: branch pile17
+commit fa50cfc (a body lying on the ground held along its normal in the pair's impulse) passes it, but not
+yet tests/sim/test_rigid_toi_stack_push.py.
 
 1.2 s, not 2: a sphere balanced on a sphere is an unstable equilibrium.  Float32 rounding (1e-8 m across)
 grows about 4.5-fold every 0.2 s (measured: 1e-4 m at 1.2 s, 1 mm at 1.6 s), so near 1.8 s the top sphere
@@ -43,6 +43,8 @@ def _stack(kinds):
     return b.finalize(), ["box"] + list(kinds)
 
 
+@pytest.mark.xfail(strict=True, reason="body-pair toi impulses leave resting stacks sinking (issue 15; "
+                                       "candidate fix: branch pile17 commit fa50cfc)")
 @pytest.mark.parametrize("kinds", [("sphere", "sphere"), ("sphere", "sphere", "sphere")])
 def test_toi_stack_on_a_box_rests_without_sinking(kinds):
     m, names = _stack(kinds)
