@@ -38,8 +38,8 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_bodies import segment_params, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
 from .model import SHAPE_MESH
-from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, segment_pair_feature, skip_vector, triangle_edge,
-                       triangle_feature, triangle_vertex)
+from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, seam_flags, seam_on_edge, seam_plane_feature,
+                       segment_pair_feature, skip_vector, triangle_edge, triangle_feature, triangle_vertex)
 
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
@@ -139,15 +139,16 @@ def mesh_triangle_feature_count(nv: int, nf: int) -> int:
 
 @kc.func
 def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_a: kc.mat33, t0: kc.vec3,
-                          t1: kc.vec3, t2: kc.vec3, lookahead: float):
+                          t1: kc.vec3, t2: kc.vec3, lookahead: float, seams: int):
     """Feature ``f`` (< :func:`mesh_triangle_feature_count`) of mesh A against the static triangle
-    (t0, t1, t2) [m] with its skin: (distance, unit normal from the triangle to A, contact point on A)."""
+    (t0, t1, t2) [m] with its skin (``seams``: its sim/toi_mesh.py ``seam_flags``, whose seams take the face
+    normal): (distance, unit normal from the triangle to A, contact point on A)."""
     d = float(FAR)
     n = kc.vec3(0.0, 1.0, 0.0)
     p = pos_a
     if f < nv:  # a vertex of A against the triangle: a sphere of radius 0 (sim/toi_mesh.py)
         x = pos_a + rot_a * kc.mesh_get_point(mesh, f)
-        d, n, p = triangle_feature(0, 0, x, rot_a, kc.vec3(0.0, 0.0, 0.0), t0, t1, t2)
+        d, n, p = triangle_feature(0, 0, x, rot_a, kc.vec3(0.0, 0.0, 0.0), t0, t1, t2, seams)
     elif f < nv + 3:  # a vertex of the triangle against A's signed distance
         v = t0
         if f == nv + 1:
@@ -159,6 +160,8 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
             n = -(rot_a * kc.vec3(sd[0], sd[1], sd[2]))
             d = sd[3] - MESH_SKIN
             p = v + n * sd[3]
+            if sd[3] >= 0.0:  # (a vertex inside A keeps its depth)
+                d, n, p = seam_plane_feature(d, n, p, p, 0.0, v, t0, t1, t2, (seams >> (3 + f - nv)) & 1)
         else:
             n = kc.vec3(0.0, 0.0, 0.0)
             d = lookahead
@@ -169,6 +172,9 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
         b0, b1 = triangle_edge(t0, t1, t2, e)
         d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0, b0, 0)
         d = d - MESH_SKIN
+        if seams != 0 and d < FAR:
+            c, on_seam = seam_on_edge(p, b0, b1, e, seams)
+            d, n, p = seam_plane_feature(d, n, p, p, 0.0, c, t0, t1, t2, on_seam)
     return d, n, p
 
 
@@ -197,8 +203,9 @@ def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3
         t0 = triangle_vertex(mesh, face, 0)
         t1 = triangle_vertex(mesh, face, 1)
         t2 = triangle_vertex(mesh, face, 2)
+        seams = seam_flags(mesh, face, t0, t1, t2)
         for f in range(nft):
-            d, n, p = mesh_triangle_feature(f, mesh_a, nv, pos_a, rot_a, t0, t1, t2, lookahead)
+            d, n, p = mesh_triangle_feature(f, mesh_a, nv, pos_a, rot_a, t0, t1, t2, lookahead, seams)
             if d < best:
                 if is_skipped(mesh_body_feature_id(face, f, nft, k), skip_count, skip_ids) == 0:
                     best = d

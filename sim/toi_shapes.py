@@ -76,8 +76,8 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, shape_lowest,
-                       triangle_feature, triangle_vertex)
+from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, seam_flags,
+                       shape_lowest, triangle_feature, triangle_vertex)
 from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
                             mesh_feature_span, mesh_lowest, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
                             mesh_triangle_feature_count)
@@ -660,15 +660,16 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     t0 = triangle_vertex(shape_mesh[c], face, 0)
                     t1 = triangle_vertex(shape_mesh[c], face, 1)
                     t2 = triangle_vertex(shape_mesh[c], face, 2)
+                    seams = seam_flags(shape_mesh[c], face, t0, t1, t2)  # flat regions: sim/toi_mesh.py
                     for ft in range(nft):
                         dd = float(FAR)
                         nn = kc.vec3(0.0, 1.0, 0.0)
                         pp = pos_k
                         if ka == MESH:
                             dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]), pos_k, rot_k,
-                                                               t0, t1, t2, look)
+                                                               t0, t1, t2, look, seams)
                         else:
-                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2, seams)
                         if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
                             count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
                                 mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx,
