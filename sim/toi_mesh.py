@@ -18,15 +18,17 @@ point of the triangle towards the shape.  So that this direction is defined at t
 the triangles are given a skin of MESH_SKIN [m]: the shape stops that far from them (touching
 a triangle of no thickness, the separation vector is rounding noise).
 
-**Seams.**  Inside a flat region of the mesh (two triangles in one plane sharing an edge, a
-vertex whose triangles lie in one plane all round it; :func:`seam_flags`) the surface has no
-edge: a feature that one triangle finds at such an edge or vertex, with a normal tilted away
-from the face's (a box corner 0.5 mm past the shared edge, a sphere's centre 5 mm past it, a box
-edge parallel to it), is no contact of the surface, whose normal there is the face's.  Such a
-feature takes the face normal and its distance along it (:func:`seam_plane_feature`, a lower
-bound of the tilted one, so the sweep stays conservative) while its separation leaves the plane
-by at most SEAM_REACH beyond the manifold's reach; left tilted, it joined the contact manifold
-and braked or tripped a box sliding across the seam.
+**Seams.**  Inside a flat region (two coplanar triangles sharing an edge, of one mesh or of
+two tiles side by side; a vertex whose triangles lie in one plane all round it:
+:func:`seam_flags`) the surface has no edge, but each triangle alone does: a box corner 0.5 mm
+past the shared edge, a sphere's centre 5 mm past it, a box edge parallel to it were features
+with a tilted normal within the manifold's reach (MANIFOLD_TOL), which braked, tripped or
+stopped a box sliding across the seam.  So a point of A whose closest point on the triangle lies
+on a seam takes the face normal and its distance along it (:func:`seam_plane_feature`: no more
+than the tilted distance, so the sweep stays conservative) while its offset from the seam is
+within SEAM_REACH's reach; a flat inner vertex against A and A's segments against a seam edge
+are no features (the closest points of a convex A and a flat region are A's points over the face
+or on the region's border, whose edges and vertices are no seams).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 from .cloth_self_contact import triangle_closest_weights
 from .collide_bodies import segment_params, shape_point, static_distance
+from .model import SHAPE_MESH
 
 FAR = kc.constant(1.0e30)
 #: thickness [m] of the skin around static mesh triangles (see the module docstring)
@@ -51,6 +54,8 @@ SEAM_WELD = kc.constant(1.0e-6)
 SEAM_REACH = kc.constant(2.0e-3)
 #: a flat inner vertex: the angles of its coplanar triangles sum to 2 pi within this [rad]
 SEAM_TURN_TOL = kc.constant(1.0e-3)
+#: sim.model.SHAPE_MESH, the kind of the static meshes that seams may join
+SHAPE_MESH_KIND = kc.constant(SHAPE_MESH)
 
 
 skip_vector = kc.vector(length=8, dtype=float)
@@ -193,48 +198,63 @@ def seam_edge_bit(ma: int, mb: int, a: kc.vec3, b: kc.vec3, t_other: kc.vec3, g0
 
 
 @kc.func
-def seam_flags(mesh: kc.uint64, face: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3) -> int:
-    """Where triangle ``face`` (t0, t1, t2) of a static mesh lies inside a flat region: bit e (0..2) when its
-    edge e (:func:`triangle_edge`) is a seam, shared with a coplanar triangle on the other side; bit 3 + j
-    when its vertex j is a flat inner vertex, its triangles coplanar and closing a full turn (their angles
-    there sum to 2 pi).  Vertices are matched by position (SEAM_WELD), so repeated vertices count.  The
-    neighbours are the faces whose bounds overlap the triangle's (one BVH query)."""
+def seam_scan(mesh: kc.uint64, skip: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, flags: int, bent: int, turn: kc.vec3):
+    """The triangles of ``mesh`` (but face ``skip``) whose bounds overlap those of (t0, t1, t2), folded into
+    :func:`seam_flags`'s ``flags`` (edge bits), ``bent`` (bit j: vertex j has a triangle out of the plane) and
+    ``turn`` (the angles [rad] of the coplanar triangles at each vertex)."""
     nf = kc.cross(t1 - t0, t2 - t0)
     area2 = kc.length(nf)
+    lo = kc.min(t0, kc.min(t1, t2)) - kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
+    hi = kc.max(t0, kc.max(t1, t2)) + kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
+    query = kc.mesh_query_aabb(mesh, lo, hi)
+    g = int(0)
+    while kc.mesh_query_aabb_next(query, g):
+        if g != skip:
+            g0 = triangle_vertex(mesh, g, 0)
+            g1 = triangle_vertex(mesh, g, 1)
+            g2 = triangle_vertex(mesh, g, 2)
+            ng = kc.cross(g1 - g0, g2 - g0)
+            m0 = corner_slot(t0, g0, g1, g2)
+            m1 = corner_slot(t1, g0, g1, g2)
+            m2 = corner_slot(t2, g0, g1, g2)
+            if kc.length(kc.cross(nf, ng)) <= SEAM_ANGLE * area2 * kc.length(ng) and kc.length(ng) > 0.0:
+                flags = flags | seam_edge_bit(m0, m1, t0, t1, t2, g0, g1, g2, 0)
+                flags = flags | seam_edge_bit(m1, m2, t1, t2, t0, g0, g1, g2, 1)
+                flags = flags | seam_edge_bit(m2, m0, t2, t0, t1, g0, g1, g2, 2)
+                if m0 >= 0:
+                    turn[0] = turn[0] + corner_angle(g0, g1, g2, m0)
+                if m1 >= 0:
+                    turn[1] = turn[1] + corner_angle(g0, g1, g2, m1)
+                if m2 >= 0:
+                    turn[2] = turn[2] + corner_angle(g0, g1, g2, m2)
+            else:
+                if m0 >= 0:
+                    bent = bent | 1
+                if m1 >= 0:
+                    bent = bent | 2
+                if m2 >= 0:
+                    bent = bent | 4
+    return flags, bent, turn
+
+
+@kc.func
+def seam_flags(c: int, face: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, shape_count: int,
+               shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64)) -> int:
+    """Where triangle ``face`` (t0, t1, t2) of the static mesh shape ``c`` lies inside a flat region: bit e
+    (0..2) when its edge e (:func:`triangle_edge`) is a seam, shared with a coplanar triangle on the other
+    side; bit 3 + j when its vertex j is a flat inner vertex, its triangles coplanar and closing a full turn
+    (their angles there sum to 2 pi).  Vertices are matched by position (SEAM_WELD), so repeated vertices
+    count; a triangle at the mesh's border also looks for its neighbours in the other static meshes (tiles
+    laid side by side).  The neighbours are the faces whose bounds overlap the triangle's (BVH queries)."""
     flags = int(0)
-    if area2 > 0.0:
-        lo = kc.min(t0, kc.min(t1, t2)) - kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
-        hi = kc.max(t0, kc.max(t1, t2)) + kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
+    if kc.length(kc.cross(t1 - t0, t2 - t0)) > 0.0:
+        bent = int(0)
         turn = kc.vec3(corner_angle(t0, t1, t2, 0), corner_angle(t0, t1, t2, 1), corner_angle(t0, t1, t2, 2))
-        bent = int(0)  # bit j: vertex j has a triangle out of the plane
-        query = kc.mesh_query_aabb(mesh, lo, hi)
-        g = int(0)
-        while kc.mesh_query_aabb_next(query, g):
-            if g != face:
-                g0 = triangle_vertex(mesh, g, 0)
-                g1 = triangle_vertex(mesh, g, 1)
-                g2 = triangle_vertex(mesh, g, 2)
-                ng = kc.cross(g1 - g0, g2 - g0)
-                m0 = corner_slot(t0, g0, g1, g2)
-                m1 = corner_slot(t1, g0, g1, g2)
-                m2 = corner_slot(t2, g0, g1, g2)
-                if kc.length(kc.cross(nf, ng)) <= SEAM_ANGLE * area2 * kc.length(ng) and kc.length(ng) > 0.0:
-                    flags = flags | seam_edge_bit(m0, m1, t0, t1, t2, g0, g1, g2, 0)
-                    flags = flags | seam_edge_bit(m1, m2, t1, t2, t0, g0, g1, g2, 1)
-                    flags = flags | seam_edge_bit(m2, m0, t2, t0, t1, g0, g1, g2, 2)
-                    if m0 >= 0:
-                        turn[0] = turn[0] + corner_angle(g0, g1, g2, m0)
-                    if m1 >= 0:
-                        turn[1] = turn[1] + corner_angle(g0, g1, g2, m1)
-                    if m2 >= 0:
-                        turn[2] = turn[2] + corner_angle(g0, g1, g2, m2)
-                else:
-                    if m0 >= 0:
-                        bent = bent | 1
-                    if m1 >= 0:
-                        bent = bent | 2
-                    if m2 >= 0:
-                        bent = bent | 4
+        flags, bent, turn = seam_scan(shape_mesh[c], face, t0, t1, t2, flags, bent, turn)
+        if flags != 7 or kc.min(turn[0], kc.min(turn[1], turn[2])) < 6.283185307179586 - SEAM_TURN_TOL:
+            for c2 in range(shape_count):  # only at a mesh's border: a runtime loop over the shapes
+                if c2 != c and shape_body[c2] < 0 and shape_type[c2] == SHAPE_MESH_KIND:
+                    flags, bent, turn = seam_scan(shape_mesh[c2], -1, t0, t1, t2, flags, bent, turn)
         for j in range(3):
             if (bent >> j) & 1 == 0 and kc.abs(turn[j] - 6.283185307179586) <= SEAM_TURN_TOL:
                 flags = flags | (8 << j)
@@ -246,8 +266,8 @@ def seam_plane_feature(d: float, n: kc.vec3, p: kc.vec3, x: kc.vec3, r: float, c
                        t1: kc.vec3, t2: kc.vec3, on_seam: int):
     """A feature (distance ``d`` [m], normal ``n``, point ``p``) of a point ``x`` of A's core (radius ``r`` [m])
     whose closest point on the triangle is ``c`` [m]: with ``on_seam`` (``c`` on a seam edge or a flat inner
-    vertex, :func:`seam_flags`) and ``x`` off the plane by no more than SEAM_REACH's reach, the face normal
-    and the distance along it (never more than the tilted distance: the sweep stays conservative)."""
+    vertex, :func:`seam_flags`) and ``x`` past ``c`` along the plane by less than SEAM_REACH's reach, the face
+    normal and the distance along it (no more than the tilted distance: the sweep stays conservative)."""
     if on_seam != 0 and d < FAR:
         face_n = kc.cross(t1 - t0, t2 - t0)
         if kc.length(face_n) > 0.0:
@@ -285,20 +305,6 @@ def seam_at_weights(wts: kc.vec3, seams: int) -> int:
     if bit >= 0:
         out = (seams >> bit) & 1
     return out
-
-
-@kc.func
-def seam_on_edge(x: kc.vec3, b0: kc.vec3, b1: kc.vec3, e: int, seams: int):
-    """The point of triangle edge ``e`` (``b0`` -> ``b1``) closest to ``x``, and 1 when it lies on a seam: the
-    edge's inside when the edge is one, an end when that vertex is a flat inner vertex (``seams``)."""
-    db = b1 - b0
-    t = kc.clamp(kc.dot(x - b0, db) / kc.max(kc.dot(db, db), 1.0e-30), 0.0, 1.0)
-    bit = e
-    if t <= 0.0:
-        bit = 3 + e
-    elif t >= 1.0:
-        bit = 3 + (e + 1) % 3
-    return b0 + db * t, (seams >> bit) & 1
 
 
 @kc.func
@@ -343,8 +349,8 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
         n = -kc.vec3(nd[0], nd[1], nd[2])
         d = nd[3] - MESH_SKIN
         p = v + n * nd[3]
-        if nd[3] >= 0.0:  # (a vertex inside A keeps its depth)
-            d, n, p = seam_plane_feature(d, n, p, p, 0.0, v, t0, t1, t2, (seams >> (f - 5)) & 1)
+        if (seams >> (f - 5)) & 1 != 0:  # a flat inner vertex: never the closest point of a flat region
+            d = FAR
     else:  # a segment of A against an edge of the triangle
         g = f - 11
         k = g // 3
@@ -364,31 +370,32 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
             b0, b1 = triangle_edge(t0, t1, t2, e)
             # the triangle edge as a segment of radius MESH_SKIN (the skin every mesh feature has)
             d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), ra, b0, b1 - b0, MESH_SKIN, b0, 0)
-            if seams != 0 and d < FAR:
-                x = p + n * ra
-                c, on_seam = seam_on_edge(x, b0, b1, e, seams)
-                d, n, p = seam_plane_feature(d, n, p, x, ra, c, t0, t1, t2, on_seam)
+            if (seams >> e) & 1 != 0:  # a seam: its crossings are A's points' over the face, its ends vertices'
+                d = FAR
     return d, n, p
 
 
 @kc.func
-def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, reach: float,
-                         mesh: kc.uint64, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector):
+def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, reach: float, c: int,
+                         lookahead: float, k: int, skip_count: int, skip_ids: skip_vector, shape_count: int,
+                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                         shape_mesh: kc.array(dtype=kc.uint64)):
     """Closest feature of shape A (``reach`` [m]: bound on its points' distance from ``pos_a``; the body's
-    shape ``k``) against a static mesh, leaving out the ``skip_count`` feature ids (:func:`mesh_feature_id`)
+    shape ``k``) against the static mesh shape ``c``, leaving out the ``skip_count`` feature ids (:func:`mesh_feature_id`)
     in ``skip_ids``: (distance [m], normal from the mesh to A, contact point on A).  The distance is
     ``lookahead - MESH_SKIN`` (a lower bound) when no triangle is that close."""
     best = lookahead - MESH_SKIN
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
     h = reach + lookahead
+    mesh = shape_mesh[c]
     query = kc.mesh_query_aabb(mesh, pos_a - kc.vec3(h, h, h), pos_a + kc.vec3(h, h, h))
     face = int(0)
     while kc.mesh_query_aabb_next(query, face):
         t0 = triangle_vertex(mesh, face, 0)
         t1 = triangle_vertex(mesh, face, 1)
         t2 = triangle_vertex(mesh, face, 2)
-        seams = seam_flags(mesh, face, t0, t1, t2)
+        seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
         for f in range(TRIANGLE_FEATURES):
             d, n, p = triangle_feature(f, ka, pos_a, rot_a, scale_a, t0, t1, t2, seams)
             if d < best:

@@ -38,8 +38,8 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_bodies import segment_params, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
 from .model import SHAPE_MESH
-from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, seam_flags, seam_on_edge, seam_plane_feature,
-                       segment_pair_feature, skip_vector, triangle_edge, triangle_feature, triangle_vertex)
+from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, seam_flags, segment_pair_feature, skip_vector,
+                       triangle_edge, triangle_feature, triangle_vertex)
 
 BOX = kc.constant(1)
 PLANE = kc.constant(2)
@@ -160,8 +160,8 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
             n = -(rot_a * kc.vec3(sd[0], sd[1], sd[2]))
             d = sd[3] - MESH_SKIN
             p = v + n * sd[3]
-            if sd[3] >= 0.0:  # (a vertex inside A keeps its depth)
-                d, n, p = seam_plane_feature(d, n, p, p, 0.0, v, t0, t1, t2, (seams >> (3 + f - nv)) & 1)
+            if (seams >> (3 + f - nv)) & 1 != 0:  # a flat inner vertex (sim/toi_mesh.py seam_flags)
+                d = FAR
         else:
             n = kc.vec3(0.0, 0.0, 0.0)
             d = lookahead
@@ -172,9 +172,8 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
         b0, b1 = triangle_edge(t0, t1, t2, e)
         d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0, b0, 0)
         d = d - MESH_SKIN
-        if seams != 0 and d < FAR:
-            c, on_seam = seam_on_edge(p, b0, b1, e, seams)
-            d, n, p = seam_plane_feature(d, n, p, p, 0.0, c, t0, t1, t2, on_seam)
+        if (seams >> e) & 1 != 0:  # a seam edge (sim/toi_mesh.py seam_flags)
+            d = FAR
     return d, n, p
 
 
@@ -187,9 +186,11 @@ def mesh_body_feature_id(face: int, f: int, nft: int, k: int) -> float:
 
 @kc.func
 def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3, rot_a: kc.mat33, reach: float,
-                             mesh: kc.uint64, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector):
+                             c: int, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector,
+                             shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+                             shape_mesh: kc.array(dtype=kc.uint64)):
     """Closest feature of the body's mesh shape ``k`` (A: ``reach`` [m] bounds its vertices' distance from
-    ``pos_a``) against a static mesh, leaving out the skipped ids (:func:`mesh_body_feature_id`):
+    ``pos_a``) against the static mesh shape ``c``, leaving out the skipped ids (:func:`mesh_body_feature_id`):
     (distance [m], normal from the mesh to A, contact point on A); ``lookahead - MESH_SKIN`` (a lower
     bound) when no triangle is that close."""
     best = lookahead - MESH_SKIN
@@ -197,13 +198,14 @@ def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3
     best_p = pos_a
     h = reach + lookahead
     nft = mesh_triangle_feature_count(nv, nf)
+    mesh = shape_mesh[c]
     query = kc.mesh_query_aabb(mesh, pos_a - kc.vec3(h, h, h), pos_a + kc.vec3(h, h, h))
     face = int(0)
     while kc.mesh_query_aabb_next(query, face):
         t0 = triangle_vertex(mesh, face, 0)
         t1 = triangle_vertex(mesh, face, 1)
         t2 = triangle_vertex(mesh, face, 2)
-        seams = seam_flags(mesh, face, t0, t1, t2)
+        seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
         for f in range(nft):
             d, n, p = mesh_triangle_feature(f, mesh_a, nv, pos_a, rot_a, t0, t1, t2, lookahead, seams)
             if d < best:
