@@ -50,7 +50,7 @@ keeps the energy; a resting impact takes the near features that approach slower 
 ``resting_speed``.  With more than 8 of them (a face on a fine triangle
 mesh) a first pass scores them and the manifold keeps the deepest one and the extreme ones along
 seven directions across the normal, so that it spans the contact patch.  Projected Gauss-Seidel
-(16 sweeps, accumulated impulses clamped to the Coulomb box ``|j_t| <= mu j_n``) solves the
+(16 sweeps, accumulated impulses projected onto the Coulomb disk ``|j_t| <= mu j_n``) solves the
 inelastic (compression) impulses that stop every contact point; restitution then adds
 ``e`` times each normal impulse (Poisson's hypothesis, which never gains energy without
 friction, whatever the number of contacts).  The velocity at impact is ``v0 + s dt a``;
@@ -76,8 +76,8 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, shape_lowest,
-                       triangle_feature, triangle_vertex)
+from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, seam_flags,
+                       shape_lowest, triangle_feature, triangle_vertex)
 from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
                             mesh_feature_span, mesh_lowest, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
                             mesh_triangle_feature_count)
@@ -293,14 +293,15 @@ def collider_closest(c: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
             kb = MESH
             if ka == MESH:
                 best, best_n, best_p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), pos_a, rot_a,
-                                                                info_a[2], shape_mesh[c], lookahead,
+                                                                info_a[2], c, lookahead,
                                                                 id_base // ((shape_count + 1) * span), skip_count,
-                                                                skip_ids)
+                                                                skip_ids, shape_count, shape_type, shape_body,
+                                                                shape_mesh)
             else:
                 reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
-                best, best_n, best_p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, shape_mesh[c], lookahead,
+                best, best_n, best_p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, c, lookahead,
                                                             id_base // ((shape_count + 1) * span), skip_count,
-                                                            skip_ids)
+                                                            skip_ids, shape_count, shape_type, shape_body, shape_mesh)
     return best, best_n, best_p, kb
 
 
@@ -357,7 +358,7 @@ def tangent_basis(n: kc.vec3) -> kc.vec3:
 def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: vec8, rx: vec8, ry: vec8, rz: vec8,
                    mu: vec8, inv_mass: float, inv_inertia: kc.mat33, iterations: int):
     """Inelastic impulses that stop every contact point of a body against static surfaces (projected
-    Gauss-Seidel, Coulomb box friction): (new velocity, new angular velocity, normal impulses [N s])."""
+    Gauss-Seidel, Coulomb disk friction): (new velocity, new angular velocity, normal impulses [N s])."""
     lam_n = vec8()
     lam_1 = vec8()
     lam_2 = vec8()
@@ -377,20 +378,39 @@ def solve_impulses(v: kc.vec3, w: kc.vec3, count: int, nx: vec8, ny: vec8, nz: v
                 t1 = tangent_basis(n)
                 t2 = kc.cross(n, t1)
                 limit = mu[c] * new_n
+                # both tangent impulses at once, in the Coulomb disk |j_t| <= mu j_n (clamping each to a box
+                # let a body sliding across the basis brake up to sqrt(2) too hard): the 2 x 2 solve that
+                # sticks, or when that leaves the disk a step along the slip scaled onto its rim, whose fixed
+                # point is friction against the slip (a step through the 2 x 2 inverse would skew it)
                 r1 = kc.cross(r, t1)
-                new_1 = kc.clamp(lam_1[c] - kc.dot(t1, v + kc.cross(w, r)) / (inv_mass + kc.dot(r1, inv_inertia * r1)),
-                                 -limit, limit)
-                d1 = new_1 - lam_1[c]
-                lam_1[c] = new_1
-                v = v + t1 * (d1 * inv_mass)
-                w = w + inv_inertia * r1 * d1
                 r2 = kc.cross(r, t2)
-                new_2 = kc.clamp(lam_2[c] - kc.dot(t2, v + kc.cross(w, r)) / (inv_mass + kc.dot(r2, inv_inertia * r2)),
-                                 -limit, limit)
+                u = v + kc.cross(w, r)
+                u1 = kc.dot(t1, u)
+                u2 = kc.dot(t2, u)
+                k11 = inv_mass + kc.dot(r1, inv_inertia * r1)
+                k22 = inv_mass + kc.dot(r2, inv_inertia * r2)
+                k12 = kc.dot(r1, inv_inertia * r2)
+                det = k11 * k22 - k12 * k12
+                new_1 = lam_1[c] - (k22 * u1 - k12 * u2) / det
+                new_2 = lam_2[c] - (k11 * u2 - k12 * u1) / det
+                if new_1 * new_1 + new_2 * new_2 > limit * limit:
+                    k_max = kc.max(k11, k22)
+                    new_1 = lam_1[c] - u1 / k_max
+                    new_2 = lam_2[c] - u2 / k_max
+                    mag = kc.sqrt(new_1 * new_1 + new_2 * new_2)
+                    shrink = float(0.0)
+                    if mag > limit:
+                        shrink = limit / mag
+                    else:
+                        shrink = 1.0
+                    new_1 = new_1 * shrink
+                    new_2 = new_2 * shrink
+                d1 = new_1 - lam_1[c]
                 d2 = new_2 - lam_2[c]
+                lam_1[c] = new_1
                 lam_2[c] = new_2
-                v = v + t2 * (d2 * inv_mass)
-                w = w + inv_inertia * r2 * d2
+                v = v + (t1 * d1 + t2 * d2) * inv_mass
+                w = w + inv_inertia * (r1 * d1 + r2 * d2)
     return v, w, lam_n
 
 
@@ -660,15 +680,16 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     t0 = triangle_vertex(shape_mesh[c], face, 0)
                     t1 = triangle_vertex(shape_mesh[c], face, 1)
                     t2 = triangle_vertex(shape_mesh[c], face, 2)
+                    seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
                     for ft in range(nft):
                         dd = float(FAR)
                         nn = kc.vec3(0.0, 1.0, 0.0)
                         pp = pos_k
                         if ka == MESH:
                             dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]), pos_k, rot_k,
-                                                               t0, t1, t2, look)
+                                                               t0, t1, t2, look, seams)
                         else:
-                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2)
+                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2, seams)
                         if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
                             count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
                                 mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx,
