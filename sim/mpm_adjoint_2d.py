@@ -242,7 +242,7 @@ def grid_update_2d_adjoint_kernel(grid_mv: kc.array(dtype=kc.vec2, ndim=2), grid
 def stress_log_j_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2), dt: float,
                            log_J: kc.array(dtype=float)):
     """log(max(J, 1e-4)) of the 2 x 2 block of (I + dt C) F per particle, exactly as
-    stress_neo_hookean_2d_adjoint_kernel forms J (C, F: (n, 9) float rows of mat33s)."""
+    p2g_neo_hookean_2d_adjoint_kernel forms J (C, F: (n, 9) float rows of mat33s)."""
     p = kc.tid()
     A00 = 1.0 + dt * C[p, 0]
     A01 = dt * C[p, 1]
@@ -274,24 +274,42 @@ def material_gradients_kernel(material: kc.array(dtype=kc.int32), adj_E_p: kc.ar
 material_gradients_kernel.parallel_grain = 1 << 30
 
 
+@kc.func
+def neo_hookean_plane_tau(f00: float, f01: float, f10: float, f11: float, E: float, nu: float, log_j: float,
+                          act: float, act_axis: kc.vec3):
+    """The 2 x 2 block (t00, t01, t11; symmetric) of the neo-Hookean plane-strain Kirchhoff stress
+    [Pa] with actuation, of the updated F's block f and log_j = log(max(det f, 1e-4)), formed as
+    mpm_constitutive.update_neo_hookean_plane forms it (the same operations in the same order)."""
+    mu = lame_mu(E, nu)
+    lj = lame_lambda(E, nu) * log_j
+    a0 = f00 * act_axis[0] + f01 * act_axis[1]
+    a1 = f10 * act_axis[0] + f11 * act_axis[1]
+    t00 = mu * (f00 * f00 + f01 * f01 - 1.0) + lj + act * a0 * a0
+    t01 = mu * (f00 * f10 + f01 * f11) + act * a0 * a1
+    t11 = mu * (f10 * f10 + f11 * f11 - 1.0) + lj + act * a1 * a1
+    return t00, t01, t11
+
+
 @serial_2d
-@kc.kernel(simd=True)
-def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
-                                 Jp: kc.array(dtype=float), mass: kc.array(dtype=float), volume: kc.array(dtype=float),
-                                 material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
-                                 mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
-                                 dx: float, dt: float, log_J: kc.array(dtype=float),
-                                 F_out: kc.array(dtype=float, ndim=2), Jp_out: kc.array(dtype=float),
-                                 affine_out: kc.array(dtype=float, ndim=2)):
-    """mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane (the forward of
-    stress_neo_hookean_2d_adjoint_kernel), as SIMD lanes: the mat33 arrays as (n, 9) float rows
-    and log J from stress_log_j_2d_kernel; the same operations in the same order, so the same
-    F_out, Jp_out and affine_out [kg/s].  Only a taped step runs it (record_step_2d: its
-    forward launches are off the tape, the backward is this module's)."""
+@kc.kernel(simd=True, enable_backward=False)
+def p2g_neo_hookean_2d_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
+                              C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
+                              Jp: kc.array(dtype=float), mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                              material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
+                              mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float), act_axis: kc.vec3,
+                              grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
+                              log_J: kc.array(dtype=float), F_out: kc.array(dtype=float, ndim=2),
+                              Jp_out: kc.array(dtype=float), grid_mv: kc.array(dtype=kc.vec2, ndim=2),
+                              grid_m: kc.array(dtype=float, ndim=2)):
+    """The split P2G of a neo-Hookean plane-strain 2-D step in one launch, as SIMD lanes: the
+    stress (mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane; the mat33 arrays as
+    (n, 9) float rows, log J from stress_log_j_2d_kernel) and then the scatter
+    (mpm_transfer.p2g_scatter_2d_kernel), the same operations in the same order, so the same
+    F_out, Jp_out and grid mass [kg] and momentum [kg m/s] (added in the same order on one
+    thread).  The affine matrix stays in registers: the adjoint forms it again.  Only a taped
+    step runs it (record_step_2d: off the tape, its backward is p2g_neo_hookean_2d_adjoint_kernel)."""
     p = kc.tid()
     mi = kc.max(material[p], 0)   # known >= 0: indexes without the negative-index wrap's branch
-    E = mat_E[mi]
-    nu = mat_nu[mi]
     C00 = C[p, 0]
     C01 = C[p, 1]
     C10 = C[p, 3]
@@ -304,18 +322,8 @@ def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(d
     f01 = A00 * F[p, 1] + A01 * F[p, 4]
     f10 = A10 * F[p, 0] + A11 * F[p, 3]
     f11 = A10 * F[p, 1] + A11 * F[p, 4]
-    mu = lame_mu(E, nu)
-    lj = lame_lambda(E, nu) * log_J[p]
-    act = actuation[p]
-    a0 = f00 * act_axis[0] + f01 * act_axis[1]
-    a1 = f10 * act_axis[0] + f11 * act_axis[1]
-    a2 = act_axis[2]
-    t00 = mu * (f00 * f00 + f01 * f01 - 1.0) + lj + act * a0 * a0
-    t01 = mu * (f00 * f10 + f01 * f11) + act * a0 * a1
-    t11 = mu * (f10 * f10 + f11 * f11 - 1.0) + lj + act * a1 * a1
-    t02 = act * a0 * a2
-    t12 = act * a1 * a2
-    t22 = lj + act * a2 * a2
+    t00, t01, t11 = neo_hookean_plane_tau(f00, f01, f10, f11, mat_E[mi], mat_nu[mi], log_J[p], actuation[p],
+                                          act_axis)
     F_out[p, 0] = f00
     F_out[p, 1] = f01
     F_out[p, 2] = 0.0
@@ -329,44 +337,46 @@ def stress_neo_hookean_2d_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(d
     inv_dx = 1.0 / dx
     s = -dt * volume[p] * 4.0 * inv_dx * inv_dx
     mp = mass[p]
-    affine_out[p, 0] = t00 * s + C00 * mp
-    affine_out[p, 1] = t01 * s + C01 * mp
-    affine_out[p, 2] = t02 * s + C[p, 2] * mp
-    affine_out[p, 3] = t01 * s + C10 * mp
-    affine_out[p, 4] = t11 * s + C11 * mp
-    affine_out[p, 5] = t12 * s + C[p, 5] * mp
-    affine_out[p, 6] = t02 * s + C[p, 6] * mp
-    affine_out[p, 7] = t12 * s + C[p, 7] * mp
-    affine_out[p, 8] = t22 * s + C[p, 8] * mp
-
-
+    affine = kc.mat22(t00 * s + C00 * mp, t01 * s + C01 * mp, t01 * s + C10 * mp, t11 * s + C11 * mp)
+    bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
+    vp = qd[p]
+    mv = kc.vec2(vp[0], vp[1]) * mp
+    for i in range(3):
+        for j in range(3):
+            dpos = (kc.vec2(float(i), float(j)) - fx) * dx
+            w = wx[i] * wy[j]
+            kc.atomic_add(grid_mv, bx + i, by + j, (mv + affine * dpos) * w)
+            kc.atomic_add(grid_m, bx + i, by + j, w * mp)
 
 
 @serial_2d
-@kc.kernel(simd=True)
-def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
-                                         mass: kc.array(dtype=float), volume: kc.array(dtype=float),
-                                         material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
-                                         mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float),
-                                         act_axis: kc.vec3, dx: float, dt: float, log_J: kc.array(dtype=float),
-                                         adj_affine: kc.array(dtype=float, ndim=2),
-                                         adj_F_out: kc.array(dtype=float, ndim=2), adj_Jp_out: kc.array(dtype=float),
-                                         adj_C: kc.array(dtype=float, ndim=2), adj_F: kc.array(dtype=float, ndim=2),
-                                         adj_Jp: kc.array(dtype=float), adj_mass: kc.array(dtype=float),
-                                         adj_volume: kc.array(dtype=float), adj_actuation: kc.array(dtype=float),
-                                         adj_E_p: kc.array(dtype=float), adj_nu_p: kc.array(dtype=float)):
-    """The adjoint of mpm_transfer.p2g_stress_kernel with update_neo_hookean_plane for the 2-D
-    scatter (which reads the affine matrix's upper-left 2 x 2 block only): from the adjoints of
-    ``A = -dt V (4 / dx^2) tau + m C`` (``adj_affine``), F_out and Jp_out (all three consumed,
-    as by a store's adjoint) to those of C, F, Jp, m, V, the actuation, and each particle's
-    share of E's and nu's (``adj_E_p``, ``adj_nu_p``: added into, summed per material once per
-    backward pass by material_gradients_kernel).  ``log_J``: log(max(J, 1e-4))
-    of the updated F per particle (stress_log_j_2d_kernel; GCC has no vector log without
-    -ffast-math, so a log here would keep the loop scalar).
-
-    The mat33 arrays come as (n, 9) float views of their storage (row-major entries; see
-    ``float_rows``): GCC vectorises loads of float rows across particles, not of mat33 elements
-    ("no vectype"), so this runs as SIMD lanes.  Only the 2 x 2 blocks (entries 0, 1, 3, 4)
+@kc.kernel(simd=True, enable_backward=False)
+def p2g_neo_hookean_2d_adjoint_kernel(q: kc.array(dtype=kc.vec3), qd: kc.array(dtype=kc.vec3),
+                                      C: kc.array(dtype=float, ndim=2), F: kc.array(dtype=float, ndim=2),
+                                      mass: kc.array(dtype=float), volume: kc.array(dtype=float),
+                                      material: kc.array(dtype=kc.int32), mat_E: kc.array(dtype=float),
+                                      mat_nu: kc.array(dtype=float), actuation: kc.array(dtype=float),
+                                      act_axis: kc.vec3, grid_lower: kc.vec3, dx: float, nx: int, ny: int, dt: float,
+                                      log_J: kc.array(dtype=float), adj_grid_mv: kc.array(dtype=kc.vec2, ndim=2),
+                                      adj_grid_m: kc.array(dtype=float, ndim=2),
+                                      adj_F_out: kc.array(dtype=float, ndim=2), adj_Jp_out: kc.array(dtype=float),
+                                      adj_q: kc.array(dtype=kc.vec3), adj_qd: kc.array(dtype=kc.vec3),
+                                      adj_C: kc.array(dtype=float, ndim=2), adj_F: kc.array(dtype=float, ndim=2),
+                                      adj_Jp: kc.array(dtype=float), adj_mass: kc.array(dtype=float),
+                                      adj_volume: kc.array(dtype=float), adj_actuation: kc.array(dtype=float),
+                                      adj_E_p: kc.array(dtype=float), adj_nu_p: kc.array(dtype=float)):
+    """The adjoint of p2g_neo_hookean_2d_kernel: the scatter's (as scatter_2d_adjoint_kernel: a
+    gather of the grid's adjoints ``adj_grid_mv``, ``adj_grid_m``), then the stress's, in one
+    straight-line pass per particle (SIMD lanes over float rows).  The affine matrix is formed
+    again as the forward formed it, and its adjoint passes to the stress's in registers.  From
+    the adjoints of the grid, F_out and Jp_out (the last two consumed, as by a store's adjoint)
+    to those of q, qd, C, F, Jp, m, V, the actuation, and each particle's share of E's and nu's
+    (``adj_E_p``, ``adj_nu_p``: added into, summed per material once per backward pass by
+    material_gradients_kernel).  ``log_J``: the forward's log(max(J, 1e-4)) per particle
+    (stress_log_j_2d_kernel; GCC has no vector log without -ffast-math, so a log here would
+    keep the loop scalar).  Only the 2 x 2 blocks of the (n, 9) float rows (entries 0, 1, 3, 4)
     are read or written."""
     p = kc.tid()
     inv_dx = 1.0 / dx
@@ -390,6 +400,41 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     f01 = A00 * F01 + A01 * F11
     f10 = A10 * F00 + A11 * F10
     f11 = A10 * F01 + A11 * F11
+    logJ = log_J[p]   # log(Jc), from stress_log_j_2d_kernel (a log in this loop keeps GCC from vectorising it)
+    mp = mass[p]
+    # ---- the scatter's adjoint, on the forward's affine matrix (times dx, as the scatter uses it)
+    u00, u01, u11 = neo_hookean_plane_tau(f00, f01, f10, f11, E, nu, logJ, act, act_axis)
+    su = -dt * volume[p] * 4.0 * inv_dx * inv_dx
+    Ag = kc.mat22((u00 * su + C00 * mp) * dx, (u01 * su + C01 * mp) * dx, (u01 * su + C10 * mp) * dx,
+                  (u11 * su + C11 * mp) * dx)
+    bx, by, fx, wx, wy, sx, sy = stencil_weights_slopes_2d(q[p], grid_lower, inv_dx, nx, ny)
+    bx = kc.max(bx, 0)   # known >= 0: no negative-index wrap per grid access
+    by = kc.max(by, 0)
+    vp = qd[p]
+    mv = kc.vec2(vp[0], vp[1]) * mp
+    a_mv = kc.vec2(0.0, 0.0)
+    a_A = kc.mat22(0.0, 0.0, 0.0, 0.0)
+    a_mg = float(0.0)
+    a_fx = kc.vec2(0.0, 0.0)
+    for i in range(3):
+        for j in range(3):
+            G = adj_grid_mv[bx + i, by + j]
+            g = adj_grid_m[bx + i, by + j]
+            dpos = kc.vec2(float(i) - fx[0], float(j) - fx[1])
+            w = wx[i] * wy[j]
+            Gw = G * w
+            a_mv += Gw
+            a_A += kc.outer(Gw, dpos)
+            a_mg += g * w
+            a_fx += kc.vec2(sx[i] * wy[j], wx[i] * sy[j]) * (kc.dot(G, mv + Ag * dpos) + g * mp)
+    a_fx -= kc.transpose(Ag) * a_mv
+    adj_q[p] = adj_q[p] + kc.vec3(a_fx[0] * inv_dx, a_fx[1] * inv_dx, 0.0)
+    adj_qd[p] = adj_qd[p] + kc.vec3(a_mv[0] * mp, a_mv[1] * mp, 0.0)
+    # ---- the stress's adjoint, from the affine matrix's: b = dA
+    b00 = a_A[0, 0] * dx
+    b01 = a_A[0, 1] * dx
+    b10 = a_A[1, 0] * dx
+    b11 = a_A[1, 1] * dx
     op = 1.0 + nu
     om = 1.0 - 2.0 * nu
     k_mu = 1.0 / (2.0 * op)
@@ -398,7 +443,6 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     la = E * k_la
     J = f00 * f11 - f01 * f10
     Jc = kc.max(J, 1.0e-4)   # mpm_constitutive.MIN_STRETCH
-    logJ = log_J[p]   # log(Jc), from stress_log_j_2d_kernel (a log in this loop keeps GCC from vectorising it)
     a0 = f00 * act_axis[0] + f01 * act_axis[1]
     a1 = f10 * act_axis[0] + f11 * act_axis[1]
     s00 = f00 * f00 + f01 * f01 - 1.0
@@ -407,23 +451,14 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     t00 = mu * s00 + la * logJ + act * a0 * a0
     t01 = mu * s01 + act * a0 * a1
     t11 = mu * s11 + la * logJ + act * a1 * a1
-    mp = mass[p]
     ks = -dt * 4.0 * inv_dx * inv_dx
     s = ks * volume[p]
-    b00 = adj_affine[p, 0]
-    b01 = adj_affine[p, 1]
-    b10 = adj_affine[p, 3]
-    b11 = adj_affine[p, 4]
     aF00 = adj_F_out[p, 0]
     aF01 = adj_F_out[p, 1]
     aF10 = adj_F_out[p, 3]
     aF11 = adj_F_out[p, 4]
     aJp = adj_Jp_out[p]
     # consumed, as by a store's adjoint (nothing else in the step writes the other entries' adjoints)
-    adj_affine[p, 0] = 0.0
-    adj_affine[p, 1] = 0.0
-    adj_affine[p, 3] = 0.0
-    adj_affine[p, 4] = 0.0
     adj_F_out[p, 0] = 0.0
     adj_F_out[p, 1] = 0.0
     adj_F_out[p, 3] = 0.0
@@ -434,7 +469,7 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     a_t01 = s * (b01 + b10)
     a_t11 = s * b11
     a_vol = ks * (b00 * t00 + (b01 + b10) * t01 + b11 * t11)
-    a_m = b00 * C00 + b01 * C01 + b10 * C10 + b11 * C11
+    a_ms = b00 * C00 + b01 * C01 + b10 * C10 + b11 * C11
     # stress: mu, lambda log J and the actuation term
     a_mu = s00 * a_t00 + s01 * a_t01 + s11 * a_t11
     a_lj = a_t00 + a_t11
@@ -457,10 +492,10 @@ def stress_neo_hookean_2d_adjoint_kernel(C: kc.array(dtype=float, ndim=2), F: kc
     adj_F[p, 3] = adj_F[p, 3] + A01 * a_f00 + A11 * a_f10
     adj_F[p, 4] = adj_F[p, 4] + A01 * a_f01 + A11 * a_f11
     adj_Jp[p] = adj_Jp[p] + aJp
-    adj_mass[p] = adj_mass[p] + a_m
+    # (the scatter's share first: the order in which the two launches added them)
+    adj_mass[p] = adj_mass[p] + a_mg + kc.dot(a_mv, kc.vec2(vp[0], vp[1])) + a_ms
     adj_volume[p] = adj_volume[p] + a_vol
     adj_actuation[p] = adj_actuation[p] + a_act
-    # Lame parameters from E and nu
     # Lame parameters from E and nu: this particle's share, summed per material by
     # material_gradients_kernel (atomics in this loop would keep GCC from vectorising it)
     adj_E_p[p] = adj_E_p[p] + a_mu * k_mu + a_la * k_la
@@ -529,26 +564,20 @@ def step_log_j(grid, like):
     return log_J
 
 
-def stress_neo_hookean_2d(model, state_in, actuation, act_axis, grid, dt, state_out):
-    """mpm_transfer.particle_to_grid's split P2G for a neo-Hookean 2-D step with gradients, its
-    stress kernel as SIMD lanes (stress_log_j_2d_kernel, then stress_neo_hookean_2d_kernel),
-    then the same scatter."""
-    from .mpm_transfer import p2g_scatter_2d_kernel
-
+def p2g_neo_hookean_2d(model, state_in, actuation, act_axis, grid, dt, state_out):
+    """mpm_transfer.particle_to_grid's split P2G for a neo-Hookean 2-D step with gradients in two
+    launches: log J (stress_log_j_2d_kernel, kept for the adjoint), then stress and scatter
+    together as SIMD lanes (p2g_neo_hookean_2d_kernel)."""
     n, device = model.particle_count, model.device
-    affine = grid.particle_affine(n)
     C_rows, F_rows = float_rows(state_in.particle_C), float_rows(state_in.particle_F)
     log_J = step_log_j(grid, model.particle_mass)
     kc.launch(stress_log_j_2d_kernel, dim=n, inputs=[C_rows, F_rows, float(dt), log_J], device=device)
-    kc.launch(stress_neo_hookean_2d_kernel, dim=n,
-              inputs=[C_rows, F_rows, state_in.particle_Jp, model.particle_mass, model.particle_volume,
-                      model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
-                      actuation, act_axis, grid.dx, float(dt), log_J],
-              outputs=[float_rows(state_out.particle_F), state_out.particle_Jp, float_rows(affine)], device=device)
-    kc.launch(p2g_scatter_2d_kernel, dim=n,
-              inputs=[state_in.particle_q, state_in.particle_qd, model.particle_mass, affine, grid.lower, grid.dx,
-                      *grid.shape],
-              outputs=[grid.mv, grid.m, grid.mv.grad, grid.m.grad], device=device)
+    kc.launch(p2g_neo_hookean_2d_kernel, dim=n,
+              inputs=[state_in.particle_q, state_in.particle_qd, C_rows, F_rows, state_in.particle_Jp,
+                      model.particle_mass, model.particle_volume, model.particle_material,
+                      model.material_youngs_modulus, model.material_poisson_ratio, actuation, act_axis, grid.lower,
+                      grid.dx, *grid.shape, float(dt), log_J],
+              outputs=[float_rows(state_out.particle_F), state_out.particle_Jp, grid.mv, grid.m], device=device)
 
 
 def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box):
@@ -575,7 +604,7 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
     try:
         zero_grid(grid, device, box)
         if neo_hookean:
-            stress_neo_hookean_2d(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out)
+            p2g_neo_hookean_2d(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out)
         else:
             particle_to_grid(model, state_in, actuation, solver.actuation_axis, grid, dt, state_out,
                              solver.model_code)
@@ -614,30 +643,27 @@ def record_step_2d(solver, model, state_in, state_out, actuation, grid, dt, box)
                           solver.boundary, float(solver.friction), int(model.ground), model.ground_normal,
                           float(model.ground_offset), grid.lower, grid.dx, *lo, adj_v, adj_mv, adj_m],
                   device=device, record_tape=False)
+        if neo_hookean:
+            log_J = step_log_j(grid, model.particle_mass)   # the forward's, from the same C and F
+            adj_E_p, adj_nu_p = material_shares(model)
+            kc.launch(p2g_neo_hookean_2d_adjoint_kernel, dim=n,
+                      inputs=[s_in.particle_q, s_in.particle_qd, float_rows(s_in.particle_C),
+                              float_rows(s_in.particle_F), model.particle_mass, model.particle_volume,
+                              model.particle_material, model.material_youngs_modulus, model.material_poisson_ratio,
+                              actuation, solver.actuation_axis, grid.lower, grid.dx, nx, ny, float(dt), log_J,
+                              adj_mv, adj_m, float_rows(_adj_in(s_out.particle_F)), _adj_in(s_out.particle_Jp),
+                              _adj_out(s_in.particle_q), _adj_out(s_in.particle_qd),
+                              float_rows(_adj_out(s_in.particle_C)), float_rows(_adj_out(s_in.particle_F)),
+                              _adj_out(s_in.particle_Jp), _adj_out(model.particle_mass),
+                              _adj_out(model.particle_volume), _adj_out(actuation), adj_E_p, adj_nu_p],
+                      device=device, record_tape=False)
+            return
         affine = grid.affine
-        # neo-Hookean: the affine matrices' adjoint, too, is read by this call alone (the hand
-        # stress adjoint below); the automatic one of other materials reads affine.grad
-        adj_affine = _buffers.get("adj_affine", float_rows(affine)) if neo_hookean else float_rows(affine.grad)
         kc.launch(scatter_2d_adjoint_kernel, dim=n,
                   inputs=[s_in.particle_q, s_in.particle_qd, model.particle_mass, float_rows(affine), grid.lower,
                           grid.dx, nx, ny, adj_mv, adj_m, _adj_out(s_in.particle_q),
-                          _adj_out(s_in.particle_qd), _adj_out(model.particle_mass), adj_affine],
+                          _adj_out(s_in.particle_qd), _adj_out(model.particle_mass), float_rows(affine.grad)],
                   device=device, record_tape=False)
-        if neo_hookean:
-            C_rows, F_rows = float_rows(s_in.particle_C), float_rows(s_in.particle_F)
-            log_J = step_log_j(grid, model.particle_mass)   # the forward's, from the same C and F
-            E, nu = model.material_youngs_modulus, model.material_poisson_ratio
-            adj_E_p, adj_nu_p = material_shares(model)
-            kc.launch(stress_neo_hookean_2d_adjoint_kernel, dim=n,
-                      inputs=[C_rows, F_rows, model.particle_mass, model.particle_volume,
-                              model.particle_material, E, nu, actuation, solver.actuation_axis, grid.dx, float(dt),
-                              log_J, adj_affine, float_rows(_adj_in(s_out.particle_F)),
-                              _adj_in(s_out.particle_Jp), float_rows(_adj_out(s_in.particle_C)),
-                              float_rows(_adj_out(s_in.particle_F)), _adj_out(s_in.particle_Jp),
-                              _adj_out(model.particle_mass), _adj_out(model.particle_volume), _adj_out(actuation),
-                              adj_E_p, adj_nu_p],
-                      device=device, record_tape=False)
-            return
         kc.launch(p2g_stress_kernel(solver.model_code, 2), dim=n,
                   inputs=[s_in.particle_C, s_in.particle_F, s_in.particle_Jp, model.particle_mass,
                           model.particle_volume, *materials, grid.dx, float(dt)],
