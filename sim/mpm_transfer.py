@@ -28,6 +28,7 @@ from kernelcore.device import get_runtime
 
 from .mpm_colliders import body_contact_mass_2d_kernel, collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, MODEL_UPDATES_PLANE, update_particle_material
+from .mpm_gather import gather_apic_3d
 from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
 from .mpm_volume_colliders import collide_node_volumes
 
@@ -287,9 +288,12 @@ grid_update_3d_walls_kernel = make_grid_update_3d_kernel(False)
 
 
 @kc.kernel
-def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
+def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3),
+                  grid_v_grad: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
                   dx: float, nx: int, ny: int, nz: int, dt: float,
                   q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3), C_out: kc.array(dtype=kc.mat33)):
+    """``grid_v_grad``: ``grid_v.grad`` in a differentiated run, else any vec3 3-D array (never touched);
+    the gather's hand-written adjoint adds into it (sim/mpm_gather.py)."""
     p = kc.tid()
     inv_dx = 1.0 / dx
     x = q[p]
@@ -298,19 +302,7 @@ def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, nd
     by = stencil_base(g[1], ny)
     bz = stencil_base(g[2], nz)
     fx = g - kc.vec3(float(bx), float(by), float(bz))
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    wz = bspline_weights(fx[2])
-    new_v = kc.vec3(0.0, 0.0, 0.0)
-    new_B = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                dpos = kc.vec3(float(i), float(j), float(k)) - fx
-                w = wx[i] * wy[j] * wz[k]
-                gv = grid_v[bx + i, by + j, bz + k]
-                new_v += gv * w
-                new_B += kc.outer(gv, dpos) * w
+    new_v, new_B = gather_apic_3d(grid_v, grid_v_grad, bx, by, bz, fx)
     qd_out[p] = new_v
     C_out[p] = new_B * (4.0 * inv_dx)
     q_out[p] = x + new_v * dt
@@ -556,6 +548,11 @@ def no_scatter_gradients(dim, device):
     return _no_scatter_gradients[key]
 
 
+def grid_gradient(a):
+    """``a.grad`` of a 3-D vec3 grid array, or an empty stand-in when it has none (then never touched)."""
+    return a.grad if a.grad is not None else no_scatter_gradients(3, a.device)[0]
+
+
 def no_volumes(device):
     """Empty SDF-collider arrays on ``device`` (a model without SDF colliders)."""
     key = str(device)
@@ -607,6 +604,7 @@ def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, collider
 def grid_to_particle(model, state_in, grid, dt, state_out):
     """G2P: velocities, APIC matrices C [1/s] and advected positions into ``state_out``."""
     kernel = g2p_2d_kernel if len(grid.shape) == 2 else g2p_3d_kernel
+    grid_v = [grid.v] if len(grid.shape) == 2 else [grid.v, grid_gradient(grid.v)]
     kc.launch(kernel, dim=model.particle_count,
-              inputs=[state_in.particle_q, grid.v, grid.lower, grid.dx, *grid.shape, float(dt)],
+              inputs=[state_in.particle_q, *grid_v, grid.lower, grid.dx, *grid.shape, float(dt)],
               outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)
