@@ -548,11 +548,6 @@ def no_scatter_gradients(dim, device):
     return _no_scatter_gradients[key]
 
 
-def grid_gradient(a):
-    """``a.grad`` of a 3-D vec3 grid array, or an empty stand-in when it has none (then never touched)."""
-    return a.grad if a.grad is not None else no_scatter_gradients(3, a.device)[0]
-
-
 def no_volumes(device):
     """Empty SDF-collider arrays on ``device`` (a model without SDF colliders)."""
     key = str(device)
@@ -604,7 +599,18 @@ def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, collider
 def grid_to_particle(model, state_in, grid, dt, state_out):
     """G2P: velocities, APIC matrices C [1/s] and advected positions into ``state_out``."""
     kernel = g2p_2d_kernel if len(grid.shape) == 2 else g2p_3d_kernel
-    grid_v = [grid.v] if len(grid.shape) == 2 else [grid.v, grid_gradient(grid.v)]
+    grid_v = [grid.v]
+    record = True
+    if len(grid.shape) == 3:   # the 3-D gather's hand-written adjoint adds into grid.v.grad (sim/mpm_gather.py)
+        if grid.v.grad is not None:
+            grid_v.append(grid.v.grad)
+        else:
+            # a grid without gradients: an empty stand-in, never touched by the forward; a Tape must not
+            # record the launch (its adjoint would write into the stand-in), which loses nothing: a taped
+            # step whose inputs want gradients needs a grid with gradients (particle_to_grid refuses it)
+            grid_v.append(no_scatter_gradients(3, model.device)[0])
+            record = False
     kc.launch(kernel, dim=model.particle_count,
               inputs=[state_in.particle_q, *grid_v, grid.lower, grid.dx, *grid.shape, float(dt)],
-              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)
+              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device,
+              record_tape=record)
