@@ -82,7 +82,8 @@ def case_sim_g2p_2d(rng, P=65536, G=128):
 def case_sim_g2p_3d(rng, P=32768, G=32):
     from sim import mpm_transfer as MT
     q = kc.array(rng.uniform(0.05, 0.95, (P, 3)).astype(np.float32), dtype=kc.vec3, requires_grad=True)
-    return MT.g2p_3d_kernel.func, P, [q, _arr(rng, (G, G, G), kc.vec3), kc.vec3(0.0, 0.0, 0.0), 1.0 / G, G, G, G, 1e-3,
+    grid_v = _arr(rng, (G, G, G), kc.vec3)
+    return MT.g2p_3d_kernel.func, P, [q, grid_v, grid_v.grad, kc.vec3(0.0, 0.0, 0.0), 1.0 / G, G, G, G, 1e-3,
                                       _arr(rng, (P,), kc.vec3), _arr(rng, (P,), kc.vec3), _arr(rng, (P,), kc.mat33)]
 
 

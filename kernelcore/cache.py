@@ -11,12 +11,17 @@ third process is about to load.  So building, publishing and removing an entry h
 under a per-entry lock file (``fcntl.flock``, released by the OS if a process dies); a
 process that waited for the lock finds the entry built and loads it instead of compiling.
 Where ``fcntl`` is missing (Windows) the lock is a no-op and the atomic renames remain.
+
+Keys hash the generated source with the checkout's directory left out of its file names
+(:func:`portable_source`), so two clones or worktrees of one commit share their entries.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 
@@ -54,6 +59,35 @@ def file_digest(path: str) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+# the file names the emitters write into generated code: #line directives (the kernel's Python
+# file) and #include of registered native headers (absolute paths)
+_QUOTED_PATH = re.compile(r'^(#line \d+ |#include )"([^"\n]+)"', re.M)
+
+
+def portable_source(text: str) -> str:
+    """Generated C++/CUDA ``text`` as a cache key hashes it: each absolute file name of its ``#line``
+    and ``#include`` directives made relative to the longest ``sys.path`` entry holding it
+    (``"/work/wt/a/sim/x.py"`` -> ``"<path>/sim/x.py"``), so that the same commit checked out in two
+    directories gives one key.  Only the directory is left out: two files of different names or
+    packages, or any other difference in the code, still give different texts; a file outside every
+    ``sys.path`` entry keeps its full name (a different key, never a shared wrong one).  The headers'
+    contents are hashed beside this (module.Module._cache_key), so equal keys compile equal code."""
+    roots = sorted({os.path.abspath(p) for p in sys.path if isinstance(p, str)}, key=len, reverse=True)
+    seen = {}
+
+    def relative(m):
+        path = m.group(2)
+        if path not in seen:
+            seen[path] = path
+            for r in roots:
+                if path.startswith(r.rstrip(os.sep) + os.sep):
+                    seen[path] = "<path>" + os.sep + path[len(r.rstrip(os.sep)) + 1:]
+                    break
+        return f'{m.group(1)}"{seen[path]}"'
+
+    return _QUOTED_PATH.sub(relative, text)
 
 
 def entry_paths(key: str, ext: str):

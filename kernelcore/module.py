@@ -161,7 +161,7 @@ class Module:
 
     def _cache_key(self, source, target, flags):
         h = hashlib.sha256()
-        h.update(source.encode())
+        h.update(cache.portable_source(source).encode())   # (not the checkout's directory: clones share entries)
         for name in HEADERS:
             with open(os.path.join(toolchain.NATIVE_DIR, name), "rb") as f:
                 h.update(f.read())

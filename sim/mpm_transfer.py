@@ -28,6 +28,7 @@ from kernelcore.device import get_runtime
 
 from .mpm_colliders import body_contact_mass_2d_kernel, collide_node_shapes, collide_node_velocity
 from .mpm_constitutive import MODEL_UPDATES, MODEL_UPDATES_PLANE, update_particle_material
+from .mpm_gather import gather_apic_3d
 from .mpm_scatter import bspline_weights, scatter_apic_2d, scatter_apic_3d
 from .mpm_volume_colliders import collide_node_volumes
 
@@ -287,9 +288,12 @@ grid_update_3d_walls_kernel = make_grid_update_3d_kernel(False)
 
 
 @kc.kernel
-def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
+def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, ndim=3),
+                  grid_v_grad: kc.array(dtype=kc.vec3, ndim=3), grid_lower: kc.vec3,
                   dx: float, nx: int, ny: int, nz: int, dt: float,
                   q_out: kc.array(dtype=kc.vec3), qd_out: kc.array(dtype=kc.vec3), C_out: kc.array(dtype=kc.mat33)):
+    """``grid_v_grad``: ``grid_v.grad`` in a differentiated run, else any vec3 3-D array (never touched);
+    the gather's hand-written adjoint adds into it (sim/mpm_gather.py)."""
     p = kc.tid()
     inv_dx = 1.0 / dx
     x = q[p]
@@ -298,19 +302,7 @@ def g2p_3d_kernel(q: kc.array(dtype=kc.vec3), grid_v: kc.array(dtype=kc.vec3, nd
     by = stencil_base(g[1], ny)
     bz = stencil_base(g[2], nz)
     fx = g - kc.vec3(float(bx), float(by), float(bz))
-    wx = bspline_weights(fx[0])
-    wy = bspline_weights(fx[1])
-    wz = bspline_weights(fx[2])
-    new_v = kc.vec3(0.0, 0.0, 0.0)
-    new_B = kc.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                dpos = kc.vec3(float(i), float(j), float(k)) - fx
-                w = wx[i] * wy[j] * wz[k]
-                gv = grid_v[bx + i, by + j, bz + k]
-                new_v += gv * w
-                new_B += kc.outer(gv, dpos) * w
+    new_v, new_B = gather_apic_3d(grid_v, grid_v_grad, bx, by, bz, fx)
     qd_out[p] = new_v
     C_out[p] = new_B * (4.0 * inv_dx)
     q_out[p] = x + new_v * dt
@@ -607,6 +599,18 @@ def update_grid(model, grid, min_mass, gravity, boundary, friction, dt, collider
 def grid_to_particle(model, state_in, grid, dt, state_out):
     """G2P: velocities, APIC matrices C [1/s] and advected positions into ``state_out``."""
     kernel = g2p_2d_kernel if len(grid.shape) == 2 else g2p_3d_kernel
+    grid_v = [grid.v]
+    record = True
+    if len(grid.shape) == 3:   # the 3-D gather's hand-written adjoint adds into grid.v.grad (sim/mpm_gather.py)
+        if grid.v.grad is not None:
+            grid_v.append(grid.v.grad)
+        else:
+            # a grid without gradients: an empty stand-in, never touched by the forward; a Tape must not
+            # record the launch (its adjoint would write into the stand-in), which loses nothing: a taped
+            # step whose inputs want gradients needs a grid with gradients (particle_to_grid refuses it)
+            grid_v.append(no_scatter_gradients(3, model.device)[0])
+            record = False
     kc.launch(kernel, dim=model.particle_count,
-              inputs=[state_in.particle_q, grid.v, grid.lower, grid.dx, *grid.shape, float(dt)],
-              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device)
+              inputs=[state_in.particle_q, *grid_v, grid.lower, grid.dx, *grid.shape, float(dt)],
+              outputs=[state_out.particle_q, state_out.particle_qd, state_out.particle_C], device=model.device,
+              record_tape=record)
