@@ -21,9 +21,9 @@ a triangle of no thickness, the separation vector is rounding noise).
 **Seams.**  Inside a flat region (two coplanar triangles sharing an edge, of one mesh or of
 two tiles side by side; a vertex whose triangles lie in one plane all round it: found once per
 model by sim/toi_mesh_seams.py, read here by index, :func:`face_seams`) the surface has no edge,
-but each triangle alone does: a box corner 0.5 mm past the shared edge, a sphere's centre 5 mm past it, a box edge parallel to it were features
-with a tilted normal within the manifold's reach (MANIFOLD_TOL), which braked, tripped or
-stopped a box sliding across the seam.  So a point of A whose closest point on the triangle lies
+but each triangle alone does: a box corner 0.5 mm past the shared edge, a sphere's centre 5 mm
+past it, a box edge parallel to it were features with a tilted normal within the manifold's reach
+(MANIFOLD_TOL), which braked, tripped or stopped a box sliding across the seam.  So a point of A whose closest point on the triangle lies
 on a seam takes the face normal and its distance along it (:func:`seam_plane_feature`: no more
 than the tilted distance, so the sweep stays conservative) while its offset from the seam is
 within SEAM_REACH's reach; a flat inner vertex against A and A's segments against a seam edge
@@ -152,7 +152,8 @@ def seam_plane_feature(d: float, n: kc.vec3, p: kc.vec3, x: kc.vec3, r: float, c
     """A feature (distance ``d`` [m], normal ``n``, point ``p``) of a point ``x`` of A's core (radius ``r`` [m])
     whose closest point on the triangle is ``c`` [m]: with ``on_seam`` (``c`` on a seam edge or a flat inner
     vertex, sim/toi_mesh_seams.py ``seam_flags``) and ``x`` past ``c`` along the plane by less than SEAM_REACH's
-    reach, the face normal and the distance along it (no more than the tilted distance: the sweep stays conservative)."""
+    reach, the face normal and the distance along it (no more than the tilted distance: the sweep stays
+    conservative)."""
     if on_seam != 0 and d < FAR:
         face_n = kc.cross(t1 - t0, t2 - t0)
         if kc.length(face_n) > 0.0:

@@ -125,11 +125,12 @@ def seam_scan(mesh: kc.uint64, skip: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3,
 
 @kc.func
 def seam_flags(c: int, face: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, shape_count: int,
-               shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64)) -> int:
+               shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
+               shape_mesh: kc.array(dtype=kc.uint64)) -> int:
     """Where triangle ``face`` (t0, t1, t2) of the static mesh shape ``c`` lies inside a flat region: bit e
-    (0..2) when its edge e (:func:`triangle_edge`) is a seam, shared with a coplanar triangle on the other
-    side; bit 3 + j when its vertex j is a flat inner vertex, its triangles coplanar and closing a full turn
-    (their angles there sum to 2 pi).  Vertices are matched by position (SEAM_WELD), so repeated vertices
+    (0..2) when its edge e (sim/toi_mesh.py ``triangle_edge``) is a seam, shared with a coplanar triangle on
+    the other side; bit 3 + j when its vertex j is a flat inner vertex, its triangles coplanar and closing a
+    full turn (their angles there sum to 2 pi).  Vertices are matched by position (SEAM_WELD), so repeated vertices
     count; a triangle at the mesh's border also looks for its neighbours in the other static meshes (tiles
     laid side by side).  The neighbours are the faces whose bounds overlap the triangle's (BVH queries)."""
     flags = int(0)
