@@ -7,6 +7,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+from test_rigid_toi_slide import _grid
 
 pytest.importorskip("geometry")
 
@@ -15,24 +16,9 @@ from sim.toi_mesh_seams import static_mesh_seams  # noqa: E402
 WELD, ANGLE, TURN_TOL = 1.0e-6, 1.0e-4, 1.0e-3
 
 
-def _tile(x0, x1, z0, z1, cell, height):
-    """A triangulated height field over [x0, x1] x [z0, z1] (square cells of side ``cell`` [m], two triangles
-    each, facing up), vertex heights ``height(x)``: (points (V, 3), flat indices (3 T,))."""
-    xs = np.linspace(x0, x1, int(round((x1 - x0) / cell)) + 1)
-    zs = np.linspace(z0, z1, int(round((z1 - z0) / cell)) + 1)
-    pts = np.array([(x, height(x), z) for x in xs for z in zs])
-    nz = len(zs)
-    tris = []
-    for i in range(len(xs) - 1):
-        for j in range(nz - 1):
-            a, b, c, d = i * nz + j, (i + 1) * nz + j, (i + 1) * nz + j + 1, i * nz + j + 1
-            tris += [a, d, c, a, c, b]
-    return pts, np.array(tris)
-
-
 def _brute_force_flags(tiles):
     """Seam flags (bit e: edge e = (v_e, v_(e+1)%3); bit 3 + j: vertex j) of every triangle of the ``tiles``
-    [(points, flat indices)], in order, in float64: every other triangle of every tile is looked at."""
+    [(points (V, 3), triangles (T, 3))], in order, in float64: every other triangle of every tile is looked at."""
     tris = np.concatenate([pts[idx.reshape(-1, 3)] for pts, idx in tiles]).astype(np.float32).astype(np.float64)
     normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
 
@@ -86,11 +72,11 @@ def _model(tiles):
 def test_precomputed_seam_flags_equal_a_numpy_brute_force_across_tiles_and_bends():
     # tile A flat; tile B beside it (a border at x = 0.3), flat up to x = 0.5, then tilted: the edges and
     # vertices along x = 0.5 join non-coplanar triangles (no seams), those of the tilted strip are seams again
-    tiles = [_tile(0.0, 0.3, 0.0, 0.2, 0.1, lambda x: 0.0),
-             _tile(0.3, 0.6, 0.0, 0.2, 0.1, lambda x: 0.5 * max(x - 0.5, 0.0))]
+    tiles = [_grid(0.0, 0.3, 0.0, 0.2, 0.1),
+             _grid(0.3, 0.6, 0.0, 0.2, 0.1, lambda x, z: 0.5 * max(x - 0.5, 0.0))]
     m = _model(tiles)
     seams = static_mesh_seams(m).numpy()
-    counts = [len(idx) // 3 for _, idx in tiles]
+    counts = [len(idx) for _, idx in tiles]
     got = np.concatenate([seams[seams[s]:seams[s] + n] for s, n in zip(m.mesh_shape_indices, counts)])
     want = _brute_force_flags(tiles)
     np.testing.assert_array_equal(got, want)
@@ -115,7 +101,7 @@ def _vertex_bits_at(t, x):
 
 
 def test_seam_flags_are_found_once_per_model_by_the_solver():
-    tiles = [_tile(0.0, 0.2, 0.0, 0.2, 0.1, lambda x: 0.0)]
+    tiles = [_grid(0.0, 0.2, 0.0, 0.2, 0.1)]
     m = _model(tiles)
     assert getattr(m, "shape_seams", None) is None
     sim.SolverSemiImplicit(m, toi=True)
