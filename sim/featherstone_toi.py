@@ -72,6 +72,7 @@ from .featherstone_toi_shapes import link_shape_contact_mesh, sweep_link_shape_m
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .toi import NO_HIT, SPHERE, first_hit, first_hit_material
 from .toi_mesh_body import mesh_shape_info
+from .toi_mesh_seams import static_mesh_seams
 from .toi_shapes import pose_at, tangent_basis
 
 #: impacts per articulation per step (a link in a narrow gap meets both walls; a second foot lands later)
@@ -275,7 +276,8 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
                shape_material: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64),
                shape_info: kc.array(dtype=kc.vec3), material_restitution: kc.array(dtype=float),
                material_mu: kc.array(dtype=float), dof_count: int,
-               qd_path: kc.array(dtype=float), move: kc.array(dtype=float), spheres_solid: int):
+               qd_path: kc.array(dtype=float), move: kc.array(dtype=float), spheres_solid: int,
+               seams: kc.array(dtype=int)):
     """Swept shape ``toi_shape[i]`` of articulation ``a`` over the rest of the step from ``s_cur`` (its
     place there: the start of the step moved by ``move`` row ``m`` times ``dt``; its velocity the dof
     velocities ``qd_path`` row ``m``): (time of impact as a fraction of the rest, NO_HIT when none;
@@ -324,12 +326,12 @@ def sweep_link(i: int, a: int, m: int, s_cur: float, origin: kc.vec3, art_table:
         v_com = kc.spatial_bottom(twist) + kc.cross(w, com_w - origin)
         u = sweep_link_shape_mesh(sh, com_w, q_b, v_com, w, offset, rest, ground, ground_normal, ground_offset,
                                   shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
-                                  shape_info[sh])
+                                  shape_info[sh], seams)
         if u <= 1.0:
             n_hit, x_hit, e_hit, mu_hit = link_shape_contact_mesh(
                 i, toi_shape, com_w, q_b, v_com, w, u * rest, body_com[b], ground, ground_normal, ground_offset,
                 ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                shape_material, shape_mesh, material_restitution, material_mu, shape_info)
+                shape_material, shape_mesh, material_restitution, material_mu, shape_info, seams)
             # back to the material point at the start of the step (as a sphere's, above)
             xs, qs, pos_unused2, rot_unused2 = pose_at(com_w, q_b, v_com, w, u * rest, offset, shape_rot[sh])
             x_hit = com_0 + kc.quat_rotate(q_0, kc.quat_rotate_inv(qs, x_hit - xs))
@@ -348,7 +350,8 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                   shape_material: kc.array(dtype=int), material_restitution: kc.array(dtype=float),
                   material_mu: kc.array(dtype=float), resting_speed: float, body_com: kc.array(dtype=kc.vec3),
                   shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3), max_impacts: int,
-                  dof_count: int, toi_count: int, spheres_solid: int, qd_path: kc.array(dtype=float),
+                  dof_count: int, toi_count: int, spheres_solid: int, seams: kc.array(dtype=int),
+                  qd_path: kc.array(dtype=float),
                   move: kc.array(dtype=float), hit_u: kc.array(dtype=float),
                   hit_n: kc.array(dtype=kc.vec3), hit_x: kc.array(dtype=kc.vec3), hit_e: kc.array(dtype=float),
                   hit_mu: kc.array(dtype=float),
@@ -378,7 +381,7 @@ def fs_toi_impact(a: int, art_table: kc.array(dtype=int, ndim=2), joint_table: k
                                                 ground_material, shape_count, shape_type, shape_body, shape_pos,
                                                 shape_rot, shape_scale, shape_material, shape_mesh, shape_info,
                                                 material_restitution, material_mu, dof_count, qd_path, move,
-                                                spheres_solid)
+                                                spheres_solid, seams)
                 if u <= 1.0:
                     if m > 0:
                         # a contact an earlier impact of this step has already stopped is no new impact
@@ -536,6 +539,7 @@ def fs_step_toi_kernel(
         art_toi_start: kc.array(dtype=int), toi_shape: kc.array(dtype=int), ground: int, shape_count: int,
         material_restitution: kc.array(dtype=float), resting_speed: float, shape_mesh: kc.array(dtype=kc.uint64),
         shape_info: kc.array(dtype=kc.vec3), max_impacts: int, dof_count: int, toi_count: int, spheres_solid: int,
+        seams: kc.array(dtype=int),
         body_q: kc.array(dtype=kc.transform), body_qd: kc.array(dtype=kc.spatial_vector),
         body_v: kc.array(dtype=kc.spatial_vector), body_a: kc.array(dtype=kc.spatial_vector),
         body_m: kc.array(dtype=float), body_h: kc.array(dtype=kc.vec3), body_io: kc.array(dtype=kc.mat33),
@@ -583,7 +587,7 @@ def fs_step_toi_kernel(
                   art_toi_start, toi_shape, ground, ground_normal, ground_offset, ground_material, shape_count,
                   shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, material_restitution,
                   material_mu, resting_speed, body_com, shape_mesh, shape_info, max_impacts, dof_count, toi_count,
-                  spheres_solid, qd_path, move, hit_u,
+                  spheres_solid, seams, qd_path, move, hit_u,
                   hit_n, hit_x, hit_e, hit_mu, tau_n, tau_t, y_n, y_t, impulse, dqd, qd_move, joint_qd_out)
     fs_integrate_coords(a, art_table, joint_table, joint_X_c, body_com, joint_q, qd_move, dt, joint_q_out)
     fk_articulation(a, art_table, joint_table, joint_X_p, joint_X_c, joint_axis, joint_q_out, joint_qd_out, body_com,
@@ -651,5 +655,5 @@ def fs_toi_inputs(model, toi_shape, art_toi_start, resting_speed: float, max_imp
     info = mesh_shape_info(model).reshape(-1, 3) if model.shape_count else np.zeros((1, 3), np.float32)
     return [art_toi_start, toi_shape, int(bool(model.ground)), int(model.shape_count), model.material_restitution,
             float(resting_speed), model.shape_mesh, kc.array(info, dtype=kc.vec3, device=model.device), int(max_impacts), int(model.joint_dof_count),
-            int(toi_shape.shape[0]), int(has_static_meshes(model))]
+            int(toi_shape.shape[0]), int(has_static_meshes(model)), static_mesh_seams(model)]
 

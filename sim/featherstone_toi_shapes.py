@@ -63,16 +63,16 @@ def link_shape_closest_mesh(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec
                             shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                             shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                             shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
-                            look: float, info_a: kc.vec3):
+                            look: float, info_a: kc.vec3, seams: kc.array(dtype=int)):
     """Link shape ``sh`` ``tau`` [s] into its swept motion (centre of mass ``com_w`` [m], rotation ``q_b``,
     velocity ``v_com`` [m/s], angular velocity ``w`` [rad/s]; ``offset``: the shape's position from the
     centre of mass in the body frame; ``info_a``: its mesh info, zeros for a primitive): (distance [m],
-    normal, contact point, centre of mass at tau)."""
+    normal, contact point, centre of mass at tau); ``seams``: the static meshes' (sim/toi_mesh_seams.py)."""
     skip = vec8()
     xs, qs, pos_a, rot_a = pose_at(com_w, q_b, v_com, w, tau, offset, shape_rot[sh])
     d, n, p = closest_feature(shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal, ground_offset,
                               shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, 0, skip, 0,
-                              shape_mesh, look, shape_mesh[sh], info_a, PRIMITIVE_SPAN)
+                              shape_mesh, look, shape_mesh[sh], info_a, PRIMITIVE_SPAN, seams)
     return d, n, p, xs
 
 
@@ -81,11 +81,12 @@ def link_shape_closest(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w:
                        offset: kc.vec3, ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                        shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                        shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                       shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64), look: float):
+                       shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64), look: float,
+                       seams: kc.array(dtype=int)):
     """:func:`link_shape_closest_mesh` of a primitive link shape (box, capsule)."""
     d, n, p, xs = link_shape_closest_mesh(sh, com_w, q_b, v_com, w, tau, offset, ground, ground_normal,
                                           ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                          shape_scale, shape_mesh, look, kc.vec3(0.0, 0.0, 0.0))
+                                          shape_scale, shape_mesh, look, kc.vec3(0.0, 0.0, 0.0), seams)
     return d, n, p, xs
 
 
@@ -95,7 +96,7 @@ def sweep_link_shape_mesh(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3,
                           shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                           shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                           shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
-                          info_a: kc.vec3) -> float:
+                          info_a: kc.vec3, seams: kc.array(dtype=int)) -> float:
     """Time of impact ``s`` in [0, 1] (fraction of the step) of link shape ``sh`` (a box, a capsule or a
     mesh of info ``info_a``) moving rigidly (see :func:`link_shape_closest_mesh`) with the static
     colliders; NO_HIT when none, or when the contact point does not approach the surface there
@@ -115,7 +116,7 @@ def sweep_link_shape_mesh(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3,
         if phase < 2 and s <= 1.0:
             d, n, p, xs = link_shape_closest_mesh(sh, com_w, q_b, v_com, w, s * dt, offset, ground, ground_normal,
                                                   ground_offset, shape_count, shape_type, shape_body, shape_pos,
-                                                  shape_rot, shape_scale, shape_mesh, look, info_a)
+                                                  shape_rot, shape_scale, shape_mesh, look, info_a, seams)
             if phase == 0:
                 if d > CONTACT_TOL:
                     if bound > 0.0:
@@ -144,11 +145,12 @@ def sweep_link_shape(sh: int, com_w: kc.vec3, q_b: kc.quat, v_com: kc.vec3, w: k
                      ground: int, ground_normal: kc.vec3, ground_offset: float, shape_count: int,
                      shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
                      shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
-                     shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64)) -> float:
+                     shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+                     seams: kc.array(dtype=int)) -> float:
     """:func:`sweep_link_shape_mesh` of a primitive link shape (box, capsule)."""
     return sweep_link_shape_mesh(sh, com_w, q_b, v_com, w, offset, dt, ground, ground_normal, ground_offset,
                                  shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_mesh,
-                                 kc.vec3(0.0, 0.0, 0.0))
+                                 kc.vec3(0.0, 0.0, 0.0), seams)
 
 
 @kc.func
@@ -159,7 +161,8 @@ def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.ve
                             shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                             shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
                             shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
-                            material_mu: kc.array(dtype=float), shape_info: kc.array(dtype=kc.vec3)):
+                            material_mu: kc.array(dtype=float), shape_info: kc.array(dtype=kc.vec3),
+                            seams: kc.array(dtype=int)):
     """The impact of link shape ``toi_shape[i]`` (a box, a capsule or a mesh; its link's centre of mass
     ``com_b`` in the body frame) at ``tau`` [s] into its motion: (normal, the centroid [m] of the contact
     manifold, restitution, friction coefficient).  The manifold is the rigid solver's
@@ -175,13 +178,13 @@ def link_shape_contact_mesh(i: int, toi_shape: kc.array(dtype=int), com_w: kc.ve
     d_min, n0, p0 = closest_feature(shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal,
                                     ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
                                     shape_scale, 0, skip, 0, shape_mesh, look, shape_mesh[sh], shape_info[sh],
-                                    PRIMITIVE_SPAN)
+                                    PRIMITIVE_SPAN, seams)
     rot = kc.quat_to_matrix(qs)
     # every near point joins (no approach-speed rule here: v = w = 0, slow = FAR)
     count, nx, ny, nz, rx, ry, rz, mu, e = gather_manifold_passes(
         d_min, n0, i, 1, toi_shape, com_b, xs, rot, ground, ground_normal, ground_offset, ground_material,
         shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material, shape_mesh,
-        material_restitution, material_mu, look, shape_info, com_b * 0.0, com_b * 0.0, FAR)
+        material_restitution, material_mu, look, shape_info, com_b * 0.0, com_b * 0.0, FAR, seams)
     # the centre of the kept points' extent across the normal (their bounding rectangle along t1, t2):
     # the face centre of a box or hull landing flat whichever of the tied points the slots took (their
     # plain mean leans towards an edge where several candidates tie), an edge's midpoint, a corner

@@ -186,6 +186,8 @@ class Model:
         mesh_shape_indices: the same as a Python list.
         body_mesh_shape_indices: list of the mesh shapes carried by bodies; body_mesh_shapes: the same as
             an int kc array.
+        shape_seams: int (K + static triangles,) — the seam flags of the static meshes' triangles, set by
+            the time-of-impact solvers at construction (sim/toi_mesh_seams.py has the layout); None before.
 
     Joints (``J = joint_count``, ``C = joint_coord_count``, ``D = joint_dof_count``; see
     sim/builder/joints.py for the coordinate layout):
@@ -246,6 +248,7 @@ class Model:
         self.shape_quat = np.zeros((0, 4), np.float32)
         self.mesh_shape_indices = []
         self.body_mesh_shape_indices = []
+        self.shape_seams = None  # sim/toi_mesh_seams.py, at the first time-of-impact solver
 
     # -- factories ---------------------------------------------------------------------------
     def state(self, requires_grad=None) -> State:

@@ -19,11 +19,11 @@ the triangles are given a skin of MESH_SKIN [m]: the shape stops that far from t
 a triangle of no thickness, the separation vector is rounding noise).
 
 **Seams.**  Inside a flat region (two coplanar triangles sharing an edge, of one mesh or of
-two tiles side by side; a vertex whose triangles lie in one plane all round it:
-:func:`seam_flags`) the surface has no edge, but each triangle alone does: a box corner 0.5 mm
-past the shared edge, a sphere's centre 5 mm past it, a box edge parallel to it were features
-with a tilted normal within the manifold's reach (MANIFOLD_TOL), which braked, tripped or
-stopped a box sliding across the seam.  So a point of A whose closest point on the triangle lies
+two tiles side by side; a vertex whose triangles lie in one plane all round it: found once per
+model by sim/toi_mesh_seams.py, read here by index, :func:`face_seams`) the surface has no edge,
+but each triangle alone does: a box corner 0.5 mm past the shared edge, a sphere's centre 5 mm
+past it, a box edge parallel to it were features with a tilted normal within the manifold's reach
+(MANIFOLD_TOL), which braked, tripped or stopped a box sliding across the seam.  So a point of A whose closest point on the triangle lies
 on a seam takes the face normal and its distance along it (:func:`seam_plane_feature`: no more
 than the tilted distance, so the sweep stays conservative) while its offset from the seam is
 within SEAM_REACH's reach; a flat inner vertex against A and A's segments against a seam edge
@@ -38,24 +38,15 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 
 from .cloth_self_contact import triangle_closest_weights
 from .collide_bodies import segment_params, shape_point, static_distance
-from .model import SHAPE_MESH
 
 FAR = kc.constant(1.0e30)
 #: thickness [m] of the skin around static mesh triangles (see the module docstring)
 MESH_SKIN = kc.constant(1.0e-4)
 #: features of one (shape, triangle) pair: 8 points, 3 vertices, 12 x 3 segment pairs
 TRIANGLE_FEATURES = 47
-#: two triangles sharing an edge are coplanar when their normals differ by less than this [rad]
-SEAM_ANGLE = kc.constant(1.0e-4)
-#: vertices this close [m] are one (seams of meshes with repeated vertices)
-SEAM_WELD = kc.constant(1.0e-6)
 #: a seam feature takes the face normal while its in-plane offset is within what a tilted feature
 #: this much [m] farther than the face's would have (beyond MANIFOLD_TOL, the manifold's reach)
 SEAM_REACH = kc.constant(2.0e-3)
-#: a flat inner vertex: the angles of its coplanar triangles sum to 2 pi within this [rad]
-SEAM_TURN_TOL = kc.constant(1.0e-3)
-#: sim.model.SHAPE_MESH, the kind of the static meshes that seams may join
-SHAPE_MESH_KIND = kc.constant(SHAPE_MESH)
 
 
 skip_vector = kc.vector(length=8, dtype=float)
@@ -149,116 +140,10 @@ def segment_pair_feature(a0: kc.vec3, da: kc.vec3, ra: float, b0: kc.vec3, db: k
 
 
 @kc.func
-def triangle_corner(t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, j: int) -> kc.vec3:
-    """Vertex ``j`` (0, 1, 2) of the triangle (t0, t1, t2)."""
-    out = t0
-    if j == 1:
-        out = t1
-    elif j == 2:
-        out = t2
-    return out
-
-
-@kc.func
-def corner_slot(x: kc.vec3, g0: kc.vec3, g1: kc.vec3, g2: kc.vec3) -> int:
-    """Which vertex (0, 1, 2) of the triangle (g0, g1, g2) is ``x`` (within SEAM_WELD), -1 when none."""
-    out = int(-1)
-    w2 = SEAM_WELD * SEAM_WELD
-    if kc.length_sq(x - g0) <= w2:
-        out = 0
-    elif kc.length_sq(x - g1) <= w2:
-        out = 1
-    elif kc.length_sq(x - g2) <= w2:
-        out = 2
-    return out
-
-
-@kc.func
-def corner_angle(g0: kc.vec3, g1: kc.vec3, g2: kc.vec3, k: int) -> float:
-    """Angle [rad] of the triangle (g0, g1, g2) at its vertex ``k``."""
-    a = triangle_corner(g0, g1, g2, k)
-    b = triangle_corner(g0, g1, g2, (k + 1) % 3) - a
-    c = triangle_corner(g0, g1, g2, (k + 2) % 3) - a
-    return kc.atan2(kc.length(kc.cross(b, c)), kc.dot(b, c))
-
-
-@kc.func
-def seam_edge_bit(ma: int, mb: int, a: kc.vec3, b: kc.vec3, t_other: kc.vec3, g0: kc.vec3, g1: kc.vec3,
-                  g2: kc.vec3, e: int) -> int:
-    """``1 << e`` when the triangle (g0, g1, g2), coplanar with the one whose edge ``e`` is (a, b) and whose
-    third vertex is ``t_other``, has a and b at its vertices ``ma``, ``mb`` and its third vertex on the
-    edge's other side (a neighbour across the edge, not a copy over it), else 0."""
-    out = int(0)
-    if ma >= 0 and mb >= 0:
-        g_other = triangle_corner(g0, g1, g2, 3 - ma - mb)
-        ab = b - a
-        if kc.dot(kc.cross(ab, t_other - a), kc.cross(ab, g_other - a)) < 0.0:
-            out = 1 << e
-    return out
-
-
-@kc.func
-def seam_scan(mesh: kc.uint64, skip: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, flags: int, bent: int, turn: kc.vec3):
-    """The triangles of ``mesh`` (but face ``skip``) whose bounds overlap those of (t0, t1, t2), folded into
-    :func:`seam_flags`'s ``flags`` (edge bits), ``bent`` (bit j: vertex j has a triangle out of the plane) and
-    ``turn`` (the angles [rad] of the coplanar triangles at each vertex)."""
-    nf = kc.cross(t1 - t0, t2 - t0)
-    area2 = kc.length(nf)
-    lo = kc.min(t0, kc.min(t1, t2)) - kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
-    hi = kc.max(t0, kc.max(t1, t2)) + kc.vec3(SEAM_WELD, SEAM_WELD, SEAM_WELD)
-    query = kc.mesh_query_aabb(mesh, lo, hi)
-    g = int(0)
-    while kc.mesh_query_aabb_next(query, g):
-        if g != skip:
-            g0 = triangle_vertex(mesh, g, 0)
-            g1 = triangle_vertex(mesh, g, 1)
-            g2 = triangle_vertex(mesh, g, 2)
-            ng = kc.cross(g1 - g0, g2 - g0)
-            m0 = corner_slot(t0, g0, g1, g2)
-            m1 = corner_slot(t1, g0, g1, g2)
-            m2 = corner_slot(t2, g0, g1, g2)
-            if kc.length(kc.cross(nf, ng)) <= SEAM_ANGLE * area2 * kc.length(ng) and kc.length(ng) > 0.0:
-                flags = flags | seam_edge_bit(m0, m1, t0, t1, t2, g0, g1, g2, 0)
-                flags = flags | seam_edge_bit(m1, m2, t1, t2, t0, g0, g1, g2, 1)
-                flags = flags | seam_edge_bit(m2, m0, t2, t0, t1, g0, g1, g2, 2)
-                if m0 >= 0:
-                    turn[0] = turn[0] + corner_angle(g0, g1, g2, m0)
-                if m1 >= 0:
-                    turn[1] = turn[1] + corner_angle(g0, g1, g2, m1)
-                if m2 >= 0:
-                    turn[2] = turn[2] + corner_angle(g0, g1, g2, m2)
-            else:
-                if m0 >= 0:
-                    bent = bent | 1
-                if m1 >= 0:
-                    bent = bent | 2
-                if m2 >= 0:
-                    bent = bent | 4
-    return flags, bent, turn
-
-
-@kc.func
-def seam_flags(c: int, face: int, t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, shape_count: int,
-               shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int), shape_mesh: kc.array(dtype=kc.uint64)) -> int:
-    """Where triangle ``face`` (t0, t1, t2) of the static mesh shape ``c`` lies inside a flat region: bit e
-    (0..2) when its edge e (:func:`triangle_edge`) is a seam, shared with a coplanar triangle on the other
-    side; bit 3 + j when its vertex j is a flat inner vertex, its triangles coplanar and closing a full turn
-    (their angles there sum to 2 pi).  Vertices are matched by position (SEAM_WELD), so repeated vertices
-    count; a triangle at the mesh's border also looks for its neighbours in the other static meshes (tiles
-    laid side by side).  The neighbours are the faces whose bounds overlap the triangle's (BVH queries)."""
-    flags = int(0)
-    if kc.length(kc.cross(t1 - t0, t2 - t0)) > 0.0:
-        bent = int(0)
-        turn = kc.vec3(corner_angle(t0, t1, t2, 0), corner_angle(t0, t1, t2, 1), corner_angle(t0, t1, t2, 2))
-        flags, bent, turn = seam_scan(shape_mesh[c], face, t0, t1, t2, flags, bent, turn)
-        if flags != 7 or kc.min(turn[0], kc.min(turn[1], turn[2])) < 6.283185307179586 - SEAM_TURN_TOL:
-            for c2 in range(shape_count):  # only at a mesh's border: a runtime loop over the shapes
-                if c2 != c and shape_body[c2] < 0 and shape_type[c2] == SHAPE_MESH_KIND:
-                    flags, bent, turn = seam_scan(shape_mesh[c2], -1, t0, t1, t2, flags, bent, turn)
-        for j in range(3):
-            if (bent >> j) & 1 == 0 and kc.abs(turn[j] - 6.283185307179586) <= SEAM_TURN_TOL:
-                flags = flags | (8 << j)
-    return flags
+def face_seams(seams: kc.array(dtype=int), c: int, face: int) -> int:
+    """The seam flags of triangle ``face`` of the static mesh shape ``c`` (``seams``: sim/toi_mesh_seams.py's
+    ``static_mesh_seams``, whose docstring has the layout and the bits)."""
+    return seams[seams[c] + face]
 
 
 @kc.func
@@ -266,8 +151,9 @@ def seam_plane_feature(d: float, n: kc.vec3, p: kc.vec3, x: kc.vec3, r: float, c
                        t1: kc.vec3, t2: kc.vec3, on_seam: int):
     """A feature (distance ``d`` [m], normal ``n``, point ``p``) of a point ``x`` of A's core (radius ``r`` [m])
     whose closest point on the triangle is ``c`` [m]: with ``on_seam`` (``c`` on a seam edge or a flat inner
-    vertex, :func:`seam_flags`) and ``x`` past ``c`` along the plane by less than SEAM_REACH's reach, the face
-    normal and the distance along it (no more than the tilted distance: the sweep stays conservative)."""
+    vertex, sim/toi_mesh_seams.py ``seam_flags``) and ``x`` past ``c`` along the plane by less than SEAM_REACH's
+    reach, the face normal and the distance along it (no more than the tilted distance: the sweep stays
+    conservative)."""
     if on_seam != 0 and d < FAR:
         face_n = kc.cross(t1 - t0, t2 - t0)
         if kc.length(face_n) > 0.0:
@@ -287,7 +173,7 @@ def seam_plane_feature(d: float, n: kc.vec3, p: kc.vec3, x: kc.vec3, r: float, c
 @kc.func
 def seam_at_weights(wts: kc.vec3, seams: int) -> int:
     """1 when the point of barycentric weights ``wts`` lies on a seam edge or a flat inner vertex (``seams``:
-    :func:`seam_flags`)."""
+    sim/toi_mesh_seams.py ``seam_flags``)."""
     bit = int(-1)
     if wts[0] > 0.0 and wts[1] > 0.0 and wts[2] <= 0.0:
         bit = 0
@@ -311,8 +197,8 @@ def seam_at_weights(wts: kc.vec3, seams: int) -> int:
 def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3,
                      t0: kc.vec3, t1: kc.vec3, t2: kc.vec3, seams: int):
     """Feature ``f`` (0 <= f < TRIANGLE_FEATURES) of shape A (kind ``ka``: 0 sphere, 1 box, 4 capsule)
-    against the triangle (t0, t1, t2) [m] (``seams``: its :func:`seam_flags`): (distance [m], unit normal
-    from the triangle to A, contact point on A's surface); distance FAR when the feature does not exist."""
+    against the triangle (t0, t1, t2) [m] (``seams``: its sim/toi_mesh_seams.py ``seam_flags``): (distance [m],
+    unit normal from the triangle to A, contact point on A's surface); distance FAR when the feature does not exist."""
     d = float(FAR)
     n = kc.vec3(0.0, 1.0, 0.0)
     p = pos_a
@@ -377,13 +263,13 @@ def triangle_feature(f: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
 
 @kc.func
 def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, reach: float, c: int,
-                         lookahead: float, k: int, skip_count: int, skip_ids: skip_vector, shape_count: int,
-                         shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
-                         shape_mesh: kc.array(dtype=kc.uint64)):
+                         lookahead: float, k: int, skip_count: int, skip_ids: skip_vector,
+                         shape_mesh: kc.array(dtype=kc.uint64), seams: kc.array(dtype=int)):
     """Closest feature of shape A (``reach`` [m]: bound on its points' distance from ``pos_a``; the body's
     shape ``k``) against the static mesh shape ``c``, leaving out the ``skip_count`` feature ids (:func:`mesh_feature_id`)
     in ``skip_ids``: (distance [m], normal from the mesh to A, contact point on A).  The distance is
-    ``lookahead - MESH_SKIN`` (a lower bound) when no triangle is that close."""
+    ``lookahead - MESH_SKIN`` (a lower bound) when no triangle is that close.  ``seams``: the model's
+    sim/toi_mesh_seams.py ``static_mesh_seams``."""
     best = lookahead - MESH_SKIN
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
@@ -395,9 +281,9 @@ def mesh_closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.v
         t0 = triangle_vertex(mesh, face, 0)
         t1 = triangle_vertex(mesh, face, 1)
         t2 = triangle_vertex(mesh, face, 2)
-        seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
+        flags = face_seams(seams, c, face)
         for f in range(TRIANGLE_FEATURES):
-            d, n, p = triangle_feature(f, ka, pos_a, rot_a, scale_a, t0, t1, t2, seams)
+            d, n, p = triangle_feature(f, ka, pos_a, rot_a, scale_a, t0, t1, t2, flags)
             if d < best:
                 if is_skipped(mesh_feature_id(face, f, k), skip_count, skip_ids) == 0:
                     best = d

@@ -38,7 +38,7 @@ import geometry  # noqa: F401  (adds the mesh_* builtins)
 from .collide_bodies import segment_params, shape_point, static_distance
 from .collide_mesh import FAR, mesh_surface_distance
 from .model import SHAPE_MESH
-from .toi_mesh import (MESH_SKIN, box_segment, is_skipped, seam_flags, segment_pair_feature, skip_vector,
+from .toi_mesh import (MESH_SKIN, box_segment, face_seams, is_skipped, segment_pair_feature, skip_vector,
                        triangle_edge, triangle_feature, triangle_vertex)
 
 BOX = kc.constant(1)
@@ -141,7 +141,7 @@ def mesh_triangle_feature_count(nv: int, nf: int) -> int:
 def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_a: kc.mat33, t0: kc.vec3,
                           t1: kc.vec3, t2: kc.vec3, lookahead: float, seams: int):
     """Feature ``f`` (< :func:`mesh_triangle_feature_count`) of mesh A against the static triangle
-    (t0, t1, t2) [m] with its skin (``seams``: its sim/toi_mesh.py ``seam_flags``, whose seams take the face
+    (t0, t1, t2) [m] with its skin (``seams``: its sim/toi_mesh_seams.py ``seam_flags``, whose seams take the face
     normal): (distance, unit normal from the triangle to A, contact point on A)."""
     d = float(FAR)
     n = kc.vec3(0.0, 1.0, 0.0)
@@ -160,7 +160,7 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
             n = -(rot_a * kc.vec3(sd[0], sd[1], sd[2]))
             d = sd[3] - MESH_SKIN
             p = v + n * sd[3]
-            if (seams >> (3 + f - nv)) & 1 != 0:  # a flat inner vertex (sim/toi_mesh.py seam_flags)
+            if (seams >> (3 + f - nv)) & 1 != 0:  # a flat inner vertex (sim/toi_mesh_seams.py seam_flags)
                 d = FAR
         else:
             n = kc.vec3(0.0, 0.0, 0.0)
@@ -172,7 +172,7 @@ def mesh_triangle_feature(f: int, mesh: kc.uint64, nv: int, pos_a: kc.vec3, rot_
         b0, b1 = triangle_edge(t0, t1, t2, e)
         d, n, p = segment_pair_feature(pos_a + rot_a * la0, rot_a * (la1 - la0), 0.0, b0, b1 - b0, 0.0, b0, 0)
         d = d - MESH_SKIN
-        if (seams >> e) & 1 != 0:  # a seam edge (sim/toi_mesh.py seam_flags)
+        if (seams >> e) & 1 != 0:  # a seam edge (sim/toi_mesh_seams.py seam_flags)
             d = FAR
     return d, n, p
 
@@ -187,12 +187,11 @@ def mesh_body_feature_id(face: int, f: int, nft: int, k: int) -> float:
 @kc.func
 def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3, rot_a: kc.mat33, reach: float,
                              c: int, lookahead: float, k: int, skip_count: int, skip_ids: skip_vector,
-                             shape_count: int, shape_type: kc.array(dtype=int), shape_body: kc.array(dtype=int),
-                             shape_mesh: kc.array(dtype=kc.uint64)):
+                             shape_mesh: kc.array(dtype=kc.uint64), seams: kc.array(dtype=int)):
     """Closest feature of the body's mesh shape ``k`` (A: ``reach`` [m] bounds its vertices' distance from
     ``pos_a``) against the static mesh shape ``c``, leaving out the skipped ids (:func:`mesh_body_feature_id`):
     (distance [m], normal from the mesh to A, contact point on A); ``lookahead - MESH_SKIN`` (a lower
-    bound) when no triangle is that close."""
+    bound) when no triangle is that close.  ``seams``: the model's sim/toi_mesh_seams.py ``static_mesh_seams``."""
     best = lookahead - MESH_SKIN
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
@@ -205,9 +204,9 @@ def mesh_static_mesh_closest(mesh_a: kc.uint64, nv: int, nf: int, pos_a: kc.vec3
         t0 = triangle_vertex(mesh, face, 0)
         t1 = triangle_vertex(mesh, face, 1)
         t2 = triangle_vertex(mesh, face, 2)
-        seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
+        flags = face_seams(seams, c, face)
         for f in range(nft):
-            d, n, p = mesh_triangle_feature(f, mesh_a, nv, pos_a, rot_a, t0, t1, t2, lookahead, seams)
+            d, n, p = mesh_triangle_feature(f, mesh_a, nv, pos_a, rot_a, t0, t1, t2, lookahead, flags)
             if d < best:
                 if is_skipped(mesh_body_feature_id(face, f, nft, k), skip_count, skip_ids) == 0:
                     best = d

@@ -76,11 +76,12 @@ import kernelcore as kc
 from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .collide_bodies import box_edge_contact, segment_params, shape_point, static_distance
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
-from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, mesh_closest_feature, mesh_feature_id, mesh_flat_top, seam_flags,
+from .toi_mesh import (MESH_SKIN, TRIANGLE_FEATURES, face_seams, mesh_closest_feature, mesh_feature_id, mesh_flat_top,
                        shape_lowest, triangle_feature, triangle_vertex)
 from .toi_mesh_body import (mesh_body_feature_id, mesh_body_reach, mesh_feature_count, mesh_feature_distance,
                             mesh_feature_span, mesh_lowest, mesh_shape_info, mesh_static_mesh_closest, mesh_triangle_feature,
                             mesh_triangle_feature_count)
+from .toi_mesh_seams import static_mesh_seams
 
 SPHERE = kc.constant(0)
 BOX = kc.constant(1)
@@ -261,7 +262,7 @@ def collider_closest(c: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
                      shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                      shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
                      shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, mesh_a: kc.uint64, info_a: kc.vec3,
-                     span: int):
+                     span: int, seams: kc.array(dtype=int)):
     """The closest feature of shape A against static collider ``c`` (-1: the ground), leaving out the
     skipped ids (see :func:`closest_feature`): (distance [m], normal, contact point, collider kind);
     distance FAR when ``c`` is not a static collider."""
@@ -295,13 +296,12 @@ def collider_closest(c: int, ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: 
                 best, best_n, best_p = mesh_static_mesh_closest(mesh_a, int(info_a[0]), int(info_a[1]), pos_a, rot_a,
                                                                 info_a[2], c, lookahead,
                                                                 id_base // ((shape_count + 1) * span), skip_count,
-                                                                skip_ids, shape_count, shape_type, shape_body,
-                                                                shape_mesh)
+                                                                skip_ids, shape_mesh, seams)
             else:
                 reach = shape_reach(ka, scale_a, kc.vec3(0.0, 0.0, 0.0))
                 best, best_n, best_p = mesh_closest_feature(ka, pos_a, rot_a, scale_a, reach, c, lookahead,
                                                             id_base // ((shape_count + 1) * span), skip_count,
-                                                            skip_ids, shape_count, shape_type, shape_body, shape_mesh)
+                                                            skip_ids, shape_mesh, seams)
     return best, best_n, best_p, kb
 
 
@@ -312,21 +312,22 @@ def closest_feature(ka: int, pos_a: kc.vec3, rot_a: kc.mat33, scale_a: kc.vec3, 
                     shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
                     shape_scale: kc.array(dtype=kc.vec3), skip_count: int, skip_ids: vec8, id_base: int,
                     shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, mesh_a: kc.uint64, info_a: kc.vec3,
-                    span: int):
+                    span: int, seams: kc.array(dtype=int)):
     """The closest feature of shape A against every static collider, leaving out the ``skip_count``
     feature ids in ``skip_ids`` (a feature's id: ``id_base + (collider + 1) * span + f``, ``id_base`` a
     multiple of ``(shape_count + 1) * span``; those of static meshes: sim/toi_mesh.py's
     ``mesh_feature_id``): (distance, normal, contact point).  Static meshes are searched
     ``lookahead`` [m] around the shape (sim/toi_mesh.py): farther, the distance is a lower bound.
     A mesh shape A (kind MESH: ``mesh_a``, ``info_a`` = (vertices, triangles, bounding radius)) has
-    the features of sim/toi_mesh_body.py."""
+    the features of sim/toi_mesh_body.py.  ``seams``: the static meshes' seam flags, found once per model
+    (sim/toi_mesh_seams.py ``static_mesh_seams``)."""
     best = float(FAR)
     best_n = kc.vec3(0.0, 1.0, 0.0)
     best_p = pos_a
     for c in range(-1, shape_count):
         d, n, p, kb = collider_closest(c, ka, pos_a, rot_a, scale_a, ground, ground_normal, ground_offset, shape_count,
                                        shape_type, shape_body, shape_pos, shape_rot, shape_scale, skip_count, skip_ids,
-                                       id_base, shape_mesh, lookahead, mesh_a, info_a, span)
+                                       id_base, shape_mesh, lookahead, mesh_a, info_a, span, seams)
         if d < best:
             best = d
             best_n = n
@@ -484,7 +485,7 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
                shape_body: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
                shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
                shape_mesh: kc.array(dtype=kc.uint64), lookahead: float, shape_info: kc.array(dtype=kc.vec3),
-               span: int):
+               span: int, seams: kc.array(dtype=int)):
     """One look of the sweep: the body's centre of mass at ``xs`` with rotation ``qs``, moving with ``v`` [m/s] and turning with ``w_c`` [rad/s] (the Cayley path's rate there).
 
     Returns (impact distance [m], normal, contact point, advance, closest distance [m]).  An impact is
@@ -513,7 +514,7 @@ def sweep_look(first: int, count: int, shape_list: kc.array(dtype=int), com: kc.
             d, n, p, kb = collider_closest(c, shape_type[sh], pos_a, rot_a, shape_scale[sh], ground, ground_normal,
                                            ground_offset, shape_count, shape_type, shape_body, shape_pos, shape_rot,
                                            shape_scale, 0, skip, k * stride, shape_mesh, lookahead, shape_mesh[sh],
-                                           shape_info[sh], span)
+                                           shape_info[sh], span, seams)
             if d < FAR:
                 d_min = kc.min(d_min, d)
                 if d <= CONTACT_TOL and kc.dot(n, v + kc.cross(w_c, p - xs)) < -approach_tol:
@@ -630,7 +631,7 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
                     shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
                     material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3),
-                    v: kc.vec3, w: kc.vec3, slow: float):
+                    v: kc.vec3, w: kc.vec3, slow: float, seams: kc.array(dtype=int)):
     """One pass over the contact manifold's candidates: every feature (of every shape against every
     static collider) within MANIFOLD_TOL of the closest one, ``d_min`` [m], that touches or approaches
     slower than ``slow`` [m/s] (:func:`manifold_point`; ``v``, ``w``: the body's velocity [m/s] and
@@ -680,16 +681,16 @@ def gather_manifold(mode: int, many: int, best: vec8, d_min: float, n0: kc.vec3,
                     t0 = triangle_vertex(shape_mesh[c], face, 0)
                     t1 = triangle_vertex(shape_mesh[c], face, 1)
                     t2 = triangle_vertex(shape_mesh[c], face, 2)
-                    seams = seam_flags(c, face, t0, t1, t2, shape_count, shape_type, shape_body, shape_mesh)
+                    flags = face_seams(seams, c, face)
                     for ft in range(nft):
                         dd = float(FAR)
                         nn = kc.vec3(0.0, 1.0, 0.0)
                         pp = pos_k
                         if ka == MESH:
                             dd, nn, pp = mesh_triangle_feature(ft, shape_mesh[sh], int(shape_info[sh][0]), pos_k, rot_k,
-                                                               t0, t1, t2, look, seams)
+                                                               t0, t1, t2, look, flags)
                         else:
-                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2, seams)
+                            dd, nn, pp = triangle_feature(ft, ka, pos_k, rot_k, scale_a, t0, t1, t2, flags)
                         if dd < d_min + MANIFOLD_TOL and kc.length(nn) > 0.0:
                             count, candidates, best, nx, ny, nz, rx, ry, rz, mu, e = manifold_point(
                                 mode, many, dd, nn, pp, n0, xs, mu_c, e_c, count, candidates, best, nx, ny, nz, rx,
@@ -725,7 +726,7 @@ def gather_manifold_passes(d_min: float, n0: kc.vec3, first: int, nsh: int, shap
                            shape_scale: kc.array(dtype=kc.vec3), shape_material: kc.array(dtype=int),
                            shape_mesh: kc.array(dtype=kc.uint64), material_restitution: kc.array(dtype=float),
                            material_mu: kc.array(dtype=float), look: float, shape_info: kc.array(dtype=kc.vec3),
-                           v: kc.vec3, w: kc.vec3, slow: float):
+                           v: kc.vec3, w: kc.vec3, slow: float, seams: kc.array(dtype=int)):
     """The contact manifold of shapes ``shape_list[first .. first + nsh]`` (centre of mass ``com`` in the
     body frame, at ``xs`` [m] with rotation ``rot``; closest distance ``d_min`` [m] along ``n0``):
     :func:`gather_manifold` once, and a second time to pick the slots when there are more candidates
@@ -751,7 +752,7 @@ def gather_manifold_passes(d_min: float, n0: kc.vec3, first: int, nsh: int, shap
         count, nx, ny, nz, rx, ry, rz, mu, e, best, candidates = gather_manifold(
             mode, many, best, d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal, ground_offset,
             ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale, shape_material,
-            shape_mesh, material_restitution, material_mu, look, shape_info, v, w, slow)
+            shape_mesh, material_restitution, material_mu, look, shape_info, v, w, slow, seams)
         if mode == 0 and candidates > MAX_CONTACTS:
             many = 1
     return count, nx, ny, nz, rx, ry, rz, mu, e
@@ -772,6 +773,7 @@ def integrate_shape_bodies_toi_kernel(
         material_restitution: kc.array(dtype=float),
         material_mu: kc.array(dtype=float), resting_speed: float, max_impacts: int, pgs_iterations: int,
         shape_info: kc.array(dtype=kc.vec3), span: int, max_sweeps: int, sweep_iterations: int,
+        seams: kc.array(dtype=int),
         body_q1: kc.array(dtype=kc.transform), body_qd1: kc.array(dtype=kc.spatial_vector)):
     tid = kc.tid()
     i = body_ids[tid]
@@ -823,7 +825,7 @@ def integrate_shape_bodies_toi_kernel(
                                                             w / (1.0 + kc.dot(w, w) * h * h), bound, w_dt,
                                                             approach_tol, dt, ground, ground_normal, ground_offset,
                                                             shape_count, shape_type, shape_body, shape_pos, shape_rot,
-                                                            shape_scale, shape_mesh, look, shape_info, span)
+                                                            shape_scale, shape_mesh, look, shape_info, span, seams)
                     if hd < FAR:
                         hit = 1
                     else:
@@ -839,7 +841,7 @@ def integrate_shape_bodies_toi_kernel(
                                                             w_dt, approach_tol, dt, ground, ground_normal,
                                                             ground_offset, shape_count, shape_type, shape_body,
                                                             shape_pos, shape_rot, shape_scale, shape_mesh, look,
-                                                            shape_info, span)
+                                                            shape_info, span, seams)
                     if hd < FAR:
                         rate = kc.dot(hn, v_path + kc.cross(w_c, hp - xs)) * dt
                         if rate < 0.0:
@@ -869,7 +871,7 @@ def integrate_shape_bodies_toi_kernel(
                                                                 approach_tol, dt, ground, ground_normal,
                                                                 ground_offset, shape_count, shape_type, shape_body,
                                                                 shape_pos, shape_rot, shape_scale, shape_mesh, look,
-                                                                shape_info, span)
+                                                                shape_info, span, seams)
                 rot = kc.quat_to_matrix(qs)
                 # the contact manifold; a bounce takes the touching points, any other point it sends into
                 # the surface has its own impact later in the step
@@ -877,7 +879,8 @@ def integrate_shape_bodies_toi_kernel(
                 count, nx, ny, nz, rx, ry, rz, mu, e = gather_manifold_passes(
                     d_min, n0, first, nsh, shape_list, com, xs, rot, ground, ground_normal, ground_offset,
                     ground_material, shape_count, shape_type, shape_body, shape_pos, shape_rot, shape_scale,
-                    shape_material, shape_mesh, material_restitution, material_mu, look, shape_info, v_hit, w, slow)
+                    shape_material, shape_mesh, material_restitution, material_mu, look, shape_info, v_hit, w, slow,
+                    seams)
                 inv_inertia_world = rot * inv_inertia[i] * kc.transpose(rot)
                 # approach speed: restitution only for real impacts
                 approach = float(0.0)
@@ -1008,5 +1011,5 @@ def integrate_shape_bodies_toi(model, state_in, wrenches, state_out, dt: float, 
                       model.shape_count, model.shape_type, model.shape_body, model.shape_pos, model.shape_rot,
                       model.shape_scale, model.shape_material, model.shape_mesh, model.material_restitution,
                       model.material_mu, resting_speed(model, dt), MAX_IMPACTS, PGS_ITERATIONS, body_shapes.info,
-                      body_shapes.span, MAX_SWEEPS, SWEEP_ITERATIONS],
+                      body_shapes.span, MAX_SWEEPS, SWEEP_ITERATIONS, static_mesh_seams(model)],
               outputs=[state_out.body_q, state_out.body_qd], device=model.device)

@@ -32,6 +32,7 @@ from ..featherstone_self_contacts import self_contact_pairs
 from ..featherstone_toi import (MAX_IMPACTS, ToiBuffers, fs_step_toi_kernel, fs_toi_inputs,
                                swept_shapes_by_articulation)
 from ..toi_mesh_body import mesh_shape_info
+from ..toi_mesh_seams import static_mesh_seams
 from ..toi import TOI_STATIC_KINDS, resting_speed
 from .checks import check_dt, check_step_arguments, reports_non_finite
 
@@ -153,6 +154,7 @@ class SolverFeatherstone:
         swept = swept_all = ()
         if self.toi:
             self._toi_shape, self._art_toi_start, swept, swept_all = swept_shapes_by_articulation(model, body_joint)
+            static_mesh_seams(model)  # once, here: the sweep reads them each step (and a Tape need not see it)
         self.pairs = body_static_pairs(model, swept_shapes=swept, swept_kinds=TOI_STATIC_KINDS,
                                        swept_shapes_all=swept_all) if self.contacts else None
         if self.pairs is None and self_collision:  # no static pairs, only the links' own

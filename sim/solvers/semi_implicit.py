@@ -158,8 +158,10 @@ class SolverSemiImplicit:
                                                    impact_shapes=impact)
         if self.toi and model.body_count:
             from ..toi_mesh import warn_large_meshes
+            from ..toi_mesh_seams import static_mesh_seams
 
             warn_large_meshes(model, type(self).__name__)
+            static_mesh_seams(model)  # once, here: the sweep reads them each step (and a Tape need not see it)
         # mesh shapes that bodies touch (or None); swept shapes meet static shapes and meshes in the sweep
         # (sim/toi_shapes.py, sim/toi_mesh.py, sim/toi_mesh_body.py), not in penalty contacts
         self.body_mesh_contacts = make_body_mesh_contacts(
