@@ -36,8 +36,13 @@ are impacts here; slower contacts (resting stacks, sliding, rolling) are left to
 contacts of sim/collide_body_pairs.py and sim/collide_body_mesh.py, which stay on for every
 pair with a box, a capsule or a mesh (pairs of two swept spheres have none, sim/toi.py).
 Resting stacks then behave as with ``toi=False``; a fast impact is caught by the sweep before
-the penalty contact could see it.  A penalty contact's onset smoothing (sim/contact.py) can still push a pair that starts
-a step within half a step's closing distance; that push keeps momentum.
+the penalty contact could see it.  Two exceptions keep resting stacks from sinking through their impacts:
+a body lying on the ground (lowest point within SUPPORT_GAP) takes no share of an impulse that presses it
+into the ground (:func:`supported_mass`; the ground takes it, with its friction, :func:`ground_share`), and
+two single spheres, which have no penalty contact, get a second, frictionless impulse that stops the rest
+of the step's pressing and drives an overlap apart (:func:`pair_rest_impulse`).  A penalty contact's onset
+smoothing (sim/contact.py) can still push a pair that starts a step within half a step's closing distance;
+that push keeps momentum.
 
 **Both bodies, one answer.**  One thread per body; each finds its earliest impact among the
 swept bodies in a hash grid of their centres of mass (:class:`BodyPairToiShapes`; query radius
@@ -87,7 +92,8 @@ from .body_integrate import angular_midpoint, body_frame_from_com, rotate_by
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 from .collide_hull_pairs import hull_pair_separation, hull_separation_along, shape_convex_flags
 from .toi import contact_impulse, contact_mass
-from .toi_mesh_body import mesh_body_reach
+from .toi_mesh import shape_lowest
+from .toi_mesh_body import mesh_body_reach, mesh_lowest
 from .toi_mesh_pairs import LOOKAHEAD, mesh_pair_closest, mesh_pair_manifold_point, shape_radius
 from .toi_shapes import (CA_ITERATIONS, CONTACT_TOL, FEATURES, MANIFOLD_TOL, body_reach, body_shape_lists,
                          feature_distance, pose_at, shape_reach)
@@ -103,6 +109,13 @@ EDGE_TIE = kc.constant(1.0e-5)
 #: the impact is taken this far [m] before touching, where the normals are those of the gap (two
 #: equal boxes meeting face to face touch corner to corner, and a corner on a corner has no normal)
 TOI_GAP = kc.constant(1.0e-5)
+#: overlap [m] an impact of two single spheres leaves as it is, and the share of a deeper one it takes out
+#: a step, at most RECOVERY_SPEED [m/s] (:func:`recovery_speed`)
+OVERLAP_SLOP = kc.constant(2.0e-4)
+RECOVERY_RATE = kc.constant(0.2)
+RECOVERY_SPEED = kc.constant(0.2)
+#: a body whose lowest point is this close [m] to the ground rests on it in a pair's impulse (:func:`ground_support`)
+SUPPORT_GAP = kc.constant(1.0e-3)
 #: two hulls take a face axis for their impact normal when it separates them by this much [m] more than
 #: the closest feature's normal does
 HULL_FACE_TOL = kc.constant(1.0e-3)
@@ -324,6 +337,113 @@ def pair_impulse(n: kc.vec3, u: kc.vec3, ra: kc.vec3, rb: kc.vec3, ma_inv: float
 
 
 @kc.func
+def pair_rest_impulse(n: kc.vec3, u: kc.vec3, jimp: kc.vec3, k: kc.mat33, a_rel: kc.vec3, rest: float,
+                      depth: float, dt: float) -> kc.vec3:
+    """Normal impulse [N s] on body A (B takes its negative) after the impact impulse ``jimp`` [N s] (``u``
+    [m/s]: A's contact point relative to B's before it; ``n`` from B to A; ``k`` the pair's contact mass
+    [1/kg]), inelastic and frictionless: what the rest of the step's relative acceleration ``a_rel``
+    [m/s^2] (A's less B's, over ``rest`` [s]) presses into the contact is stopped (the second solve of
+    sim/toi_shapes.py's sweep, for two bodies: two single spheres have no penalty contact to hold them, and
+    a sphere on a sphere sank 0.013 mm a step without it), and a pair caught overlapping by ``-depth`` [m]
+    leaves at :func:`recovery_speed`.  No friction: the impact took it.  Zero for two free bodies that
+    touch from outside (``a_rel`` = 0, no overlap): the impact's own gradients are kept."""
+    j = kc.vec3(0.0, 0.0, 0.0)
+    rec = recovery_speed(depth, dt)
+    if rec > 0.0 or kc.dot(n, a_rel) < 0.0:
+        j = contact_impulse(n, u + k * jimp + a_rel * rest - n * rec, k, 0.0, 0.0)
+    return j
+
+
+@kc.func
+def recovery_speed(depth: float, dt: float) -> float:
+    """Separating speed [m/s] that two spheres overlapping by ``-depth`` [m] at their impact leave with:
+    RECOVERY_RATE of the overlap beyond OVERLAP_SLOP a step (``dt`` [s]), at most RECOVERY_SPEED.  A speed
+    and not a position shift: a body resting on the ground, moved, would go into it (its sweep stops
+    velocities only)."""
+    out = float(0.0)
+    if depth < -OVERLAP_SLOP:
+        out = kc.min(RECOVERY_RATE * (-depth - OVERLAP_SLOP) / dt, RECOVERY_SPEED)
+    return out
+
+
+@kc.func
+def ground_gap(b: int, x: kc.vec3, rot: kc.mat33, first: kc.array(dtype=int), count: kc.array(dtype=int),
+               shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3), shape_type: kc.array(dtype=int),
+               shape_pos: kc.array(dtype=kc.vec3), shape_rot: kc.array(dtype=kc.mat33),
+               shape_scale: kc.array(dtype=kc.vec3), shape_mesh: kc.array(dtype=kc.uint64),
+               shape_info: kc.array(dtype=kc.vec3), ground_normal: kc.vec3, ground_offset: float) -> float:
+    """Height [m] of body ``b``'s lowest point (centre of mass at ``x``, rotation ``rot``) above the ground
+    plane ``ground_normal . x = ground_offset``."""
+    low = float(FAR)
+    for k in range(count[b]):
+        sh = shape_list[first[b] + k]
+        pos = x + rot * (shape_pos[sh] - body_com[b])
+        r = rot * shape_rot[sh]
+        if shape_type[sh] == MESH:
+            low = kc.min(low, mesh_lowest(shape_mesh[sh], int(shape_info[sh][0]), pos, r, ground_normal))
+        else:
+            low = kc.min(low, shape_lowest(shape_type[sh], pos, r, shape_scale[sh], ground_normal))
+    return low - ground_offset
+
+
+@kc.func
+def ground_support(b: int, x: kc.vec3, rot: kc.mat33, press: kc.vec3, first: kc.array(dtype=int),
+                   count: kc.array(dtype=int), shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
+                   shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
+                   shape_rot: kc.array(dtype=kc.mat33), shape_scale: kc.array(dtype=kc.vec3),
+                   shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3), ground: int,
+                   ground_normal: kc.vec3, ground_offset: float) -> float:
+    """1.0 when body ``b`` rests on the ground (its lowest point within SUPPORT_GAP [m]) and a pair's impulse
+    along ``press`` pushes it into the ground, else 0.0 (:func:`supported_mass`)."""
+    out = float(0.0)
+    if ground != 0 and kc.dot(press, ground_normal) < 0.0:
+        if ground_gap(b, x, rot, first, count, shape_list, body_com, shape_type, shape_pos, shape_rot, shape_scale,
+                      shape_mesh, shape_info, ground_normal, ground_offset) < SUPPORT_GAP:
+            out = 1.0
+    return out
+
+
+@kc.func
+def supported_mass(k: kc.mat33, support: float, ground_normal: kc.vec3) -> kc.mat33:
+    """A body's contact mass ``k`` [1/kg] (:func:`sim.toi.contact_mass`) as a pair's impulse sees it when
+    ``support`` is 1 (:func:`ground_support`): nothing along the ground normal, which the ground takes.
+
+    Why: the pair's impulse treated a box lying on the ground as free, so half of a sphere's impact went
+    into the box, which the ground sweep then stopped, and the sphere kept sinking (0.03 m/s with three
+    spheres stacked on a box: the lowest sphere's impacts come faster than the resting speed, where the
+    penalty contact alone does not hold it)."""
+    proj = kc.identity(3, dtype=float) - kc.outer(ground_normal, ground_normal) * support
+    return proj * k * proj
+
+
+@kc.func
+def ground_share(j: kc.vec3, v: kc.vec3, inv_mass: float, ground_normal: kc.vec3, mu: float) -> kc.vec3:
+    """The part [N s] of a pair's impulse ``j`` on a body resting on the ground (velocity ``v`` [m/s]) that
+    moves it: the ground takes what presses into it and, with Coulomb ``mu``, gives the friction of that
+    press against the body's sliding after ``j`` (as its sweep would have; without it a pushed hull stack's
+    bottom cube slid on by the friction of the cube above).  The friction acts at the centre of mass."""
+    jn = kc.dot(ground_normal, j)
+    out = j
+    if jn < 0.0:
+        out = j - ground_normal * jn
+        v1 = v + out * inv_mass
+        vt = v1 - ground_normal * kc.dot(ground_normal, v1)
+        ft = vt * (-1.0 / inv_mass)
+        ft_len = kc.length(ft)
+        if ft_len > -mu * jn:
+            ft = ft * (-mu * jn / ft_len)
+        out = out + ft
+    return out
+
+
+@kc.func
+def supported(v: kc.vec3, support: float, ground_normal: kc.vec3) -> kc.vec3:
+    """Velocity or acceleration ``v`` of a body less its part into the ground when ``support`` is 1 (the
+    ground stops it: :func:`ground_support`)."""
+    return v - ground_normal * (support * kc.min(kc.dot(ground_normal, v), 0.0))
+
+
+@kc.func
 def compound_time_of_impact(lo: int, hi: int, first: kc.array(dtype=int), count: kc.array(dtype=int),
                                 shape_list: kc.array(dtype=int), body_com: kc.array(dtype=kc.vec3),
                                 shape_type: kc.array(dtype=int), shape_pos: kc.array(dtype=kc.vec3),
@@ -520,6 +640,7 @@ def body_pair_toi_apply_kernel(
         material_mu: kc.array(dtype=float),
         shape_mesh: kc.array(dtype=kc.uint64), shape_info: kc.array(dtype=kc.vec3),
         shape_convex: kc.array(dtype=int), partner: kc.array(dtype=int), s_last: kc.array(dtype=float),
+        ground: int, ground_normal: kc.vec3, ground_offset: float, ground_material: int,
         body_q_start: kc.array(dtype=kc.transform), body_qd_start: kc.array(dtype=kc.spatial_vector),
         s_last_out: kc.array(dtype=float)):
     """The impact of each body whose earliest partner (``partner``, from :func:`body_pair_toi_find_kernel`) has
@@ -555,12 +676,32 @@ def body_pair_toi_apply_kernel(
         ib_inv = rot_b * inv_inertia[hi] * kc.transpose(rot_b)
         wa_hit = spin_at(lo, body_q0, body_qd0, body_f, inertia, inv_inertia, qa_hit, tau)
         wb_hit = spin_at(hi, body_q0, body_qd0, body_f, inertia, inv_inertia, qb_hit, tau)
-        u = va_hit + kc.cross(wa_hit, arm_a) - vb_hit - kc.cross(wb_hit, arm_b)
+        # a body lying on the ground that the impulse presses into it: the ground takes that part
+        fa = ground_support(lo, xa_hit, rot_a, n, body_first, body_shape_count, shape_list, body_com, shape_type,
+                            shape_pos, shape_rot, shape_scale, shape_mesh, shape_info, ground, ground_normal,
+                            ground_offset)
+        fb = ground_support(hi, xb_hit, rot_b, -n, body_first, body_shape_count, shape_list, body_com, shape_type,
+                            shape_pos, shape_rot, shape_scale, shape_mesh, shape_info, ground, ground_normal,
+                            ground_offset)
+        u = (supported(va_hit, fa, ground_normal) + kc.cross(wa_hit, arm_a) - supported(vb_hit, fb, ground_normal)
+             - kc.cross(wb_hit, arm_b))
+        k = (supported_mass(contact_mass(arm_a, inv_mass[lo], ia_inv), fa, ground_normal)
+             + supported_mass(contact_mass(arm_b, inv_mass[hi], ib_inv), fb, ground_normal))
         ma = shape_material[s_lo]
         mb = shape_material[s_hi]
         e = 0.5 * (material_restitution[ma] + material_restitution[mb])
         mu = 0.5 * (material_mu[ma] + material_mu[mb])
-        jimp = pair_impulse(n, u, arm_a, arm_b, inv_mass[lo], ia_inv, inv_mass[hi], ib_inv, e, mu)
+        jimp = contact_impulse(n, u, k, e, mu)
+        if (shape_type[s_lo] == SPHERE and shape_type[s_hi] == SPHERE and body_shape_count[lo] == 1
+                and body_shape_count[hi] == 1):
+            # two single spheres have no penalty contact to hold them (sim/collide_body_pairs.py): the impulse
+            # holds them for the rest of the step too.  Not the others: their penalty contact holds them, and
+            # a second impulse or an overlap recovery on top of it rocked a pushed hull stack (cubes kicked at
+            # 0.3-0.9 rad/s until 1.8 s instead of resting by 1 s)
+            a_rel = supported(aa, fa, ground_normal) - supported(ab, fb, ground_normal)
+            jimp = jimp + pair_rest_impulse(n, u, jimp, k, a_rel, (1.0 - s) * dt, depth, dt)
+        support = fa
+        s_body = s_lo
         # this body's share
         x_hit = xa_hit
         q_hit = qa_hit
@@ -571,6 +712,8 @@ def body_pair_toi_apply_kernel(
         a = aa
         if i == hi:
             jimp = -jimp
+            support = fb
+            s_body = s_hi
             x_hit = xb_hit
             q_hit = qb_hit
             v_hit = vb_hit
@@ -578,6 +721,9 @@ def body_pair_toi_apply_kernel(
             arm = arm_b
             inv_i = ib_inv
             a = ab
+        if support > 0.0:
+            mu_g = 0.5 * (material_mu[ground_material] + material_mu[shape_material[s_body]])
+            jimp = ground_share(jimp, v_hit, inv_mass[i], ground_normal, mu_g)
         v_new = v_hit + jimp * inv_mass[i]
         w_new = w_hit + inv_i * kc.cross(arm, jimp)
         # the virtual start from which the free step reproduces the impact (module docstring)
@@ -759,7 +905,8 @@ def body_pair_toi(model, state_in, wrenches, state_out, dt: float, body_shape, p
                           body_shape.swept.shapes, model.gravity, float(dt), model.shape_type, model.shape_pos,
                           model.shape_rot, model.shape_scale, model.shape_material, model.material_restitution,
                           model.material_mu, model.shape_mesh, body_shape.swept.info, body_shape.shape_convex,
-                          out.partner, s_last],
+                          out.partner, s_last, int(model.ground), model.ground_normal, model.ground_offset,
+                          model.ground_material],
                   outputs=[out.body_q, out.body_qd, out.s_last], device=dev)
         q, qd, s_last, partner_prev, s_best_prev = out.body_q, out.body_qd, out.s_last, out.partner, out.s_best
     return _StartState(q, qd)
