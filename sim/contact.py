@@ -27,6 +27,21 @@ stable for any contact stiffness (a fixed regularisation speed would need
 ``dt < 2 m v_s / (mu f_n)``, which stiff contacts break, with exploding gradients).
 
 A pair of materials mixes every parameter by averaging.
+
+Light rigid bodies (``mixed_body_contact_force``, every rigid-body and link contact): the
+explicit step of a spring-dashpot on an effective mass ``1/w`` is stable only while
+``ke w dt^2 + 2 kd w dt < 4``, and the points of one body add up (a box on a face: four
+corners, and its rocking mode is 1.5x stiffer than one corner).  An 8 g box at dt = 1e-3
+with ke = 1e4 has ``ke w dt^2 ~ 4`` at a corner (w includes the rotation, 4/m there) and
+hopped away; a 0.5 g sphere flew off.  So a body's contact point, with ``w`` its effective
+inverse mass along the normal (rotation included), takes ``ke w dt^2`` capped at
+STIFFNESS_LIMIT (0.2) and then ``kd w dt`` at DAMPING_LIMIT (0.4), through a smooth min
+(:func:`soft_cap`, so forces and gradients stay continuous).  A capped body still rests,
+sinking ``g dt^2 / 0.2``-ish (5e-5 m at dt = 1e-3) whatever its mass; a heavy point
+(``ke w dt^2 <= 0.05``: a 1 kg box at ke = 1e4, dt = 1e-3) keeps the law above to 1e-6.
+Not covered: many points pressing one body at once (a mesh with dozens of vertices on a
+face), where the per-point caps add up past the limit.  Particles keep the uncapped law
+(``mixed_contact_force``).
 """
 from __future__ import annotations
 
