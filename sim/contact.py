@@ -29,55 +29,75 @@ stable for any contact stiffness (a fixed regularisation speed would need
 A pair of materials mixes every parameter by averaging.
 
 Light rigid bodies (``mixed_body_contact_force``, every rigid-body and link contact): the
-explicit step of a spring-dashpot on an effective mass ``1/w`` is stable only while
-``ke w dt^2 + 2 kd w dt < 4``, and the points of one body add up (a box on a face: four
-corners, and its rocking mode is 1.5x stiffer than one corner).  An 8 g box at dt = 1e-3
-with ke = 1e4 has ``ke w dt^2 ~ 4`` at a corner (w includes the rotation, 4/m there) and
-hopped away; a 0.5 g sphere flew off.  So a body's contact point, with ``w`` its effective
-inverse mass along the normal (rotation included), takes ``ke w dt^2`` capped at
-STIFFNESS_LIMIT (0.2) and then ``kd w dt`` at DAMPING_LIMIT (0.4), through a smooth min
-(:func:`soft_cap`, so forces and gradients stay continuous).  A capped body still rests,
-sinking ``g dt^2 / 0.2``-ish (5e-5 m at dt = 1e-3) whatever its mass; a heavy point
-(``ke w dt^2 <= 0.05``: a 1 kg box at ke = 1e4, dt = 1e-3) keeps the law above to 1e-6.
-Not covered: many points pressing one body at once (a mesh with dozens of vertices on a
-face), where the per-point caps add up past the limit.  Particles keep the uncapped law
-(``mixed_contact_force``).
+symplectic Euler step of a spring-dashpot on an effective mass ``1/w`` multiplies (overlap,
+velocity dt) by a matrix of determinant ``1 - b`` and trace ``2 - a - b`` (``a = ke w dt^2``,
+``b = kd w dt``), stable only while ``a + 2 b < 4`` (and ``b < 2``).  An 8 g box at dt = 1e-3 with
+ke = 1e4 has ``a ~ 5`` at a corner (w includes the rotation, 4/m there) and hopped away; a 0.5 g
+sphere flew off.  So a body's contact point, with ``w`` its effective inverse mass along the normal
+(rotation included), bends ``a`` smoothly below STIFFNESS_LIMIT (1) once it passes STIFFNESS_KNEE
+(0.5), then bends ``a + 2 b = a + 4 zeta sqrt(a)`` below STABILITY_LIMIT (3.8) once it passes
+STABILITY_KNEE (3.4), by lowering ke further (zeta kept), with :func:`soft_min` (C2, so forces and
+gradients stay continuous).  Below both knees the law is the uncapped one bit for bit: a 0.1 kg
+cube at default ke and dt = 1e-3 (``a = 0.4``), an 8 kg box at ke = 2e5 (0.2 per pair point), a
+1 kg box with restitution 0 at dt = 2e-3 (``a + 2 b = 3.36`` at a corner).  The per-point bound is
+not a body's: several points of one body add up (a box on a face rocks at 1.5 times a corner's
+rate; heavy boxes at ``a + 2 b ~ 3.4`` rock on their corners), so as the first cap softens a point
+(by ``1 - k/ke``, 0 .. 1) the second knee and limit move to LIGHT_KNEE (1.2) and LIGHT_LIMIT (1.6):
+a light box then rests at any restitution, sinking about ``g dt^2 / a`` (1e-5 .. 2e-4 m at dt =
+1e-3).  :mod:`sim.contact_limits` tells the solvers, from the model, when the cap may act (they warn
+once).  Particles keep the uncapped law (``mixed_contact_force``).
 """
 from __future__ import annotations
 
 import kernelcore as kc
 
-#: largest ``ke w dt^2`` of a body contact point (w: its effective inverse mass along the normal)
-STIFFNESS_LIMIT = kc.constant(0.2)
-#: largest ``kd w dt`` of a body contact point
-DAMPING_LIMIT = kc.constant(0.4)
+#: ``ke w dt^2`` of a body contact point (w: its effective inverse mass along the normal) is kept as is up to
+#: STIFFNESS_KNEE and bent smoothly below STIFFNESS_LIMIT above it
+STIFFNESS_KNEE = kc.constant(0.5)
+STIFFNESS_LIMIT = kc.constant(1.0)
+#: the same for the explicit step's stability measure ``ke w dt^2 + 2 kd w dt`` (< 4), by lowering ke further,
+#: for a point the first cap leaves alone ...
+STABILITY_KNEE = kc.constant(3.4)
+STABILITY_LIMIT = kc.constant(3.8)
+#: ... moving to these as the first cap softens the point (a light body: its points add up, see above)
+LIGHT_KNEE = kc.constant(1.2)
+LIGHT_LIMIT = kc.constant(1.6)
 
 
 @kc.func
-def soft_cap(x: float) -> float:
-    """Factor ``(1 + x^8)^(-1/8)`` (x >= 0): ~1 below x = 0.5 (1 - 5e-4 there), ~1/x above x = 2, smooth
-    in between, so ``x * soft_cap(x)`` is a differentiable min(x, 1)."""
-    s = float(1.0)
-    if x > 1.0:  # the same function written without overflowing x^8
-        y = 1.0 / x
-        y2 = y * y
-        y4 = y2 * y2
-        s = y / kc.sqrt(kc.sqrt(kc.sqrt(1.0 + y4 * y4)))
-    else:
-        x2 = x * x
-        x4 = x2 * x2
-        s = 1.0 / kc.sqrt(kc.sqrt(kc.sqrt(1.0 + x4 * x4)))
-    return s
+def soft_min(x: float, knee: float, limit: float) -> float:
+    """``min(x, limit)`` with its corner rounded: ``x`` itself (bit for bit) up to ``knee`` (< limit), then
+    ``knee + (limit - knee) tanh((x - knee) / (limit - knee))``, which meets it with equal first and second
+    derivatives and stays below ``limit``."""
+    y = x
+    if x > knee:
+        span = limit - knee
+        y = knee + span * kc.tanh((x - knee) / span)
+    return y
 
 
 @kc.func
 def stable_spring_dashpot(ke: float, damping_ratio: float, inv_mass_sum: float, dt: float) -> kc.vec2:
     """(stiffness [N/m], damping [N s/m]) of a contact point whose effective inverse mass along the normal is
-    ``inv_mass_sum`` [1/kg], softened where the explicit step would be unstable: ``ke w dt^2`` is capped at
-    STIFFNESS_LIMIT and then ``kd w dt`` at DAMPING_LIMIT (smoothly, by :func:`soft_cap`)."""
-    k = ke * soft_cap(ke * inv_mass_sum * dt * dt / STIFFNESS_LIMIT)
+    ``inv_mass_sum`` [1/kg]: ``ke`` and ``2 zeta sqrt(ke / w)`` where the explicit step is well inside its
+    stability region, else with ``ke w dt^2`` bent below STIFFNESS_LIMIT and then ``ke w dt^2 + 2 kd w dt``
+    below STABILITY_LIMIT by :func:`soft_min` (module docstring)."""
+    k = ke
+    light = float(0.0)  # how much the first cap softened the point, 0 (not) .. 1
+    a = ke * inv_mass_sum * dt * dt
+    if a > STIFFNESS_KNEE:
+        k = ke * (soft_min(a, STIFFNESS_KNEE, STIFFNESS_LIMIT) / a)
+        light = 1.0 - k / ke
+    # with kd = 2 zeta sqrt(k / w): ke w dt^2 + 2 kd w dt = x + 4 zeta sqrt(x), x = k w dt^2
+    x = k * inv_mass_sum * dt * dt
+    two_zeta = 2.0 * damping_ratio
+    s = x + 2.0 * two_zeta * kc.sqrt(x)
+    knee = STABILITY_KNEE - (STABILITY_KNEE - LIGHT_KNEE) * light
+    if s > knee:
+        s = soft_min(s, knee, STABILITY_LIMIT - (STABILITY_LIMIT - LIGHT_LIMIT) * light)
+        root = s / (kc.sqrt(two_zeta * two_zeta + s) + two_zeta)  # sqrt(x) with x + 2 two_zeta sqrt(x) = s
+        k = k * (root * root / x)
     kd = 2.0 * damping_ratio * kc.sqrt(k / inv_mass_sum)
-    kd = kd * soft_cap(kd * inv_mass_sum * dt / DAMPING_LIMIT)
     return kc.vec2(k, kd)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import kernelcore as kc
 import sim
+import sim.contact as C
 from sim.contact import mixed_body_contact_force, mixed_contact_force
 
 DT = 1.0e-3
@@ -116,42 +117,61 @@ def _law(w, vn, gap=-1e-4, ke=1e4, zeta=0.25, dt=DT):
     return fb.numpy().astype(float), fp.numpy().astype(float)
 
 
+def _soft_min(x, knee, limit):
+    span = limit - knee
+    return np.where(x > knee, knee + span * np.tanh((np.maximum(x, knee) - knee) / span), x)
+
+
 def _reference(w, vn, gap=-1e-4, ke=1e4, zeta=0.25, dt=DT):
-    """The capped law of sim/contact.py in float64 (numpy), deep in contact (no onset smoothing)."""
-    cap = lambda x: (1.0 + x ** 8) ** (-1.0 / 8.0)  # noqa: E731
-    k = ke * cap(ke * w * dt * dt / 0.2)
+    """The capped law of sim/contact.py in float64 (numpy), deep in contact (no onset smoothing): ``ke w dt^2``
+    bent below STIFFNESS_LIMIT, then ``ke w dt^2 + 2 kd w dt`` below a limit that moves from STABILITY_LIMIT
+    to LIGHT_LIMIT as the first cap softens the point (by lowering ke further)."""
+    a = ke * w * dt * dt
+    x = _soft_min(a, C.STIFFNESS_KNEE, C.STIFFNESS_LIMIT)
+    r = 1.0 - x / a
+    knee = C.STABILITY_KNEE - (C.STABILITY_KNEE - C.LIGHT_KNEE) * r
+    limit = C.STABILITY_LIMIT - (C.STABILITY_LIMIT - C.LIGHT_LIMIT) * r
+    s = x + 4.0 * zeta * np.sqrt(x)
+    span = limit - knee
+    s_capped = np.where(s > knee, knee + span * np.tanh(np.maximum(s - knee, 0.0) / span), s)
+    x = np.where(s > knee, (s_capped / (np.sqrt(4.0 * zeta * zeta + s_capped) + 2.0 * zeta)) ** 2, x)
+    k = x / (w * dt * dt)
     kd = 2.0 * zeta * np.sqrt(k / w)
-    kd = kd * cap(kd * w * dt / 0.4)
     return np.maximum(-k * gap - kd * vn, 0.0)
 
 
-def test_law_matches_reference_and_keeps_heavy_bodies():
-    w = np.array([0.5, 1.0, 4.0, 20.0, 100.0, 500.0, 4000.0, 1e5])  # 1/kg: 2 kg ... 10 mg
+@pytest.mark.parametrize("zeta", [0.25, 2.0])
+def test_law_matches_reference_and_keeps_heavy_bodies(zeta):
+    w = np.array([0.5, 1.0, 4.0, 20.0, 40.0, 100.0, 500.0, 4000.0, 1e5])  # 1/kg: 2 kg ... 10 mg
     vn = np.full(w.shape, -0.01)
-    fb, fp = _law(w, vn)
-    np.testing.assert_allclose(fb, _reference(w, vn), rtol=1e-5)
-    # heavy points (ke w dt^2 <= 0.04): the uncapped law to 1e-5
-    heavy = w <= 4.0
-    np.testing.assert_allclose(fb[heavy], fp[heavy], rtol=1e-5)
-    # light points: the effective stiffness k w dt^2 and damping kd w dt stay below the caps
+    fb, fp = _law(w, vn, zeta=zeta)
+    np.testing.assert_allclose(fb, _reference(w, vn, zeta=zeta), rtol=1e-5)
+    # heavy points (below both knees): the uncapped law, bit for bit
+    a = 1e4 * w * DT * DT
+    heavy = (a <= C.STIFFNESS_KNEE) & (a + 4.0 * zeta * np.sqrt(a) <= C.STABILITY_KNEE)
+    assert heavy.sum() >= (3 if zeta == 2.0 else 5)
+    np.testing.assert_array_equal(fb[heavy], fp[heavy])
+    # light points: the effective stiffness k w dt^2 stays below its limit, the stability measure below 4
     light = w >= 500.0
     assert np.all(fb[light] < fp[light])
-    f0, _ = _law(w, np.zeros_like(w))
+    f0, _ = _law(w, np.zeros_like(w), zeta=zeta)
     k, kd = f0 / 1e-4, (fb - f0) / 0.01
-    assert np.all(k[light] * w[light] * DT * DT < 0.2 * 1.001)
-    assert np.all(kd[light] * w[light] * DT < 0.4 * 1.001)
+    assert np.all(k * w * DT * DT < C.STIFFNESS_LIMIT * 1.001)
+    assert np.all(k * w * DT * DT + 2.0 * kd * w * DT < C.STABILITY_LIMIT * 1.001)
+    assert np.all(k[light] * w[light] * DT * DT + 2.0 * kd[light] * w[light] * DT < 2.5)
 
 
-def test_law_is_smooth_across_the_cap():
+@pytest.mark.parametrize("zeta", [0.25, 2.0])
+def test_law_is_smooth_across_the_cap(zeta):
     """The force is continuous and its slope in w (float64 finite differences of the reference) has no
-    jump through the knee of the cap, where the float32 law follows the reference."""
-    w = np.geomspace(5.0, 200.0, 400)  # ke w dt^2 from 0.05 to 2
-    f_ref = _reference(w, np.zeros_like(w))
-    fb, _ = _law(w, np.zeros_like(w))
+    jump through the knees of the cap, where the float32 law follows the reference."""
+    w = np.geomspace(5.0, 2000.0, 600)  # ke w dt^2 from 0.05 to 20
+    f_ref = _reference(w, np.zeros_like(w), zeta=zeta)
+    fb, _ = _law(w, np.zeros_like(w), zeta=zeta)
     np.testing.assert_allclose(fb, f_ref, rtol=1e-5)
     slope = np.diff(np.log(f_ref)) / np.diff(np.log(w))
     assert np.all(np.abs(np.diff(slope)) < 0.05)  # no kink (a kink: a jump of up to 1)
-    assert slope[0] > -1e-3 and slope[-1] < -0.95  # from ke to ~0.2 / (w dt^2)
+    assert slope[0] > -1e-3 and slope[-1] < -0.95  # from ke to ~const / (w dt^2)
 
 
 #: body_q of the 10 cm, 1 kg box below every 50 steps, from main's uncapped law (session 16)
