@@ -69,7 +69,7 @@ def warn_if_capped(model, dt, solver_name):
     if not bodies:
         return False
     body, mass, a = min(bodies, key=lambda t: t[1])
-    warnings.warn(f"{solver_name}: contact stiffness capped for {len(bodies)} light bod"
+    warnings.warn(f"{solver_name}: contact stiffness may be capped for {len(bodies)} light bod"
                   f"{'y' if len(bodies) == 1 else 'ies'} at dt={dt:g} s (lightest: body {body}, mass {mass:.3g} kg, "
                   f"ke w dt^2 up to {a:.3g} at ke={float(model.material_ke.numpy().max()):g} N/m); their penalty "
                   f"contacts are softened to stay stable (sim/contact.py)", stacklevel=3)

@@ -13,10 +13,12 @@ DT = 1.0e-3
 STEPS = 2000  # 2 s
 
 
-def _rest(shape, solver_name, toi=False, size=0.01, density=1000.0, steps=STEPS):
+def _rest(shape, solver_name, toi=False, size=0.01, density=1000.0, steps=STEPS, restitution=None):
     """Drop a body 2 mm with a 0.05 rad tilt; return (final height [m], max speed [m/s] and max |w|
     [rad/s] over the last 100 steps, mass [kg])."""
     b = sim.ModelBuilder()
+    if restitution is not None:
+        b.set_material(0, restitution=restitution)
     b.set_ground_plane()
     tilt = kc.quat_from_axis_angle(kc.vec3(0.0, 0.0, 1.0), 0.05)
     body = b.add_body(xform=kc.transform((0.0, size + 0.002, 0.0), tilt))
@@ -56,6 +58,16 @@ def test_light_box_rests(solver_name, toi):
     assert v < 1e-2, v
     # TOI's impulses at the manifold centroid leave a small rocking (SolverFeatherstone, 0.58 rad/s on main)
     assert w < (1.0 if toi else 1e-2), w
+
+
+@pytest.mark.parametrize("solver_name", ["semi_implicit", "featherstone"])
+def test_light_box_without_restitution_rests(solver_name):
+    """Restitution 0 (damping ratio 2): the damping alone takes a capped corner to ``a + 2 b ~ 3.8``, where
+    the four corners together rock (1.4 rad/s with the second cap at 3.8 for every point)."""
+    y, v, w, _ = _rest("box", solver_name, restitution=0.0)
+    assert abs(y - 0.01) < 2e-3, y
+    assert v < 1e-2, v
+    assert w < 1e-2, w
 
 
 @pytest.mark.parametrize("solver_name", ["semi_implicit", "featherstone"])
@@ -205,3 +217,33 @@ def test_heavy_box_trajectory_unchanged(solver_name):
             q = s0.body_q.numpy()[0]
             got.append([q[0], q[1], q[5]])
     np.testing.assert_allclose(np.array(got), np.array(_HEAVY_MAIN[solver_name]), atol=2e-6)
+
+
+def _one_box(half, solver_name):
+    b = sim.ModelBuilder()
+    b.set_ground_plane()
+    body = b.add_body(xform=kc.transform((0.0, half + 0.002, 0.0), kc.quat_identity()))
+    b.add_shape_box(body=body, half_extents=(half, half, half), density=1000.0)
+    if solver_name == "featherstone":
+        b.add_joint_free(body)
+    m = b.finalize()
+    solver = sim.SolverFeatherstone(m) if solver_name == "featherstone" else sim.SolverSemiImplicit(m)
+    return m, solver
+
+
+@pytest.mark.parametrize("solver_name", ["semi_implicit", "featherstone"])
+def test_solvers_warn_once_when_the_cap_may_act(solver_name):
+    """The 8 g box: one warning naming the solver, the mass, dt and the cap, at the first step of a dt only;
+    a 1 kg box (a corner's ke w dt^2 <= 0.055 by the model's bound): none."""
+    import warnings
+
+    m, solver = _one_box(0.01, solver_name)
+    s0, s1 = m.state(), m.state()
+    with pytest.warns(UserWarning, match=r"Solver\w+: contact stiffness may be capped for 1 light body at dt=0.001 s "
+                                         r"\(lightest: body 0, mass 0.008 kg"):
+        solver.step(m, s0, s1, None, DT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solver.step(m, s1, s0, None, DT)  # the same dt: checked already
+        heavy, heavy_solver = _one_box(0.05, solver_name)
+        heavy_solver.step(heavy, heavy.state(), heavy.state(), None, DT)
