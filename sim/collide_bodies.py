@@ -32,7 +32,7 @@ import kernelcore as kc
 from .collide_box_faces import box_on_static_box
 from .collide_box_sat import box_edge_contact, box_extent, segment_params  # noqa: F401  (their old home)
 from .collide_shapes import box_closest
-from .contact import material_inputs, mixed_contact_force
+from .contact import material_inputs, mixed_body_contact_force
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 
 SPHERE = kc.constant(0)
@@ -167,7 +167,7 @@ def body_contact_wrench(n: kc.vec3, gap: float, arm: kc.vec3, v: kc.vec3, inv_ma
     ``1/m + (r x n) . I_world^-1 (r x n)`` (``inv_inertia_world`` [1/(kg m^2)])."""
     rn = kc.cross(arm, n)
     w = inv_mass + kc.dot(rn, inv_inertia_world * rn)
-    f = mixed_contact_force(n, gap, v, w, material, c_material, material_ke, material_damping_ratio, material_mu,
+    f = mixed_body_contact_force(n, gap, v, w, material, c_material, material_ke, material_damping_ratio, material_mu,
                             material_cohesion, material_cohesion_distance, dt)
     return spatial_wrench(f, arm)
 

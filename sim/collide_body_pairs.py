@@ -49,7 +49,7 @@ from kernelcore.device import get_runtime
 from .collide_bodies import (MAX_POINTS, box_edge_contact, segment_params, shape_point,  # noqa: F401
                              spatial_wrench, static_distance)
 from .collide_box_faces import box_pair_manifold, vec8
-from .contact import material_inputs, mixed_contact_force
+from .contact import material_inputs, mixed_body_contact_force
 from .contacts import OVERFLOW_BODY_PAIR, check_contact_overflow, write_contact_slot
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
@@ -266,7 +266,7 @@ def apply_body_pair_contacts_kernel(
         rnb = kc.cross(arm_b, n)
         w = (body_inv_mass[ba] + kc.dot(rna, ra * body_inv_inertia[ba] * kc.transpose(ra) * rna)
              + body_inv_mass[bb] + kc.dot(rnb, rb * body_inv_inertia[bb] * kc.transpose(rb) * rnb))
-        f = mixed_contact_force(n, -depth[slot], v_rel, w, shape_material[sa], shape_material[sb], material_ke,
+        f = mixed_body_contact_force(n, -depth[slot], v_rel, w, shape_material[sa], shape_material[sb], material_ke,
                                 material_damping_ratio, material_mu, material_cohesion,
                                 material_cohesion_distance, dt)
         kc.atomic_add(body_f, ba, spatial_wrench(f, arm_a))

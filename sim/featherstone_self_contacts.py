@@ -42,7 +42,7 @@ from .collide_box_faces import box_pair_manifold
 from .collide_hull_edges import hull_edge_crossings
 from .collide_hull_pairs import hull_extent, hull_has_vertex_near, hull_pair_normal, shape_convex_flags
 from .collide_mesh import FAR, mesh_surface_distance
-from .contact import mixed_contact_force
+from .contact import mixed_body_contact_force
 from .featherstone_link_points import MESH, link_point_count, link_shape_bound
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_SPHERE
 
@@ -98,7 +98,7 @@ def link_contact_force(n: kc.vec3, gap: float, contact: kc.vec3, ba: int, bb: in
         nb = kc.cross(contact - kc.transform_point(tfb, body_com[bb]), n)
         inv_m = (body_inv_mass[ba] + kc.dot(na, ra * body_inv_inertia[ba] * kc.transpose(ra) * na)
                  + body_inv_mass[bb] + kc.dot(nb, rb * body_inv_inertia[bb] * kc.transpose(rb) * nb))
-        f = mixed_contact_force(n, gap, v_rel, inv_m, ma, mb, material_ke, material_damping_ratio, material_mu,
+        f = mixed_body_contact_force(n, gap, v_rel, inv_m, ma, mb, material_ke, material_damping_ratio, material_mu,
                                 material_cohesion, material_cohesion_distance, dt)
     return f
 

@@ -25,6 +25,7 @@ import kernelcore as kc
 from ..worlds import require_one_environment, static_shapes_in_environments
 from ..articulation import _fk_inputs, articulation_tables
 from ..collide_bodies import body_static_pairs
+from ..contact_limits import warn_if_capped
 from ..featherstone_contacts import fs_contact_inputs, fs_step_contacts_kernel, pairs_by_articulation
 from ..featherstone_kernels import fs_assemble_kernel, fs_kinematics_kernel, fs_step_kernel
 from ..featherstone_mesh_contacts import fs_mesh_contact_inputs, mesh_link_pairs
@@ -177,6 +178,7 @@ class SolverFeatherstone:
             self.pairs, self._art_pair_start = pairs_by_articulation(model, self.pairs, body_joint)
         self._zero_joint = kc.zeros(model.joint_dof_count, dtype=float, device=dev)
         self._zero_bodies = kc.zeros(model.body_count, dtype=kc.spatial_vector, device=dev)
+        self._cap_checked = set()  # time steps checked by sim/contact_limits.py
         self._step_args = {}  # _step_key -> (kernel, inputs, outputs, keep-alive), see _prepare_step
         self._model_inputs = operator.attrgetter(*(_MODEL_INPUTS + (_CONTACT_INPUTS if self._art_pair_start
                                                                      is not None else ())
@@ -224,6 +226,9 @@ class SolverFeatherstone:
         if state_in.joint_q is None or state_out.joint_q is None:
             raise ValueError("SolverFeatherstone.step: states have no joint_q (make them with model.state())")
         buf = self._buffers(state_out)
+        if self._art_pair_start is not None and dt not in self._cap_checked:
+            self._cap_checked.add(dt)
+            warn_if_capped(model, dt, "SolverFeatherstone")  # light bodies' contacts softened (sim/contact.py)
 
         def pick(name, default):
             value = getattr(control, name, None) if control is not None else None

@@ -13,6 +13,7 @@ import kernelcore as kc
 
 from ..worlds import require_one_environment
 from ..body_integrate import eval_body_control_forces, integrate_bodies, zero_body_forces
+from ..contact_limits import warn_if_capped
 from ..collide_body_mesh import eval_particle_body_mesh_contacts, make_body_mesh_contacts
 from ..collide_bodies import body_static_contact_capacity, body_static_pairs, eval_body_static_contacts
 from ..contacts import OVERFLOW_FAMILIES, check_contact_overflow, state_contacts
@@ -175,6 +176,7 @@ class SolverSemiImplicit:
         self.contacts = None
         #: the body-body contacts of the last step (``state_out.body_pair_contacts``; None without them)
         self.body_pair_contacts = None
+        self._cap_checked = set()  # time steps checked by sim/contact_limits.py
         self._mesh_contacts = None
         if model.mesh_shape_indices:
             from ..collide_mesh import eval_particle_mesh_contacts
@@ -211,6 +213,9 @@ class SolverSemiImplicit:
         else:
             integrate_particles(model, state_in, forces, state_out, dt)
         if model.body_count:
+            if dt not in self._cap_checked:
+                self._cap_checked.add(dt)
+                warn_if_capped(model, dt, type(self).__name__)  # light bodies' contacts softened (sim/contact.py)
             eval_body_control_forces(model, control, wrenches)
             if self._joint_bodies:
                 eval_joint_forces(model, state_in, control, wrenches, self.joint_attach_ke, self.joint_attach_kd)
